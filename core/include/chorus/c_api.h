@@ -1,0 +1,90 @@
+/* \file c_api.h
+ * The Chorus C ABI: a stable, exception-free surface for frameworks and
+ * languages that do not speak C++. Every function returns 0 (or the value it
+ * is asked for) on success and a negative chorus_error code on failure;
+ * chorus_last_error() then gives this thread's message. No C++ exception
+ * ever crosses this boundary.
+ *
+ * ABI versioning: CHORUS_ABI_VERSION grows when a function is added; a
+ * function never changes its signature once published. Check
+ * chorus_abi_version() >= the version you compiled against.
+ */
+#ifndef CHORUS_C_API_H_
+#define CHORUS_C_API_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CHORUS_ABI_VERSION 1
+
+typedef enum {
+  CHORUS_UINT8 = 0,
+  CHORUS_INT8 = 1,
+  CHORUS_INT32 = 2,
+  CHORUS_INT64 = 3,
+  CHORUS_FLOAT16 = 4,
+  CHORUS_BFLOAT16 = 5,
+  CHORUS_FLOAT32 = 6,
+  CHORUS_FLOAT64 = 7,
+  CHORUS_BOOL = 8
+} chorus_dtype;
+
+typedef enum {
+  CHORUS_SUM = 0,
+  CHORUS_AVERAGE = 1,
+  CHORUS_MIN = 2,
+  CHORUS_MAX = 3,
+  CHORUS_PRODUCT = 4
+} chorus_reduce_op;
+
+/* Error codes (negative return values). */
+typedef enum {
+  CHORUS_OK = 0,
+  CHORUS_ERR_UNKNOWN = -1,
+  CHORUS_ERR_PRECONDITION = -2,   /* not initialized, shut down */
+  CHORUS_ERR_ABORTED = -3,        /* runtime shut down before the operation completed */
+  CHORUS_ERR_INVALID_ARGUMENT = -4,
+  CHORUS_ERR_TIMEOUT = -6,
+  CHORUS_ERR_UNKNOWN_HANDLE = -100
+} chorus_error;
+
+/* Lifecycle. chorus_init() reads settings from the environment. */
+int chorus_init(void);
+int chorus_shutdown(void);
+int chorus_is_initialized(void); /* 1 or 0 */
+
+/* Place in the job (>= 0), or a negative error code before init. */
+int chorus_rank(void);
+int chorus_size(void);
+int chorus_local_rank(void);
+int chorus_local_size(void);
+int chorus_cross_rank(void);
+int chorus_cross_size(void);
+
+/* Asynchronous collectives over host memory the caller keeps alive until the
+ * handle completes. `input == output` is in place. On success *handle is set. */
+int chorus_allreduce_async(const char* name, const void* input, void* output, int64_t count,
+                           chorus_dtype dtype, chorus_reduce_op op, double prescale,
+                           double postscale, int64_t* handle);
+int chorus_broadcast_async(const char* name, void* buffer, int64_t count, chorus_dtype dtype,
+                           int root_rank, int64_t* handle);
+
+/* 1 done (successfully or not: chorus_wait tells), 0 pending, < 0 error code
+ * (an unknown handle, or the operation failed). */
+int chorus_poll(int64_t handle);
+/* Blocks until done; 0 ok, else an error code. Releases the handle. */
+int chorus_wait(int64_t handle);
+/* Message of this thread's last error ("" if none). Valid until this thread's
+ * next chorus_* call. */
+const char* chorus_last_error(void);
+/* CHORUS_ABI_VERSION of the library actually loaded. */
+int chorus_abi_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CHORUS_C_API_H_ */

@@ -1,0 +1,55 @@
+#pragma once
+/// \file chorus.h
+/// The Chorus C++ API: init(), the process's place in the job, and
+/// asynchronous collectives on framework-neutral tensors. These functions
+/// drive one process-wide Runtime (see runtime.h).
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chorus/error.h"
+#include "chorus/handle.h"
+#include "chorus/options.h"
+#include "chorus/runtime.h"
+#include "chorus/status.h"
+#include "chorus/tensor.h"
+#include "chorus/types.h"
+#include "chorus/version.h"
+
+namespace chorus {
+
+/// Starts Chorus on this process (every rank must call it). Options come from
+/// the environment unless given. Calling init() again while running does
+/// nothing; init() after shutdown() starts a fresh runtime.
+void init();
+void init(const RuntimeOptions& options);
+/// Stops Chorus on this process; pending operations everywhere fail with
+/// AbortedError. Safe to call when not initialized.
+void shutdown();
+/// True between init() and shutdown() while the runtime is running.
+bool is_initialized();
+
+/// This process's place in the job. Throw PreconditionError before init().
+int rank();
+int size();
+int local_rank();
+int local_size();
+int cross_rank();
+int cross_size();
+
+/// The process-wide runtime; throws PreconditionError before init().
+Runtime& runtime();
+
+/// Asynchronous allreduce of `input` into `output` (pass the same tensor for in place).
+Handle allreduce_async(const std::string& name, std::shared_ptr<Tensor> input,
+                       std::shared_ptr<Tensor> output, const AllreduceOptions& options = {});
+/// Several allreduces negotiated, fused and completed together.
+std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& names,
+                                            const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                            const std::vector<std::shared_ptr<Tensor>>& outputs,
+                                            const AllreduceOptions& options = {});
+/// Asynchronous in-place broadcast from `root_rank`.
+Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank);
+
+}  // namespace chorus

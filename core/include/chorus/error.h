@@ -1,0 +1,48 @@
+#pragma once
+/// \file error.h
+/// Exceptions thrown by the C++ API. Each carries the core's Status.
+
+#include <stdexcept>
+
+#include "chorus/status.h"
+
+namespace chorus {
+
+/// Base of every exception Chorus throws.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(Status status);
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+};
+
+/// Bad input, or inputs that disagree across ranks (dtype, shape, op, root, ...).
+class InvalidArgumentError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Called in the wrong state: before init(), after shutdown().
+class PreconditionError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// The runtime shut down (here or on another rank) before the operation completed.
+class AbortedError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A wait with a timeout ran out; the operation itself goes on.
+class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Throws the exception that matches `status`; does nothing when it is OK.
+void throw_if_error(const Status& status);
+
+}  // namespace chorus

@@ -1,0 +1,39 @@
+#pragma once
+/// \file handle.h
+/// Handle: the caller's view of an operation that runs in the background.
+
+#include <chrono>
+#include <memory>
+
+#include "chorus/status.h"
+
+namespace chorus {
+
+namespace detail {
+class HandleState;
+}
+
+/// Completion of one enqueued operation. Cheap to copy; copies share state.
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
+
+  /// True once the operation finished, successfully or not. Never blocks.
+  bool poll() const;
+  /// Blocks until the operation finished; throws chorus::Error if it failed.
+  void wait() const;
+  /// Like wait(), but gives up after `timeout` and throws TimeoutError
+  /// (the operation itself goes on; wait again later).
+  void wait(std::chrono::milliseconds timeout) const;
+  /// Blocks until done and returns the result instead of throwing.
+  Status wait_status() const;
+  /// The result so far: InProgress while running.
+  Status status() const;
+  bool valid() const { return state_ != nullptr; }
+
+ private:
+  std::shared_ptr<detail::HandleState> state_;
+};
+
+}  // namespace chorus

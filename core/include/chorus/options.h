@@ -1,0 +1,79 @@
+#pragma once
+/// \file options.h
+/// Settings of a Runtime and of single collectives.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "chorus/status.h"
+#include "chorus/tensor.h"
+#include "chorus/types.h"
+
+namespace chorus {
+
+enum class LogLevel : int { kTrace = 0, kDebug = 1, kInfo = 2, kWarning = 3, kError = 4, kFatal = 5 };
+
+/// Settings of one Runtime. `from_environment()` reads each from its
+/// CHORUS_* variable (or the HOROVOD_* one as a fallback); see docs/tuning.md.
+struct RuntimeOptions {
+  /// Largest fused buffer in bytes; 0 turns fusion off. CHORUS_FUSION_THRESHOLD.
+  int64_t fusion_threshold_bytes = 128ll * 1024 * 1024;
+  /// Longest sleep of the background thread between polls, in ms. CHORUS_CYCLE_TIME.
+  double cycle_time_ms = 1.0;
+  /// Wake the background thread at once when a tensor is enqueued (true), or
+  /// only every cycle (false, Horovod's behaviour). CHORUS_WAKE_ON_ENQUEUE.
+  bool wake_on_enqueue = true;
+  /// How long the background thread busy-polls after the last event before it
+  /// starts sleeping, in microseconds. CHORUS_SPIN_TIME_US.
+  double spin_time_us = 50.0;
+  /// Warn about tensors some ranks submitted and others did not after this many
+  /// seconds; 0 disables. CHORUS_STALL_CHECK_TIME_SECONDS.
+  double stall_check_seconds = 60.0;
+  /// Shut down with an error naming the stalled tensors and missing ranks after
+  /// this many seconds; 0 disables. CHORUS_STALL_SHUTDOWN_TIME_SECONDS.
+  double stall_shutdown_seconds = 0.0;
+  /// CHORUS_LOG_LEVEL: trace, debug, info, warning, error, fatal.
+  LogLevel log_level = LogLevel::kWarning;
+
+  /// Options from the environment; throws InvalidArgumentError naming the
+  /// variable when a value does not parse.
+  static RuntimeOptions from_environment();
+};
+
+/// Called on the background thread when an operation completes.
+using StatusCallback = std::function<void(const Status&)>;
+
+/// Options of one allreduce.
+struct AllreduceOptions {
+  ReduceOp op = ReduceOp::kAverage;
+  /// Multiplies the input before the reduction.
+  double prescale_factor = 1.0;
+  /// Multiplies the result after the reduction (Average divides on top).
+  double postscale_factor = 1.0;
+};
+
+/// Optional adapter services that go with an enqueued operation.
+struct OpHooks {
+  /// Wait for this before reading the input (GPU streams); nullptr for host data.
+  std::shared_ptr<ReadyEvent> ready_event;
+  /// Allocation services; nullptr uses host memory.
+  std::shared_ptr<OpContext> context;
+  /// Runs on the background thread once the operation completed, before the
+  /// handle reports completion. Must not block or call back into Chorus.
+  StatusCallback on_complete;
+};
+
+/// Counters of what a Runtime did, for tests, benchmarks and tuning.
+struct RuntimeStats {
+  int64_t tensors_allreduced = 0;  ///< tensors that completed an allreduce
+  int64_t allreduce_ops = 0;       ///< data-plane allreduce calls (fused or not)
+  int64_t fused_allreduce_ops = 0; ///< of those, the ones that carried 2+ tensors
+  int64_t broadcasts = 0;
+  int64_t bytes_allreduced = 0;
+  int64_t negotiation_rounds = 0;  ///< response lists executed
+  int64_t errors = 0;              ///< operations completed with an error
+};
+
+}  // namespace chorus

@@ -1,0 +1,74 @@
+#pragma once
+/// \file runtime.h
+/// Runtime: one instance of Chorus. It owns the tensor queue, the
+/// negotiation state, the communicators and the background thread that
+/// makes every MPI call. The free functions in chorus.h drive one
+/// process-wide Runtime; programs that want explicit ownership use this class.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chorus/handle.h"
+#include "chorus/options.h"
+#include "chorus/tensor.h"
+
+namespace chorus {
+
+namespace detail {
+class Backend;
+class RuntimeImpl;
+}  // namespace detail
+
+class Runtime {
+ public:
+  /// Starts a runtime over MPI (initializing MPI if nobody has). Blocks until
+  /// the background thread is ready; throws chorus::Error on failure.
+  explicit Runtime(RuntimeOptions options = RuntimeOptions::from_environment());
+  /// Starts a runtime over the given backend (in-process ranks in tests).
+  Runtime(std::unique_ptr<detail::Backend> backend, RuntimeOptions options);
+  /// Shuts down (see shutdown()) and joins the background thread.
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// Tells every rank this one is leaving: pending operations here and on
+  /// the other ranks fail with AbortedError, then the background thread stops.
+  /// Idempotent.
+  void shutdown();
+  /// False once this rank or another one shut the runtime down.
+  bool is_running() const;
+
+  int rank() const;
+  int size() const;
+  /// Rank among the processes on this host, and their number.
+  int local_rank() const;
+  int local_size() const;
+  /// Rank among the processes with the same local rank on all hosts, and their number.
+  int cross_rank() const;
+  int cross_size() const;
+
+  /// Starts an allreduce of `input` into `output` (the same tensor for in
+  /// place). Every rank must enqueue the same name with the same dtype,
+  /// shape, op and scale factors. Never blocks.
+  Handle allreduce_async(const std::string& name, std::shared_ptr<Tensor> input,
+                         std::shared_ptr<Tensor> output, const AllreduceOptions& options = {},
+                         OpHooks hooks = {});
+  /// Starts several allreduces that are negotiated and fused together and
+  /// complete together. `outputs` may be empty for in place.
+  std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& names,
+                                              const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                              const std::vector<std::shared_ptr<Tensor>>& outputs,
+                                              const AllreduceOptions& options = {});
+  /// Starts an in-place broadcast of `tensor` from `root_rank`.
+  Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank,
+                         OpHooks hooks = {});
+
+  RuntimeStats stats() const;
+  const RuntimeOptions& options() const;
+
+ private:
+  std::unique_ptr<detail::RuntimeImpl> impl_;
+};
+
+}  // namespace chorus

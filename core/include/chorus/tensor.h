@@ -1,0 +1,99 @@
+#pragma once
+/// \file tensor.h
+/// The adapter contract: what a framework implements so Chorus can move its
+/// tensors without knowing the framework. See docs/adapters.md.
+///
+/// The core never allocates framework memory itself; it asks the adapter's
+/// OpContext, and it never waits on a framework stream itself; it asks the
+/// adapter's ReadyEvent.
+
+#include <cstdint>
+#include <memory>
+
+#include "chorus/status.h"
+#include "chorus/types.h"
+
+namespace chorus {
+
+/// A framework tensor as the core sees it: typed, shaped, contiguous memory.
+/// Implementations must keep the memory alive for as long as the object lives.
+class Tensor {
+ public:
+  virtual ~Tensor() = default;
+  virtual DataType dtype() const = 0;
+  virtual TensorShape shape() const = 0;
+  /// Start of the contiguous element storage.
+  virtual const void* data() const = 0;
+  /// Writable view of the same storage (outputs, in-place inputs).
+  virtual void* mutable_data() = 0;
+  /// Size in bytes (elements x element size).
+  virtual int64_t size_bytes() const = 0;
+  /// Device that holds the memory; kCpuDevice for host memory.
+  virtual int device() const { return kCpuDevice; }
+};
+
+/// Memory the core keeps across operations (e.g. the fusion buffer on a
+/// device), owned by the framework's allocator.
+class PersistentBuffer {
+ public:
+  virtual ~PersistentBuffer() = default;
+  virtual void* data() = 0;
+  virtual int64_t size_bytes() const = 0;
+};
+
+/// Per-operation services the adapter provides: allocation in the
+/// framework's allocator, on the tensor's device.
+class OpContext {
+ public:
+  virtual ~OpContext() = default;
+  /// Allocate the output of an operation whose shape is known only after
+  /// negotiation (allgather, alltoall). On success `*out` holds the tensor.
+  virtual Status allocate_output(const TensorShape& shape, DataType dtype,
+                                 std::shared_ptr<Tensor>* out) = 0;
+  /// Allocate a zero-filled tensor (a joined rank's stand-in contribution).
+  virtual Status allocate_zeros(const TensorShape& shape, DataType dtype,
+                                std::shared_ptr<Tensor>* out) = 0;
+  /// Allocate memory kept across operations.
+  virtual Status allocate_persistent(int64_t size_bytes,
+                                     std::shared_ptr<PersistentBuffer>* out) = 0;
+};
+
+/// Tells when an input produced asynchronously (a GPU kernel on a stream)
+/// is safe to read. Host tensors need none (pass nullptr).
+class ReadyEvent {
+ public:
+  virtual ~ReadyEvent() = default;
+  /// True once the producer has finished writing the tensor.
+  virtual bool ready() const = 0;
+};
+
+/// A Tensor over memory the caller owns (the C ABI, tests, simple adapters).
+/// The caller keeps the memory alive until the operation completes.
+class HostTensorView final : public Tensor {
+ public:
+  HostTensorView(void* data, DataType dtype, TensorShape shape)
+      : data_(data), dtype_(dtype), shape_(std::move(shape)) {}
+  DataType dtype() const override { return dtype_; }
+  TensorShape shape() const override { return shape_; }
+  const void* data() const override { return data_; }
+  void* mutable_data() override { return data_; }
+  int64_t size_bytes() const override { return shape_.num_elements() * dtype_size(dtype_); }
+
+ private:
+  void* data_;
+  DataType dtype_;
+  TensorShape shape_;
+};
+
+/// An OpContext that allocates host memory the tensor itself owns.
+class HostOpContext final : public OpContext {
+ public:
+  Status allocate_output(const TensorShape& shape, DataType dtype,
+                         std::shared_ptr<Tensor>* out) override;
+  Status allocate_zeros(const TensorShape& shape, DataType dtype,
+                        std::shared_ptr<Tensor>* out) override;
+  Status allocate_persistent(int64_t size_bytes,
+                             std::shared_ptr<PersistentBuffer>* out) override;
+};
+
+}  // namespace chorus

@@ -1,0 +1,29 @@
+#pragma once
+// The control plane between the ranks and the coordinator (rank 0):
+// serialized RequestLists up, ResponseLists down. Messages between one pair
+// of ranks arrive in the order they were sent. Every call is non-blocking so
+// the background thread can sleep between polls instead of spinning inside MPI.
+
+#include <string>
+
+#include "chorus/status.h"
+
+namespace chorus::detail {
+
+class ControlChannel {
+ public:
+  virtual ~ControlChannel() = default;
+  /// Worker -> coordinator.
+  virtual Status send_to_coordinator(std::string bytes) = 0;
+  /// Coordinator: next message from any worker, if one arrived.
+  virtual bool poll_from_workers(int* from_rank, std::string* bytes) = 0;
+  /// Coordinator -> every worker.
+  virtual Status send_to_workers(const std::string& bytes) = 0;
+  /// Worker: next message from the coordinator, if one arrived.
+  virtual bool poll_from_coordinator(std::string* bytes) = 0;
+  /// Finishes outstanding sends and leaves the channel quiet; called by every
+  /// rank once the shutdown response went around. May block briefly.
+  virtual void close() = 0;
+};
+
+}  // namespace chorus::detail

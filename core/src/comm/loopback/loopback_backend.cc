@@ -1,0 +1,149 @@
+#include "comm/loopback/loopback_backend.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "algorithms/reduce_kernels.h"
+
+namespace chorus::detail {
+
+class LoopbackWorld {
+ public:
+  LoopbackWorld(int size, int ranks_per_host)
+      : size_(size), per_host_(ranks_per_host > 0 ? ranks_per_host : size), mailboxes_(static_cast<size_t>(size)) {}
+
+  int size() const { return size_; }
+  Topology topology(int rank) const {
+    Topology t;
+    t.rank = rank;
+    t.size = size_;
+    t.local_rank = rank % per_host_;
+    t.local_size = std::min(per_host_, size_ - (rank / per_host_) * per_host_);
+    t.cross_rank = rank / per_host_;
+    t.cross_size = (size_ - t.local_rank + per_host_ - 1) / per_host_;
+    return t;
+  }
+
+  void post(int to, int from, std::string bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    mailboxes_[static_cast<size_t>(to)].emplace_back(from, std::move(bytes));
+  }
+  bool take(int rank, int* from, std::string* bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& box = mailboxes_[static_cast<size_t>(rank)];
+    if (box.empty()) return false;
+    if (from) *from = box.front().first;
+    *bytes = std::move(box.front().second);
+    box.pop_front();
+    return true;
+  }
+
+  // A collective: every rank hands in its buffer; the last to arrive
+  // combines them with `combine(buffers)`; all leave together.
+  template <class Combine>
+  void rendezvous(int rank, void* buffer, Combine&& combine) {
+    std::unique_lock<std::mutex> lock(coll_mu_);
+    const uint64_t gen = generation_;
+    buffers_.resize(static_cast<size_t>(size_));
+    buffers_[static_cast<size_t>(rank)] = buffer;
+    if (++arrived_ == size_) {
+      combine(buffers_);
+      arrived_ = 0;
+      ++generation_;
+      coll_cv_.notify_all();
+    } else {
+      coll_cv_.wait(lock, [&] { return generation_ != gen; });
+    }
+  }
+
+ private:
+  const int size_, per_host_;
+  std::mutex mu_;
+  std::vector<std::deque<std::pair<int, std::string>>> mailboxes_;
+  std::mutex coll_mu_;
+  std::condition_variable coll_cv_;
+  std::vector<void*> buffers_;
+  int arrived_ = 0;
+  uint64_t generation_ = 0;
+};
+
+namespace {
+
+class LoopbackControl final : public ControlChannel {
+ public:
+  LoopbackControl(LoopbackWorld& world, int rank) : world_(world), rank_(rank) {}
+  Status send_to_coordinator(std::string bytes) override {
+    world_.post(0, rank_, std::move(bytes));
+    return Status::ok();
+  }
+  bool poll_from_workers(int* from, std::string* bytes) override { return world_.take(rank_, from, bytes); }
+  Status send_to_workers(const std::string& bytes) override {
+    for (int r = 1; r < world_.size(); ++r) world_.post(r, rank_, bytes);
+    return Status::ok();
+  }
+  bool poll_from_coordinator(std::string* bytes) override { return world_.take(rank_, nullptr, bytes); }
+  void close() override {}
+
+ private:
+  LoopbackWorld& world_;
+  int rank_;
+};
+
+class LoopbackComm final : public Communicator {
+ public:
+  LoopbackComm(LoopbackWorld& world, int rank) : world_(world), rank_(rank) {}
+  Status allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
+    const size_t bytes = static_cast<size_t>(count * dtype_size(dtype));
+    world_.rendezvous(rank_, buffer, [&](std::vector<void*>& all) {
+      for (size_t r = 1; r < all.size(); ++r) reduce_into(all[0], all[r], count, dtype, op);
+      for (size_t r = 1; r < all.size(); ++r) std::memcpy(all[r], all[0], bytes);
+    });
+    return Status::ok();
+  }
+  Status broadcast(void* buffer, int64_t bytes, int root) override {
+    world_.rendezvous(rank_, buffer, [&](std::vector<void*>& all) {
+      for (size_t r = 0; r < all.size(); ++r) {
+        if (static_cast<int>(r) != root) std::memcpy(all[r], all[static_cast<size_t>(root)], static_cast<size_t>(bytes));
+      }
+    });
+    return Status::ok();
+  }
+  const char* name() const override { return "loopback"; }
+
+ private:
+  LoopbackWorld& world_;
+  int rank_;
+};
+
+class LoopbackBackend final : public Backend {
+ public:
+  LoopbackBackend(std::shared_ptr<LoopbackWorld> world, int rank)
+      : world_(std::move(world)), rank_(rank), control_(*world_, rank), data_(*world_, rank) {}
+  Status start() override { return Status::ok(); }
+  void stop() override {}
+  Topology topology() const override { return world_->topology(rank_); }
+  ControlChannel& control() override { return control_; }
+  Communicator& data() override { return data_; }
+
+ private:
+  std::shared_ptr<LoopbackWorld> world_;
+  int rank_;
+  LoopbackControl control_;
+  LoopbackComm data_;
+};
+
+}  // namespace
+
+std::shared_ptr<LoopbackWorld> make_loopback_world(int size, int ranks_per_host) {
+  return std::make_shared<LoopbackWorld>(size, ranks_per_host);
+}
+
+std::unique_ptr<Backend> make_loopback_backend(std::shared_ptr<LoopbackWorld> world, int rank) {
+  return std::make_unique<LoopbackBackend>(std::move(world), rank);
+}
+
+}  // namespace chorus::detail

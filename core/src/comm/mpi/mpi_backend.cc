@@ -1,0 +1,71 @@
+// The production Backend: MPI for topology, control and data.
+#include <mpi.h>
+
+#include <memory>
+
+#include "comm/backend.h"
+#include "comm/mpi/mpi_communicator.h"
+#include "comm/mpi/mpi_control_channel.h"
+#include "comm/mpi/mpi_environment.h"
+#include "comm/mpi/mpi_types.h"
+#include "common/logging.h"
+
+namespace chorus::detail {
+
+namespace {
+
+class MpiBackend final : public Backend {
+ public:
+  Status start() override {
+    Status s = ensure_mpi_initialized();
+    if (!s.is_ok()) return s;
+    // Private communicators: the program's own MPI traffic on
+    // MPI_COMM_WORLD never mixes with ours, nor control with data.
+    MPI_Comm_dup(MPI_COMM_WORLD, &control_comm_);
+    MPI_Comm_dup(MPI_COMM_WORLD, &data_comm_);
+    MPI_Comm_rank(MPI_COMM_WORLD, &topo_.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &topo_.size);
+    // local: the ranks that share this host's memory; cross: the ranks with
+    // the same local rank on every host.
+    MPI_Comm local, cross;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, topo_.rank, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &topo_.local_rank);
+    MPI_Comm_size(local, &topo_.local_size);
+    MPI_Comm_split(MPI_COMM_WORLD, topo_.local_rank, topo_.rank, &cross);
+    MPI_Comm_rank(cross, &topo_.cross_rank);
+    MPI_Comm_size(cross, &topo_.cross_size);
+    MPI_Comm_free(&local);
+    MPI_Comm_free(&cross);
+    s = types_.create();
+    if (!s.is_ok()) return s;
+    control_ = std::make_unique<MpiControlChannel>(control_comm_, topo_.rank, topo_.size);
+    data_ = std::make_unique<MpiCommunicator>(data_comm_, types_);
+    return Status::ok();
+  }
+
+  void stop() override {
+    control_.reset();
+    data_.reset();
+    types_.free();
+    if (control_comm_ != MPI_COMM_NULL) MPI_Comm_free(&control_comm_);
+    if (data_comm_ != MPI_COMM_NULL) MPI_Comm_free(&data_comm_);
+  }
+
+  Topology topology() const override { return topo_; }
+  ControlChannel& control() override { return *control_; }
+  Communicator& data() override { return *data_; }
+
+ private:
+  Topology topo_;
+  MPI_Comm control_comm_ = MPI_COMM_NULL;
+  MPI_Comm data_comm_ = MPI_COMM_NULL;
+  MpiTypes types_;
+  std::unique_ptr<MpiControlChannel> control_;
+  std::unique_ptr<MpiCommunicator> data_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_mpi_backend() { return std::make_unique<MpiBackend>(); }
+
+}  // namespace chorus::detail

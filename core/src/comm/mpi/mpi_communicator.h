@@ -1,0 +1,25 @@
+#pragma once
+// Data plane over MPI's own collectives on a private communicator, counts
+// chunked so tensors past 2^31 elements work. (The pipelined ring replaces
+// allreduce for large messages in a later step; it plugs in beside this.)
+
+#include <mpi.h>
+
+#include "comm/communicator.h"
+#include "comm/mpi/mpi_types.h"
+
+namespace chorus::detail {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, const MpiTypes& types) : comm_(comm), types_(types) {}
+  Status allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  Status broadcast(void* buffer, int64_t bytes, int root) override;
+  const char* name() const override { return "mpi"; }
+
+ private:
+  MPI_Comm comm_;
+  const MpiTypes& types_;
+};
+
+}  // namespace chorus::detail

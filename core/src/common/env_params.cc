@@ -1,0 +1,130 @@
+#include "common/env_params.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "chorus/error.h"
+#include "common/logging.h"
+
+namespace chorus::detail {
+
+namespace {
+
+bool parse_int64(const std::string& text, int64_t* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+bool parse_double(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+bool parse_bool(const std::string& text, bool* out) {
+  if (text == "1" || text == "true" || text == "yes" || text == "on") *out = true;
+  else if (text == "0" || text == "false" || text == "no" || text == "off") *out = false;
+  else return false;
+  return true;
+}
+
+std::string set_nonneg_double(const std::string& text, double* field, const char* unit) {
+  double v;
+  if (!parse_double(text, &v) || v < 0) return std::string("expected a number >= 0 of ") + unit;
+  *field = v;
+  return "";
+}
+
+const std::vector<EnvParam> kParams = {
+    {"FUSION_THRESHOLD", "134217728",
+     "Largest fused allreduce buffer in bytes; 0 turns tensor fusion off.",
+     [](const std::string& t, RuntimeOptions* o) -> std::string {
+       int64_t v;
+       if (!parse_int64(t, &v) || v < 0) return "expected a whole number of bytes >= 0";
+       o->fusion_threshold_bytes = v;
+       return "";
+     }},
+    {"CYCLE_TIME", "1",
+     "Longest sleep of the background thread between polls, in milliseconds.",
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_nonneg_double(t, &o->cycle_time_ms, "milliseconds");
+     }},
+    {"WAKE_ON_ENQUEUE", "1",
+     "1: an enqueue wakes the background thread at once; 0: it only wakes every cycle.",
+     [](const std::string& t, RuntimeOptions* o) -> std::string {
+       return parse_bool(t, &o->wake_on_enqueue) ? "" : "expected 0 or 1";
+     }},
+    {"SPIN_TIME_US", "50",
+     "Microseconds the background thread busy-polls after the last event before it sleeps.",
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_nonneg_double(t, &o->spin_time_us, "microseconds");
+     }},
+    {"STALL_CHECK_TIME_SECONDS", "60",
+     "Warn about tensors that some ranks submitted and others did not after this long; 0 disables.",
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_nonneg_double(t, &o->stall_check_seconds, "seconds");
+     }},
+    {"STALL_SHUTDOWN_TIME_SECONDS", "0",
+     "Shut down with an error naming the stalled tensors and the missing ranks after this long; 0 disables.",
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_nonneg_double(t, &o->stall_shutdown_seconds, "seconds");
+     }},
+    {"LOG_LEVEL", "warning", "trace, debug, info, warning, error or fatal.",
+     [](const std::string& t, RuntimeOptions* o) -> std::string {
+       return parse_log_level(t, &o->log_level) ? "" : "expected trace, debug, info, warning, error or fatal";
+     }},
+};
+
+}  // namespace
+
+const std::vector<EnvParam>& env_params() { return kParams; }
+
+std::optional<std::string> read_env(const std::string& name, std::string* source) {
+  for (const char* prefix : {"CHORUS_", "HOROVOD_"}) {
+    const std::string var = prefix + name;
+    if (const char* value = std::getenv(var.c_str())) {
+      if (source) *source = var;
+      return std::string(value);
+    }
+  }
+  return std::nullopt;
+}
+
+Status options_from_environment(RuntimeOptions* options) {
+  for (const EnvParam& p : kParams) {
+    std::string var;
+    auto value = read_env(p.name, &var);
+    if (!value) continue;
+    std::string error = p.apply(*value, options);
+    if (!error.empty()) {
+      return Status::invalid_argument(var + "='" + *value + "' is not valid: " + error);
+    }
+  }
+  // The stall shutdown needs the check that notices the stall.
+  if (options->stall_shutdown_seconds > 0 &&
+      (options->stall_check_seconds == 0 || options->stall_check_seconds > options->stall_shutdown_seconds)) {
+    options->stall_check_seconds = options->stall_shutdown_seconds;
+  }
+  return Status::ok();
+}
+
+}  // namespace chorus::detail
+
+namespace chorus {
+
+RuntimeOptions RuntimeOptions::from_environment() {
+  RuntimeOptions options;
+  throw_if_error(detail::options_from_environment(&options));
+  return options;
+}
+
+}  // namespace chorus

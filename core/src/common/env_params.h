@@ -1,0 +1,34 @@
+#pragma once
+// The one registry of environment knobs. Each knob is read from CHORUS_<NAME>,
+// or HOROVOD_<NAME> when the CHORUS_ one is unset, so Horovod users' habits
+// carry over. Values are parsed once, when a Runtime starts, into its
+// RuntimeOptions (the typed cache); a bad value is an error naming the variable.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chorus/options.h"
+#include "chorus/status.h"
+
+namespace chorus::detail {
+
+struct EnvParam {
+  const char* name;         ///< without prefix, e.g. "FUSION_THRESHOLD"
+  const char* default_text; ///< for docs and --check-build
+  const char* description;
+  /// Parses `text` into `options`; returns an error message, or "" on success.
+  std::string (*apply)(const std::string& text, RuntimeOptions* options);
+};
+
+/// Every knob Chorus reads, in documentation order.
+const std::vector<EnvParam>& env_params();
+
+/// Value of CHORUS_<name>, else HOROVOD_<name>; the variable actually used
+/// goes to `*source` when given.
+std::optional<std::string> read_env(const std::string& name, std::string* source = nullptr);
+
+/// Options from the environment over the defaults.
+Status options_from_environment(RuntimeOptions* options);
+
+}  // namespace chorus::detail

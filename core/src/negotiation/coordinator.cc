@@ -1,0 +1,105 @@
+#include "negotiation/coordinator.h"
+
+#include <algorithm>
+
+namespace chorus::detail {
+
+void Coordinator::add(const Request& request, Clock::time_point now) {
+  if (request.rank < 0 || request.rank >= world_size_) return;  // not a rank of this job
+  auto [it, inserted] = table_.try_emplace(request.name);
+  Entry& e = it->second;
+  if (inserted) {
+    e.seen.assign(static_cast<size_t>(world_size_), false);
+    e.first_seen = now;
+  }
+  // A second request from the same rank still counts towards completion, so
+  // that complete() reports it instead of the tensor waiting forever.
+  e.seen[static_cast<size_t>(request.rank)] = true;
+  e.requests.push_back(request);
+  if (static_cast<int>(e.requests.size()) < world_size_) return;
+
+  ReadyTensor ready = complete(request.name, e);
+  table_.erase(it);
+  const std::string group = ready.request.group;
+  if (group.empty()) {
+    ready_.push_back(std::move(ready));
+    return;
+  }
+  PendingGroup& g = groups_[group];
+  g.size = ready.request.group_size;
+  g.members.push_back(std::move(ready));
+  if (static_cast<int32_t>(g.members.size()) >= g.size) release_group(group);
+}
+
+ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
+  ReadyTensor out;
+  const Request* rank0 = &entry.requests.front();
+  for (const auto& r : entry.requests) {
+    if (r.rank == 0) rank0 = &r;
+  }
+  out.request = *rank0;
+  out.response.names = {name};
+  std::string error;
+  bool duplicate = false;
+  for (size_t i = 0; i < entry.seen.size(); ++i) duplicate |= !entry.seen[i];
+  if (duplicate) {
+    error = "Tensor '" + name + "' was submitted twice by one rank before it completed";
+  } else {
+    error = validate_requests(name, entry.requests, world_size_);
+  }
+  if (!error.empty()) {
+    out.response.type = ResponseType::kError;
+    out.response.error_message = error;
+    return out;
+  }
+  out.response.type = rank0->type == CollectiveType::kAllreduce ? ResponseType::kAllreduce
+                                                                 : ResponseType::kBroadcast;
+  out.response.total_bytes = rank0->num_elements() * dtype_size(rank0->dtype);
+  return out;
+}
+
+void Coordinator::release_group(const std::string& group) {
+  auto it = groups_.find(group);
+  PendingGroup g = std::move(it->second);
+  groups_.erase(it);
+  std::string first_error;
+  for (const auto& m : g.members) {
+    if (m.response.type == ResponseType::kError && first_error.empty()) first_error = m.response.error_message;
+  }
+  if (first_error.empty()) {
+    for (auto& m : g.members) ready_.push_back(std::move(m));
+    return;
+  }
+  // Every member fails with the reason, in one response.
+  ReadyTensor failed;
+  failed.request = g.members.front().request;
+  failed.response.type = ResponseType::kError;
+  failed.response.error_message = "Grouped allreduce '" + group + "' failed: " + first_error;
+  for (const auto& m : g.members) failed.response.names.push_back(m.response.names.front());
+  ready_.push_back(std::move(failed));
+}
+
+std::vector<ReadyTensor> Coordinator::take_ready() {
+  std::vector<ReadyTensor> out;
+  out.swap(ready_);
+  return out;
+}
+
+std::vector<StalledTensor> Coordinator::stalled(Clock::time_point now, double threshold_seconds) const {
+  std::vector<StalledTensor> out;
+  for (const auto& [name, e] : table_) {
+    const double waited = std::chrono::duration<double>(now - e.first_seen).count();
+    if (waited < threshold_seconds) continue;
+    StalledTensor s;
+    s.name = name;
+    s.waiting_seconds = waited;
+    for (int r = 0; r < world_size_; ++r) {
+      (e.seen[static_cast<size_t>(r)] ? s.submitted_ranks : s.missing_ranks).push_back(r);
+    }
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+}  // namespace chorus::detail

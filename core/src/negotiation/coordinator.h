@@ -1,0 +1,74 @@
+#pragma once
+// The coordinator's message table (rank 0): counts requests per tensor name;
+// once every rank submitted a name, checks that they agree and makes a
+// Response (or an ERROR Response naming what differs and on which ranks).
+// Pure logic, no communication: unit-tested directly.
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "negotiation/messages.h"
+
+namespace chorus::detail {
+
+/// A tensor every rank submitted, with the request that describes it.
+struct ReadyTensor {
+  Response response;
+  Request request;  ///< rank 0's request (all agree unless response is an error)
+};
+
+/// A tensor that some ranks submitted and others have not, for too long.
+struct StalledTensor {
+  std::string name;
+  std::vector<int> submitted_ranks;
+  std::vector<int> missing_ranks;
+  double waiting_seconds = 0;
+};
+
+class Coordinator {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit Coordinator(int world_size) : world_size_(world_size) {}
+
+  /// Records one rank's request.
+  void add(const Request& request, Clock::time_point now = Clock::now());
+  /// Tensors that became complete since the last call, in completion order.
+  /// Members of a group are held back until the whole group is complete,
+  /// then returned together.
+  std::vector<ReadyTensor> take_ready();
+  /// Tensors waiting longer than `threshold_seconds` for some ranks.
+  std::vector<StalledTensor> stalled(Clock::time_point now, double threshold_seconds) const;
+  /// True when no tensor is waiting for any rank.
+  bool idle() const { return table_.empty() && groups_.empty(); }
+
+ private:
+  struct Entry {
+    std::vector<Request> requests;  // in arrival order
+    std::vector<bool> seen;         // by rank
+    Clock::time_point first_seen;
+  };
+  struct PendingGroup {
+    int32_t size = 0;
+    std::vector<ReadyTensor> members;
+  };
+
+  ReadyTensor complete(const std::string& name, Entry& entry);
+  void release_group(const std::string& group);
+
+  int world_size_;
+  std::unordered_map<std::string, Entry> table_;
+  std::vector<std::string> completed_;  // names complete this round, in order
+  std::map<std::string, PendingGroup> groups_;
+  std::vector<ReadyTensor> ready_;
+};
+
+/// Checks that every rank's request for one tensor agrees. Returns "" when
+/// they do, else a message naming the tensor, each differing property with
+/// its values, and the ranks that hold each value.
+std::string validate_requests(const std::string& name, const std::vector<Request>& requests,
+                              int world_size);
+
+}  // namespace chorus::detail

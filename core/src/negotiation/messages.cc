@@ -1,0 +1,139 @@
+#include "negotiation/messages.h"
+
+#include "common/wire.h"
+
+namespace chorus::detail {
+
+namespace {
+// Guards against parsing bytes of another protocol version.
+constexpr uint32_t kRequestMagic = 0x43524551;   // "CREQ"
+constexpr uint32_t kResponseMagic = 0x43525350;  // "CRSP"
+}  // namespace
+
+const char* collective_name(CollectiveType type) {
+  switch (type) {
+    case CollectiveType::kAllreduce: return "allreduce";
+    case CollectiveType::kBroadcast: return "broadcast";
+  }
+  return "unknown";
+}
+
+int64_t Request::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+bool Request::operator==(const Request& o) const {
+  return rank == o.rank && type == o.type && name == o.name && dtype == o.dtype &&
+         shape == o.shape && op == o.op && prescale == o.prescale && postscale == o.postscale &&
+         root_rank == o.root_rank && device == o.device && group == o.group &&
+         group_size == o.group_size;
+}
+
+std::string RequestList::serialize() const {
+  WireWriter w;
+  w.put(kRequestMagic);
+  w.put<uint8_t>(shutdown ? 1 : 0);
+  w.put<uint32_t>(static_cast<uint32_t>(requests.size()));
+  for (const Request& r : requests) {
+    w.put(r.rank);
+    w.put(static_cast<int32_t>(r.type));
+    w.put_string(r.name);
+    w.put(static_cast<int32_t>(r.dtype));
+    w.put_int64s(r.shape);
+    w.put(static_cast<int32_t>(r.op));
+    w.put(r.prescale);
+    w.put(r.postscale);
+    w.put(r.root_rank);
+    w.put(r.device);
+    w.put_string(r.group);
+    w.put(r.group_size);
+  }
+  return w.take();
+}
+
+Status RequestList::parse(const std::string& bytes, RequestList* out) {
+  WireReader r(bytes);
+  uint32_t magic = 0, count = 0;
+  uint8_t shutdown = 0;
+  if (!r.get(&magic) || magic != kRequestMagic) return Status::unknown_error("malformed request list (bad header)");
+  r.get(&shutdown);
+  r.get(&count);
+  out->shutdown = shutdown != 0;
+  out->requests.clear();
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    Request q;
+    int32_t type = 0, dtype = 0, op = 0;
+    r.get(&q.rank);
+    r.get(&type);
+    r.get_string(&q.name);
+    r.get(&dtype);
+    r.get_int64s(&q.shape);
+    r.get(&op);
+    r.get(&q.prescale);
+    r.get(&q.postscale);
+    r.get(&q.root_rank);
+    r.get(&q.device);
+    r.get_string(&q.group);
+    r.get(&q.group_size);
+    if (!is_valid_dtype(dtype) || !is_valid_reduce_op(op) || type < 0 || type > 1) {
+      return Status::unknown_error("malformed request list (bad enum value)");
+    }
+    q.type = static_cast<CollectiveType>(type);
+    q.dtype = static_cast<DataType>(dtype);
+    q.op = static_cast<ReduceOp>(op);
+    out->requests.push_back(std::move(q));
+  }
+  if (!r.ok() || !r.at_end()) return Status::unknown_error("malformed request list (truncated)");
+  return Status::ok();
+}
+
+std::string ResponseList::serialize() const {
+  WireWriter w;
+  w.put(kResponseMagic);
+  w.put<uint8_t>(shutdown ? 1 : 0);
+  w.put_string(shutdown_reason);
+  w.put<uint32_t>(static_cast<uint32_t>(responses.size()));
+  for (const Response& r : responses) {
+    w.put(static_cast<int32_t>(r.type));
+    w.put<uint32_t>(static_cast<uint32_t>(r.names.size()));
+    for (const auto& n : r.names) w.put_string(n);
+    w.put_string(r.error_message);
+    w.put(r.total_bytes);
+  }
+  return w.take();
+}
+
+Status ResponseList::parse(const std::string& bytes, ResponseList* out) {
+  WireReader r(bytes);
+  uint32_t magic = 0, count = 0;
+  uint8_t shutdown = 0;
+  if (!r.get(&magic) || magic != kResponseMagic) return Status::unknown_error("malformed response list (bad header)");
+  r.get(&shutdown);
+  r.get_string(&out->shutdown_reason);
+  r.get(&count);
+  out->shutdown = shutdown != 0;
+  out->responses.clear();
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    Response p;
+    int32_t type = 0;
+    uint32_t names = 0;
+    r.get(&type);
+    r.get(&names);
+    for (uint32_t k = 0; k < names && r.ok(); ++k) {
+      std::string n;
+      r.get_string(&n);
+      p.names.push_back(std::move(n));
+    }
+    r.get_string(&p.error_message);
+    r.get(&p.total_bytes);
+    if (type < 0 || type > 2) return Status::unknown_error("malformed response list (bad type)");
+    p.type = static_cast<ResponseType>(type);
+    out->responses.push_back(std::move(p));
+  }
+  if (!r.ok() || !r.at_end()) return Status::unknown_error("malformed response list (truncated)");
+  return Status::ok();
+}
+
+}  // namespace chorus::detail

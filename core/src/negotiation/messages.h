@@ -1,0 +1,80 @@
+#pragma once
+// What ranks tell the coordinator (Request) and what it tells them back
+// (Response), and their wire form.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chorus/status.h"
+#include "chorus/types.h"
+
+namespace chorus::detail {
+
+enum class CollectiveType : int32_t { kAllreduce = 0, kBroadcast = 1 };
+const char* collective_name(CollectiveType type);
+
+/// One rank's "tensor `name` is ready here, with these properties".
+struct Request {
+  int32_t rank = 0;
+  CollectiveType type = CollectiveType::kAllreduce;
+  std::string name;
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;
+  ReduceOp op = ReduceOp::kSum;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  int32_t root_rank = 0;
+  int32_t device = kCpuDevice;
+  /// Tensors of a grouped allreduce share a group name and know the group size.
+  std::string group;
+  int32_t group_size = 0;
+
+  int64_t num_elements() const;
+  bool operator==(const Request& o) const;
+};
+
+/// Everything one rank sends in one round.
+struct RequestList {
+  std::vector<Request> requests;
+  bool shutdown = false;  ///< this rank is leaving
+
+  std::string serialize() const;
+  static Status parse(const std::string& bytes, RequestList* out);
+  bool operator==(const RequestList& o) const {
+    return requests == o.requests && shutdown == o.shutdown;
+  }
+};
+
+enum class ResponseType : int32_t { kAllreduce = 0, kBroadcast = 1, kError = 2 };
+
+/// "Run this collective on these tensors now" (several names = fused), or
+/// "fail these tensors with this message".
+struct Response {
+  ResponseType type = ResponseType::kAllreduce;
+  std::vector<std::string> names;
+  std::string error_message;
+  /// Total bytes of the tensors, for fusion planning on the coordinator.
+  int64_t total_bytes = 0;
+
+  bool operator==(const Response& o) const {
+    return type == o.type && names == o.names && error_message == o.error_message &&
+           total_bytes == o.total_bytes;
+  }
+};
+
+/// Everything the coordinator tells all ranks in one round; every rank runs
+/// it in the same order.
+struct ResponseList {
+  std::vector<Response> responses;
+  bool shutdown = false;
+  std::string shutdown_reason;
+
+  std::string serialize() const;
+  static Status parse(const std::string& bytes, ResponseList* out);
+  bool operator==(const ResponseList& o) const {
+    return responses == o.responses && shutdown == o.shutdown && shutdown_reason == o.shutdown_reason;
+  }
+};
+
+}  // namespace chorus::detail

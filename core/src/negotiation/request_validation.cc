@@ -1,0 +1,96 @@
+// Cross-rank consistency checks of one tensor's requests.
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "negotiation/coordinator.h"
+
+namespace chorus::detail {
+
+namespace {
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  return out.str();
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << ']';
+  return out.str();
+}
+
+std::string number_text(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// Groups the ranks by the value `describe` gives their request; reports the
+// property when more than one value occurs.
+void check_property(const char* property, const std::vector<Request>& requests,
+                    const std::function<std::string(const Request&)>& describe,
+                    std::vector<std::string>* problems) {
+  std::map<std::string, std::vector<int>> ranks_by_value;
+  std::vector<std::string> order;  // values in order of first (lowest) rank
+  std::vector<const Request*> sorted;
+  for (const auto& r : requests) sorted.push_back(&r);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->rank < b->rank; });
+  for (const Request* r : sorted) {
+    std::string v = describe(*r);
+    auto& ranks = ranks_by_value[v];
+    if (ranks.empty()) order.push_back(v);
+    ranks.push_back(r->rank);
+  }
+  if (order.size() < 2) return;
+  std::ostringstream out;
+  out << property << " differs: ";
+  for (size_t i = 0; i < order.size(); ++i) {
+    out << (i ? "; " : "") << order[i] << " on " << rank_list(ranks_by_value[order[i]]);
+  }
+  problems->push_back(out.str());
+}
+
+}  // namespace
+
+std::string validate_requests(const std::string& name, const std::vector<Request>& requests,
+                              int world_size) {
+  std::vector<std::string> problems;
+  if (static_cast<int>(requests.size()) != world_size) {
+    problems.push_back("expected one request per rank, got " + std::to_string(requests.size()));
+  }
+  check_property("operation", requests, [](const Request& r) { return std::string(collective_name(r.type)); }, &problems);
+  if (problems.empty()) {
+    check_property("dtype", requests, [](const Request& r) { return std::string(dtype_name(r.dtype)); }, &problems);
+    check_property("shape", requests, [](const Request& r) { return shape_text(r.shape); }, &problems);
+    check_property("device", requests,
+                   [](const Request& r) { return r.device == kCpuDevice ? std::string("cpu") : "device " + std::to_string(r.device); },
+                   &problems);
+    check_property("group", requests,
+                   [](const Request& r) { return r.group.empty() ? std::string("none") : r.group + " of " + std::to_string(r.group_size); },
+                   &problems);
+    if (requests.front().type == CollectiveType::kAllreduce) {
+      check_property("reduce op", requests, [](const Request& r) { return std::string(reduce_op_name(r.op)); }, &problems);
+      check_property("prescale factor", requests, [](const Request& r) { return number_text(r.prescale); }, &problems);
+      check_property("postscale factor", requests, [](const Request& r) { return number_text(r.postscale); }, &problems);
+    } else {
+      check_property("root rank", requests, [](const Request& r) { return std::to_string(r.root_rank); }, &problems);
+      const int root = requests.front().root_rank;
+      if (problems.empty() && (root < 0 || root >= world_size)) {
+        problems.push_back("root rank " + std::to_string(root) + " is outside 0.." + std::to_string(world_size - 1));
+      }
+    }
+  }
+  if (problems.empty()) return "";
+  std::ostringstream out;
+  out << "Mismatched " << collective_name(requests.front().type) << " of tensor '" << name << "': ";
+  for (size_t i = 0; i < problems.size(); ++i) out << (i ? "; and " : "") << problems[i];
+  return out.str();
+}
+
+}  // namespace chorus::detail

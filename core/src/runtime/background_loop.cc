@@ -1,0 +1,175 @@
+#include "runtime/background_loop.h"
+
+#include <sstream>
+
+#include "fusion/fusion_planner.h"
+
+namespace chorus::detail {
+
+namespace {
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  return out.str();
+}
+
+}  // namespace
+
+BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const RuntimeOptions& options,
+                               const Logger& logger, SharedStats& stats)
+    : backend_(backend),
+      queue_(queue),
+      options_(options),
+      logger_(logger),
+      stats_(stats),
+      topo_(backend.topology()),
+      executor_(backend.data(), topo_.size, stats),
+      waiter_(options, queue),
+      last_stall_check_(std::chrono::steady_clock::now()) {
+  if (topo_.rank == 0) coordinator_ = std::make_unique<Coordinator>(topo_.size);
+}
+
+void BackgroundLoop::request_shutdown() {
+  shutdown_requested_.store(true);
+  queue_.notify();
+}
+
+void BackgroundLoop::run() {
+  while (!finished_) {
+    if (run_round()) {
+      waiter_.on_progress();
+    } else if (!finished_) {
+      waiter_.wait();
+    }
+  }
+}
+
+bool BackgroundLoop::run_round() {
+  bool progressed = false;
+  Status s = send_local_requests(&progressed);
+  if (s.is_ok()) s = coordinator_ ? coordinate(&progressed) : receive_responses(&progressed);
+  if (!s.is_ok()) {
+    CHORUS_LOG(logger_, kError) << "control plane failed, stopping: " << s.message();
+    finish(Status::aborted("Chorus stopped after a control-plane error: " + s.message()));
+    return true;
+  }
+  return progressed;
+}
+
+Status BackgroundLoop::send_local_requests(bool* progressed) {
+  RequestList mine;
+  mine.requests = queue_.take_new_requests();
+  if (shutdown_requested_.load() && !shutdown_sent_) {
+    mine.shutdown = true;
+    shutdown_sent_ = true;
+  }
+  if (mine.requests.empty() && !mine.shutdown) return Status::ok();
+  *progressed = true;
+  if (coordinator_) {
+    add_requests(topo_.rank, mine);
+    return Status::ok();
+  }
+  return backend_.control().send_to_coordinator(mine.serialize());
+}
+
+void BackgroundLoop::add_requests(int from_rank, const RequestList& list) {
+  for (const Request& r : list.requests) coordinator_->add(r);
+  if (list.shutdown && global_shutdown_reason_.empty()) {
+    global_shutdown_reason_ = "rank " + std::to_string(from_rank) + " called shutdown()";
+  }
+}
+
+Status BackgroundLoop::coordinate(bool* progressed) {
+  int from = 0;
+  std::string bytes;
+  while (backend_.control().poll_from_workers(&from, &bytes)) {
+    RequestList list;
+    Status s = RequestList::parse(bytes, &list);
+    if (!s.is_ok()) return Status::unknown_error("from rank " + std::to_string(from) + ": " + s.message());
+    add_requests(from, list);
+    *progressed = true;
+  }
+  ResponseList out;
+  out.responses = plan_fusion(coordinator_->take_ready(), options_.fusion_threshold_bytes);
+  check_stalls();
+  if (!global_shutdown_reason_.empty()) {
+    out.shutdown = true;
+    out.shutdown_reason = global_shutdown_reason_;
+  }
+  if (out.responses.empty() && !out.shutdown) return Status::ok();
+  *progressed = true;
+  if (topo_.size > 1) {
+    Status s = backend_.control().send_to_workers(out.serialize());
+    if (!s.is_ok()) return s;
+  }
+  execute(out);
+  return Status::ok();
+}
+
+void BackgroundLoop::check_stalls() {
+  if (options_.stall_check_seconds <= 0 || coordinator_->idle()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (std::chrono::duration<double>(now - last_stall_check_).count() < options_.stall_check_seconds) return;
+  last_stall_check_ = now;
+  std::ostringstream shutdown_why;
+  for (const StalledTensor& t : coordinator_->stalled(now, options_.stall_check_seconds)) {
+    std::ostringstream line;
+    line << "tensor '" << t.name << "' has waited " << static_cast<int64_t>(t.waiting_seconds)
+         << " s: submitted by ranks " << ranks_text(t.submitted_ranks) << ", missing on ranks "
+         << ranks_text(t.missing_ranks);
+    CHORUS_LOG(logger_, kWarning) << "stall: " << line.str()
+                                  << " (do all ranks enqueue the same names in a reachable order?)";
+    if (options_.stall_shutdown_seconds > 0 && t.waiting_seconds >= options_.stall_shutdown_seconds) {
+      shutdown_why << (shutdown_why.tellp() > 0 ? "; " : "") << line.str();
+    }
+  }
+  if (shutdown_why.tellp() > 0 && global_shutdown_reason_.empty()) {
+    global_shutdown_reason_ = "stall shutdown after " + std::to_string(options_.stall_shutdown_seconds) +
+                              " s: " + shutdown_why.str();
+  }
+}
+
+Status BackgroundLoop::receive_responses(bool* progressed) {
+  std::string bytes;
+  while (!finished_ && backend_.control().poll_from_coordinator(&bytes)) {
+    ResponseList list;
+    Status s = ResponseList::parse(bytes, &list);
+    if (!s.is_ok()) return Status::unknown_error("from the coordinator: " + s.message());
+    execute(list);
+    *progressed = true;
+  }
+  return Status::ok();
+}
+
+void BackgroundLoop::execute(const ResponseList& list) {
+  for (const Response& response : list.responses) {
+    std::vector<TensorEntry> entries;
+    entries.reserve(response.names.size());
+    for (const std::string& name : response.names) {
+      TensorEntry e;
+      if (queue_.take(name, &e)) {
+        entries.push_back(std::move(e));
+      } else {
+        CHORUS_LOG(logger_, kError) << "internal: response for tensor '" << name
+                                    << "', which is not in flight on this rank";
+      }
+    }
+    if (!entries.empty()) executor_.execute(response, std::move(entries));
+  }
+  stats_.update([](RuntimeStats& st) { ++st.negotiation_rounds; });
+  if (list.shutdown) {
+    finish(Status::aborted("Chorus was shut down (" + list.shutdown_reason + ")"));
+  }
+}
+
+void BackgroundLoop::finish(const Status& reason) {
+  finished_ = true;
+  for (TensorEntry& e : queue_.close(reason)) {
+    const Status failed(reason.code(), collective_name(e.request.type) + std::string(" of tensor '") +
+                                           e.name() + "' did not complete: " + reason.message());
+    finish_entry(std::move(e), failed);
+  }
+}
+
+}  // namespace chorus::detail

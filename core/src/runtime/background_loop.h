@@ -1,0 +1,64 @@
+#pragma once
+// The background thread's work, one round at a time:
+//   1. send this rank's new requests to the coordinator (rank 0 keeps its own);
+//   2. rank 0: collect requests, make responses for tensors every rank
+//      submitted, plan fusion, send the response list to every rank;
+//   3. every rank: run the response lists in the order they came.
+// A shutdown anywhere travels the same way, so every rank stops at the same
+// point of the response order and fails what is left with a clear reason.
+// All calls into the Backend (MPI) happen on this thread.
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "comm/backend.h"
+#include "common/logging.h"
+#include "negotiation/coordinator.h"
+#include "runtime/idle_waiter.h"
+#include "runtime/operation_executor.h"
+#include "runtime/shared_stats.h"
+#include "runtime/tensor_queue.h"
+
+namespace chorus::detail {
+
+class BackgroundLoop {
+ public:
+  BackgroundLoop(Backend& backend, TensorQueue& queue, const RuntimeOptions& options,
+                 const Logger& logger, SharedStats& stats);
+
+  /// Runs rounds until the shutdown response was executed (or a fatal
+  /// control-plane error), then fails what is left in the queue.
+  void run();
+  /// Thread-safe: asks the loop to tell every rank this one is leaving.
+  void request_shutdown();
+
+ private:
+  bool run_round();
+  Status send_local_requests(bool* progressed);
+  Status coordinate(bool* progressed);
+  Status receive_responses(bool* progressed);
+  void add_requests(int from_rank, const RequestList& list);
+  void check_stalls();
+  void execute(const ResponseList& list);
+  void finish(const Status& reason);
+
+  Backend& backend_;
+  TensorQueue& queue_;
+  const RuntimeOptions& options_;
+  const Logger& logger_;
+  SharedStats& stats_;
+  const Topology topo_;
+  OperationExecutor executor_;
+  IdleWaiter waiter_;
+  std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
+
+  std::atomic<bool> shutdown_requested_{false};
+  bool shutdown_sent_ = false;
+  std::string global_shutdown_reason_;  // coordinator: set once a rank asked to leave
+  bool finished_ = false;
+  std::chrono::steady_clock::time_point last_stall_check_;
+};
+
+}  // namespace chorus::detail

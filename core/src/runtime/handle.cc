@@ -1,0 +1,78 @@
+#include "chorus/handle.h"
+
+#include "chorus/error.h"
+#include "runtime/handle_state.h"
+
+namespace chorus {
+
+namespace detail {
+
+void HandleState::complete(Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    done_ = true;
+    status_ = std::move(status);
+  }
+  cv_.notify_all();
+}
+
+bool HandleState::done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+Status HandleState::wait(std::optional<std::chrono::milliseconds> timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (timeout) {
+    if (!cv_.wait_for(lock, *timeout, [&] { return done_; })) return Status::in_progress();
+  } else {
+    cv_.wait(lock, [&] { return done_; });
+  }
+  return status_;
+}
+
+Status HandleState::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+}  // namespace detail
+
+namespace {
+void require_valid(const std::shared_ptr<detail::HandleState>& state) {
+  if (!state) throw PreconditionError(Status::precondition_error("empty chorus::Handle (not returned by an enqueue)"));
+}
+}  // namespace
+
+bool Handle::poll() const {
+  require_valid(state_);
+  return state_->done();
+}
+
+void Handle::wait() const {
+  require_valid(state_);
+  throw_if_error(state_->wait(std::nullopt));
+}
+
+void Handle::wait(std::chrono::milliseconds timeout) const {
+  require_valid(state_);
+  Status s = state_->wait(timeout);
+  if (s.code() == StatusCode::kInProgress) {
+    throw TimeoutError(Status::timeout("operation did not complete within " +
+                                       std::to_string(timeout.count()) + " ms"));
+  }
+  throw_if_error(s);
+}
+
+Status Handle::wait_status() const {
+  if (!state_) return Status::precondition_error("empty chorus::Handle (not returned by an enqueue)");
+  return state_->wait(std::nullopt);
+}
+
+Status Handle::status() const {
+  if (!state_) return Status::precondition_error("empty chorus::Handle (not returned by an enqueue)");
+  return state_->status();
+}
+
+}  // namespace chorus

@@ -1,0 +1,31 @@
+#pragma once
+// Shared completion state behind a Handle: set once by the background
+// thread, read by any number of waiting threads.
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+
+#include "chorus/status.h"
+
+namespace chorus::detail {
+
+class HandleState {
+ public:
+  /// Records the result and wakes every waiter. Later calls are ignored.
+  void complete(Status status);
+  bool done() const;
+  /// Waits up to `timeout` (forever when empty); returns the result, or
+  /// InProgress when the time ran out first.
+  Status wait(std::optional<std::chrono::milliseconds> timeout) const;
+  Status status() const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool done_ = false;
+  Status status_ = Status::in_progress();
+};
+
+}  // namespace chorus::detail

@@ -1,0 +1,95 @@
+#include "runtime/operation_executor.h"
+
+#include <thread>
+
+#include "algorithms/reduce_kernels.h"
+
+namespace chorus::detail {
+
+namespace {
+
+void wait_until_ready(const std::vector<TensorEntry>& entries) {
+  for (const auto& e : entries) {
+    if (!e.hooks.ready_event) continue;
+    while (!e.hooks.ready_event->ready()) std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
+void OperationExecutor::execute(const Response& response, std::vector<TensorEntry> entries) {
+  Status status;
+  switch (response.type) {
+    case ResponseType::kError:
+      status = Status::invalid_argument(response.error_message);
+      break;
+    case ResponseType::kAllreduce:
+      wait_until_ready(entries);
+      status = allreduce(entries);
+      break;
+    case ResponseType::kBroadcast:
+      wait_until_ready(entries);
+      status = entries.size() == 1
+                   ? broadcast(entries.front())
+                   : Status::unknown_error("internal: a broadcast response carries " +
+                                           std::to_string(entries.size()) + " tensors");
+      break;
+  }
+  if (!status.is_ok()) stats_.update([&](RuntimeStats& st) { st.errors += static_cast<int64_t>(entries.size()); });
+  for (auto& e : entries) finish_entry(std::move(e), status);
+}
+
+Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
+  const Request& first = entries.front().request;
+  const DataType dtype = first.dtype;
+  const int64_t esize = dtype_size(dtype);
+  // Average is a sum whose division rides on the copy out.
+  const ReduceOp wire_op = first.op == ReduceOp::kAverage ? ReduceOp::kSum : first.op;
+  const int64_t divisor = first.op == ReduceOp::kAverage ? world_size_ : 1;
+
+  int64_t total = 0;
+  for (const auto& e : entries) total += e.request.num_elements();
+
+  Status s;
+  if (entries.size() == 1) {
+    // Unfused: reduce in the output itself, no staging copy.
+    TensorEntry& e = entries.front();
+    void* out = e.output->mutable_data();
+    scale_copy(out, e.input->data(), total, dtype, first.prescale, 1);
+    s = comm_.allreduce(out, total, dtype, wire_op);
+    if (s.is_ok()) scale_copy(out, out, total, dtype, first.postscale, divisor);
+  } else {
+    char* buffer = static_cast<char*>(fusion_.reserve(total * esize));
+    int64_t offset = 0;
+    for (const auto& e : entries) {
+      const int64_t n = e.request.num_elements();
+      scale_copy(buffer + offset * esize, e.input->data(), n, dtype, first.prescale, 1);
+      offset += n;
+    }
+    s = comm_.allreduce(buffer, total, dtype, wire_op);
+    offset = 0;
+    for (auto& e : entries) {
+      if (!s.is_ok()) break;
+      const int64_t n = e.request.num_elements();
+      scale_copy(e.output->mutable_data(), buffer + offset * esize, n, dtype, first.postscale, divisor);
+      offset += n;
+    }
+  }
+  if (!s.is_ok()) return s;
+  stats_.update([&](RuntimeStats& st) {
+    ++st.allreduce_ops;
+    if (entries.size() > 1) ++st.fused_allreduce_ops;
+    st.tensors_allreduced += static_cast<int64_t>(entries.size());
+    st.bytes_allreduced += total * esize;
+  });
+  return s;
+}
+
+Status OperationExecutor::broadcast(TensorEntry& entry) {
+  void* buffer = entry.output->mutable_data();
+  Status s = comm_.broadcast(buffer, entry.output->size_bytes(), entry.request.root_rank);
+  if (s.is_ok()) stats_.update([](RuntimeStats& st) { ++st.broadcasts; });
+  return s;
+}
+
+}  // namespace chorus::detail

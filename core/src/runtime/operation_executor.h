@@ -1,0 +1,37 @@
+#pragma once
+// Runs one Response on this rank: packs the tensors into the fusion buffer
+// (scaling during the copy), calls the data plane, unpacks (scaling and
+// averaging during the copy), and completes the entries.
+
+#include <vector>
+
+#include "chorus/options.h"
+#include "comm/communicator.h"
+#include "common/logging.h"
+#include "fusion/fusion_buffer.h"
+#include "negotiation/messages.h"
+#include "runtime/shared_stats.h"
+#include "runtime/tensor_entry.h"
+
+namespace chorus::detail {
+
+class OperationExecutor {
+ public:
+  OperationExecutor(Communicator& comm, int world_size, SharedStats& stats)
+      : comm_(comm), world_size_(world_size), stats_(stats) {}
+
+  /// Runs `response` on `entries` (in the response's name order) and
+  /// completes each one, successfully or with the error.
+  void execute(const Response& response, std::vector<TensorEntry> entries);
+
+ private:
+  Status allreduce(std::vector<TensorEntry>& entries);
+  Status broadcast(TensorEntry& entry);
+
+  Communicator& comm_;
+  int world_size_;
+  SharedStats& stats_;
+  FusionBuffer fusion_;
+};
+
+}  // namespace chorus::detail

@@ -1,0 +1,92 @@
+// The free functions of chorus.h: a thin facade over one process-wide
+// Runtime. This is the only process-wide state of the library besides the
+// MPI environment (comm/mpi/mpi_environment.cc).
+#include <cstdlib>
+#include <mutex>
+
+#include "chorus/chorus.h"
+
+namespace chorus {
+
+namespace {
+
+struct ProcessRuntime {
+  std::mutex mu;
+  std::unique_ptr<Runtime> runtime;
+};
+
+// Leaked on purpose: it must outlive every static destructor that could
+// still call chorus::shutdown(); the atexit hook below stops the runtime.
+ProcessRuntime& process_runtime() {
+  static ProcessRuntime* instance = new ProcessRuntime();
+  return *instance;
+}
+
+void stop_at_exit() {
+  ProcessRuntime& p = process_runtime();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.runtime.reset();
+}
+
+Runtime& require_runtime() {
+  ProcessRuntime& p = process_runtime();
+  std::lock_guard<std::mutex> lock(p.mu);
+  if (!p.runtime) {
+    throw PreconditionError(Status::precondition_error("Chorus is not initialized: call chorus::init() first"));
+  }
+  return *p.runtime;
+}
+
+}  // namespace
+
+void init() { init(RuntimeOptions::from_environment()); }
+
+void init(const RuntimeOptions& options) {
+  ProcessRuntime& p = process_runtime();
+  std::lock_guard<std::mutex> lock(p.mu);
+  if (p.runtime && p.runtime->is_running()) return;
+  p.runtime.reset();  // a runtime another rank shut down: replace it
+  p.runtime = std::make_unique<Runtime>(options);
+  // Registered after the runtime initialized MPI, so it runs before MPI's
+  // own exit hook: the background thread stops before MPI_Finalize.
+  static bool registered = (std::atexit(stop_at_exit), true);
+  (void)registered;
+}
+
+void shutdown() {
+  ProcessRuntime& p = process_runtime();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.runtime.reset();
+}
+
+bool is_initialized() {
+  ProcessRuntime& p = process_runtime();
+  std::lock_guard<std::mutex> lock(p.mu);
+  return p.runtime && p.runtime->is_running();
+}
+
+Runtime& runtime() { return require_runtime(); }
+int rank() { return require_runtime().rank(); }
+int size() { return require_runtime().size(); }
+int local_rank() { return require_runtime().local_rank(); }
+int local_size() { return require_runtime().local_size(); }
+int cross_rank() { return require_runtime().cross_rank(); }
+int cross_size() { return require_runtime().cross_size(); }
+
+Handle allreduce_async(const std::string& name, std::shared_ptr<Tensor> input,
+                       std::shared_ptr<Tensor> output, const AllreduceOptions& options) {
+  return require_runtime().allreduce_async(name, std::move(input), std::move(output), options);
+}
+
+std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& names,
+                                            const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                            const std::vector<std::shared_ptr<Tensor>>& outputs,
+                                            const AllreduceOptions& options) {
+  return require_runtime().grouped_allreduce_async(names, inputs, outputs, options);
+}
+
+Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank) {
+  return require_runtime().broadcast_async(name, std::move(tensor), root_rank);
+}
+
+}  // namespace chorus

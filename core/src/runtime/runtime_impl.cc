@@ -1,0 +1,69 @@
+#include "runtime/runtime_impl.h"
+
+#include <future>
+
+#include "algorithms/reduce_kernels.h"
+#include "chorus/error.h"
+
+namespace chorus::detail {
+
+RuntimeImpl::RuntimeImpl(std::unique_ptr<Backend> backend, RuntimeOptions options)
+    : options_(options), logger_(options.log_level), backend_(std::move(backend)) {
+  queue_.set_wake_on_add(options_.wake_on_enqueue);
+  std::promise<Status> started;
+  auto ready = started.get_future();
+  thread_ = std::thread([this, &started] { thread_main(&started); });
+  Status s = ready.get();
+  if (!s.is_ok()) {
+    thread_.join();
+    throw_if_error(s);
+  }
+}
+
+RuntimeImpl::~RuntimeImpl() {
+  shutdown();
+  if (thread_.joinable()) thread_.join();
+}
+
+void RuntimeImpl::thread_main(std::promise<Status>* started) {
+  Status s = backend_->start();
+  if (!s.is_ok()) {
+    started->set_value(s);
+    return;
+  }
+  topo_ = backend_->topology();
+  logger_.set_rank(topo_.rank);
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    loop_ = std::make_unique<BackgroundLoop>(*backend_, queue_, options_, logger_, stats_);
+  }
+  running_.store(true);
+  started->set_value(Status::ok());  // `started` is gone after this line
+  loop_->run();
+  running_.store(false);
+  backend_->control().close();
+  backend_->stop();
+}
+
+void RuntimeImpl::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    if (loop_) loop_->request_shutdown();
+  }
+  if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) thread_.join();
+}
+
+bool RuntimeImpl::is_running() const { return running_.load(); }
+
+std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
+  std::vector<Handle> handles;
+  handles.reserve(entries.size());
+  for (auto& e : entries) {
+    e.handle = std::make_shared<HandleState>();
+    handles.emplace_back(e.handle);
+  }
+  throw_if_error(queue_.add(std::move(entries)));
+  return handles;
+}
+
+}  // namespace chorus::detail

@@ -1,0 +1,53 @@
+#pragma once
+// What a Runtime owns: options, logger, backend, tensor queue, stats and the
+// background thread (which creates and runs the BackgroundLoop).
+
+#include <atomic>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "chorus/runtime.h"
+#include "comm/backend.h"
+#include "common/logging.h"
+#include "runtime/background_loop.h"
+#include "runtime/shared_stats.h"
+#include "runtime/tensor_queue.h"
+
+namespace chorus::detail {
+
+class RuntimeImpl {
+ public:
+  RuntimeImpl(std::unique_ptr<Backend> backend, RuntimeOptions options);
+  ~RuntimeImpl();
+
+  void shutdown();
+  bool is_running() const;
+  const Topology& topology() const { return topo_; }
+  const RuntimeOptions& options() const { return options_; }
+  RuntimeStats stats() const { return stats_.get(); }
+
+  /// Validates locally and queues; throws chorus::Error on bad input or
+  /// after shutdown.
+  std::vector<Handle> enqueue(std::vector<TensorEntry> entries);
+
+ private:
+  void thread_main(std::promise<Status>* started);
+
+  RuntimeOptions options_;
+  Logger logger_;
+  std::unique_ptr<Backend> backend_;
+  TensorQueue queue_;
+  SharedStats stats_;
+  Topology topo_;
+  std::unique_ptr<BackgroundLoop> loop_;  // created on the background thread
+  std::mutex loop_mu_;                    // guards loop_ against shutdown()
+  std::atomic<bool> running_{false};
+  std::thread thread_;
+};
+
+/// The MPI backend (comm/mpi).
+std::unique_ptr<Backend> make_mpi_backend();
+
+}  // namespace chorus::detail

@@ -1,0 +1,28 @@
+#include "runtime/tensor_entry.h"
+
+namespace chorus::detail {
+
+void complete_entry(TensorEntry& entry, const Status& status) {
+  if (entry.hooks.on_complete) entry.hooks.on_complete(status);
+  if (entry.handle) entry.handle->complete(status);
+}
+
+void finish_entry(TensorEntry entry, const Status& status) {
+  if (entry.group) {
+    auto group = entry.group;
+    group->finish(std::move(entry), status);
+  } else {
+    complete_entry(entry, status);
+  }
+}
+
+void GroupCompletion::finish(TensorEntry entry, const Status& status) {
+  if (!status.is_ok() && first_error_.is_ok()) first_error_ = status;
+  entry.group.reset();  // break the entry -> group -> entry cycle
+  done_.push_back(std::move(entry));
+  if (--remaining_ > 0) return;
+  for (auto& e : done_) complete_entry(e, first_error_);
+  done_.clear();
+}
+
+}  // namespace chorus::detail

@@ -1,0 +1,50 @@
+#pragma once
+// One enqueued operation as the background thread holds it.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chorus/options.h"
+#include "chorus/tensor.h"
+#include "negotiation/messages.h"
+#include "runtime/handle_state.h"
+
+namespace chorus::detail {
+
+class GroupCompletion;
+
+struct TensorEntry {
+  Request request;  ///< what this rank tells the coordinator
+  std::shared_ptr<Tensor> input;
+  std::shared_ptr<Tensor> output;
+  OpHooks hooks;
+  std::shared_ptr<HandleState> handle;
+  /// Set for members of a grouped allreduce: they complete together.
+  std::shared_ptr<GroupCompletion> group;
+
+  const std::string& name() const { return request.name; }
+};
+
+/// Holds back the completion of a group's members until the last one ran.
+/// Only the background thread touches it.
+class GroupCompletion {
+ public:
+  explicit GroupCompletion(size_t members) : remaining_(members) {}
+  /// Records one member's result; when it is the last, completes them all
+  /// (each with the first error of the group, if any).
+  void finish(TensorEntry entry, const Status& status);
+
+ private:
+  size_t remaining_;
+  Status first_error_;
+  std::vector<TensorEntry> done_;
+};
+
+/// Runs the entry's callback, then completes its handle.
+void complete_entry(TensorEntry& entry, const Status& status);
+
+/// Completes an entry, or defers it to its group.
+void finish_entry(TensorEntry entry, const Status& status);
+
+}  // namespace chorus::detail

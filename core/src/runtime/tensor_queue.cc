@@ -1,0 +1,80 @@
+#include "runtime/tensor_queue.h"
+
+#include <unordered_set>
+
+namespace chorus::detail {
+
+Status TensorQueue::add(std::vector<TensorEntry> entries) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return close_reason_;
+    std::unordered_set<std::string> batch;
+    for (const auto& e : entries) {
+      if (entries_.count(e.name()) || !batch.insert(e.name()).second) {
+        return Status::invalid_argument("Tensor '" + e.name() +
+                                        "' is already in flight on this rank: a name may be "
+                                        "enqueued again only after its previous operation completed");
+      }
+    }
+    for (auto& e : entries) {
+      new_requests_.push_back(e.request);
+      std::string name = e.name();
+      entries_.emplace(std::move(name), std::move(e));
+    }
+    notified_ = notified_ || wake_on_add_;
+  }
+  if (wake_on_add_) cv_.notify_one();
+  return Status::ok();
+}
+
+std::vector<Request> TensorQueue::take_new_requests() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Request> out(std::make_move_iterator(new_requests_.begin()),
+                           std::make_move_iterator(new_requests_.end()));
+  new_requests_.clear();
+  return out;
+}
+
+bool TensorQueue::take(const std::string& name, TensorEntry* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return false;
+  *out = std::move(it->second);
+  entries_.erase(it);
+  return true;
+}
+
+std::vector<TensorEntry> TensorQueue::close(const Status& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!closed_) {
+    closed_ = true;
+    close_reason_ = reason;
+  }
+  std::vector<TensorEntry> out;
+  out.reserve(entries_.size());
+  for (auto& [name, e] : entries_) out.push_back(std::move(e));
+  entries_.clear();
+  new_requests_.clear();
+  return out;
+}
+
+size_t TensorQueue::in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+void TensorQueue::wait_for_work(std::chrono::nanoseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return notified_ || (wake_on_add_ && !new_requests_.empty()); });
+  notified_ = false;
+}
+
+void TensorQueue::notify() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    notified_ = true;
+  }
+  cv_.notify_one();
+}
+
+}  // namespace chorus::detail

@@ -1,0 +1,52 @@
+#pragma once
+// The hand-off between framework threads and the background thread.
+// Framework threads add entries (never blocking on communication); the
+// background thread takes the new requests each round and, once the
+// coordinator answered, the entries by name.
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/tensor_entry.h"
+
+namespace chorus::detail {
+
+class TensorQueue {
+ public:
+  /// Adds the entries atomically (all or none). InvalidArgument when a name
+  /// is already in flight on this rank or repeats within `entries`; the
+  /// close reason once the queue is closed.
+  Status add(std::vector<TensorEntry> entries);
+  /// Requests added since the last call, in order.
+  std::vector<Request> take_new_requests();
+  /// Removes and returns the entry named `name`; false if there is none.
+  bool take(const std::string& name, TensorEntry* out);
+  /// Refuses further adds with `reason` and returns every entry still held.
+  std::vector<TensorEntry> close(const Status& reason);
+  /// Entries held (requested or waiting for the coordinator).
+  size_t in_flight() const;
+
+  /// Sleeps until a new request arrives, notify() is called, or `timeout`.
+  void wait_for_work(std::chrono::nanoseconds timeout);
+  /// Wakes wait_for_work (e.g. a shutdown request).
+  void notify();
+  /// Whether add() wakes a sleeping wait_for_work at once.
+  void set_wake_on_add(bool wake) { wake_on_add_ = wake; }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_map<std::string, TensorEntry> entries_;
+  std::deque<Request> new_requests_;
+  bool closed_ = false;
+  Status close_reason_;
+  bool notified_ = false;
+  bool wake_on_add_ = true;
+};
+
+}  // namespace chorus::detail

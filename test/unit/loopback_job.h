@@ -1,0 +1,62 @@
+#pragma once
+// Runs a function on N in-process ranks, each a thread with its own Runtime
+// over the loopback backend. Catch2 assertions are not thread-safe, so rank
+// bodies report failures by throwing; the caller's thread rethrows them.
+
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "chorus/runtime.h"
+#include "comm/loopback/loopback_backend.h"
+
+namespace chorus::test {
+
+#define RANK_CHECK(cond)                                                                 \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      std::ostringstream _m;                                                             \
+      _m << __FILE__ << ":" << __LINE__ << ": check failed: " #cond;                     \
+      throw std::runtime_error(_m.str());                                                \
+    }                                                                                    \
+  } while (0)
+
+inline RuntimeOptions quiet_options() {
+  RuntimeOptions o;
+  o.log_level = LogLevel::kError;
+  o.stall_check_seconds = 0;
+  return o;
+}
+
+/// Starts `size` runtimes; runs body(runtime, rank) on each in its own
+/// thread; destroys the runtimes; rethrows the first failure.
+template <class Body>
+void run_ranks(int size, Body body, RuntimeOptions options = quiet_options()) {
+  auto world = detail::make_loopback_world(size);
+  std::vector<std::unique_ptr<Runtime>> runtimes;
+  for (int r = 0; r < size; ++r) {
+    runtimes.push_back(std::make_unique<Runtime>(detail::make_loopback_backend(world, r), options));
+  }
+  std::mutex mu;
+  std::exception_ptr failure;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        body(*runtimes[static_cast<size_t>(r)], r);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failure) failure = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  runtimes.clear();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace chorus::test

@@ -1,0 +1,162 @@
+// The coordinator's message table: counting, validation, groups, stalls.
+#include <catch2/catch.hpp>
+
+#include "negotiation/coordinator.h"
+
+using namespace chorus;
+using namespace chorus::detail;
+
+namespace {
+Request req(int rank, const std::string& name, DataType dtype = DataType::kFloat32,
+            std::vector<int64_t> shape = {4}) {
+  Request r;
+  r.rank = rank;
+  r.name = name;
+  r.dtype = dtype;
+  r.shape = std::move(shape);
+  return r;
+}
+}  // namespace
+
+TEST_CASE("A tensor is ready only once every rank submitted it", "[coordinator]") {
+  Coordinator c(3);
+  c.add(req(0, "w"));
+  c.add(req(2, "w"));
+  REQUIRE(c.take_ready().empty());
+  REQUIRE_FALSE(c.idle());
+  c.add(req(1, "w"));
+  auto ready = c.take_ready();
+  REQUIRE(ready.size() == 1);
+  REQUIRE(ready[0].response.type == ResponseType::kAllreduce);
+  REQUIRE(ready[0].response.names == std::vector<std::string>{"w"});
+  REQUIRE(ready[0].response.total_bytes == 16);
+  REQUIRE(c.idle());
+}
+
+TEST_CASE("Ready tensors come out in completion order", "[coordinator]") {
+  Coordinator c(2);
+  c.add(req(0, "a"));
+  c.add(req(0, "b"));
+  c.add(req(1, "b"));
+  c.add(req(1, "a"));
+  auto ready = c.take_ready();
+  REQUIRE(ready.size() == 2);
+  REQUIRE(ready[0].response.names[0] == "b");
+  REQUIRE(ready[1].response.names[0] == "a");
+}
+
+TEST_CASE("Mismatches name the tensor, the values and the ranks", "[coordinator]") {
+  SECTION("dtype") {
+    Coordinator c(3);
+    c.add(req(0, "grad", DataType::kFloat32));
+    c.add(req(1, "grad", DataType::kFloat16));
+    c.add(req(2, "grad", DataType::kFloat32));
+    auto ready = c.take_ready();
+    REQUIRE(ready.size() == 1);
+    REQUIRE(ready[0].response.type == ResponseType::kError);
+    const std::string& m = ready[0].response.error_message;
+    REQUIRE_THAT(m, Catch::Contains("'grad'"));
+    REQUIRE_THAT(m, Catch::Contains("dtype differs: float32 on ranks 0, 2; float16 on rank 1"));
+  }
+  SECTION("shape") {
+    Coordinator c(2);
+    c.add(req(0, "t", DataType::kFloat32, {2, 3}));
+    c.add(req(1, "t", DataType::kFloat32, {3, 2}));
+    auto m = c.take_ready()[0].response.error_message;
+    REQUIRE_THAT(m, Catch::Contains("shape differs: [2, 3] on rank 0; [3, 2] on rank 1"));
+  }
+  SECTION("op, prescale and postscale together") {
+    Coordinator c(2);
+    Request a = req(0, "t"), b = req(1, "t");
+    b.op = ReduceOp::kMax;
+    b.prescale = 2;
+    b.postscale = 0.5;
+    c.add(a);
+    c.add(b);
+    auto m = c.take_ready()[0].response.error_message;
+    REQUIRE_THAT(m, Catch::Contains("reduce op differs: sum on rank 0; max on rank 1"));
+    REQUIRE_THAT(m, Catch::Contains("prescale factor differs: 1 on rank 0; 2 on rank 1"));
+    REQUIRE_THAT(m, Catch::Contains("postscale factor differs: 1 on rank 0; 0.5 on rank 1"));
+  }
+  SECTION("broadcast root") {
+    Coordinator c(2);
+    Request a = req(0, "p"), b = req(1, "p");
+    a.type = b.type = CollectiveType::kBroadcast;
+    b.root_rank = 1;
+    c.add(a);
+    c.add(b);
+    auto m = c.take_ready()[0].response.error_message;
+    REQUIRE_THAT(m, Catch::Contains("root rank differs: 0 on rank 0; 1 on rank 1"));
+  }
+  SECTION("allreduce on one rank, broadcast on another") {
+    Coordinator c(2);
+    Request b = req(1, "p");
+    b.type = CollectiveType::kBroadcast;
+    c.add(req(0, "p"));
+    c.add(b);
+    auto m = c.take_ready()[0].response.error_message;
+    REQUIRE_THAT(m, Catch::Contains("operation differs: allreduce on rank 0; broadcast on rank 1"));
+  }
+}
+
+TEST_CASE("A second request from the same rank is an error, not a hang", "[coordinator]") {
+  Coordinator c(2);
+  c.add(req(0, "x"));
+  c.add(req(0, "x"));
+  auto ready = c.take_ready();
+  REQUIRE(ready.size() == 1);
+  REQUIRE(ready[0].response.type == ResponseType::kError);
+  REQUIRE_THAT(ready[0].response.error_message, Catch::Contains("twice"));
+}
+
+TEST_CASE("Group members are released together", "[coordinator]") {
+  Coordinator c(2);
+  auto member = [](int rank, const char* name) {
+    Request r = req(rank, name);
+    r.group = "g";
+    r.group_size = 2;
+    return r;
+  };
+  c.add(member(0, "a"));
+  c.add(member(0, "b"));
+  c.add(member(1, "a"));
+  REQUIRE(c.take_ready().empty());  // "a" complete, but "b" is not
+  c.add(member(1, "b"));
+  auto ready = c.take_ready();
+  REQUIRE(ready.size() == 2);
+  REQUIRE(ready[0].response.names[0] == "a");
+  REQUIRE(ready[1].response.names[0] == "b");
+}
+
+TEST_CASE("One bad member fails the whole group", "[coordinator]") {
+  Coordinator c(2);
+  auto member = [](int rank, const char* name, DataType dt) {
+    Request r = req(rank, name, dt);
+    r.group = "g";
+    r.group_size = 2;
+    return r;
+  };
+  c.add(member(0, "a", DataType::kFloat32));
+  c.add(member(0, "b", DataType::kFloat32));
+  c.add(member(1, "a", DataType::kFloat32));
+  c.add(member(1, "b", DataType::kInt32));
+  auto ready = c.take_ready();
+  REQUIRE(ready.size() == 1);
+  REQUIRE(ready[0].response.type == ResponseType::kError);
+  REQUIRE(ready[0].response.names == std::vector<std::string>{"a", "b"});
+  REQUIRE_THAT(ready[0].response.error_message, Catch::Contains("'b'") && Catch::Contains("int32 on rank 1"));
+}
+
+TEST_CASE("Stalled tensors list who submitted and who is missing", "[coordinator]") {
+  Coordinator c(4);
+  const auto t0 = Coordinator::Clock::now();
+  c.add(req(0, "late"), t0);
+  c.add(req(2, "late"), t0);
+  c.add(req(1, "fresh"), t0 + std::chrono::seconds(50));
+  auto stalled = c.stalled(t0 + std::chrono::seconds(60), 30);
+  REQUIRE(stalled.size() == 1);
+  REQUIRE(stalled[0].name == "late");
+  REQUIRE(stalled[0].submitted_ranks == std::vector<int>{0, 2});
+  REQUIRE(stalled[0].missing_ranks == std::vector<int>{1, 3});
+  REQUIRE(stalled[0].waiting_seconds == Approx(60));
+}

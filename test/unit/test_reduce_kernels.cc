@@ -1,0 +1,59 @@
+// Element-wise reductions and scaling for every dtype.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+#include "algorithms/reduce_kernels.h"
+#include "common/half.h"
+
+using namespace chorus;
+using namespace chorus::detail;
+
+namespace {
+template <class T>
+std::vector<T> reduced(std::vector<T> a, const std::vector<T>& b, DataType dt, ReduceOp op) {
+  reduce_into(a.data(), b.data(), static_cast<int64_t>(a.size()), dt, op);
+  return a;
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("Integer and float reductions", "[kernels]", int8_t, uint8_t, int32_t, int64_t, float, double) {
+  DataType dt = std::is_same_v<TestType, int8_t>    ? DataType::kInt8
+                : std::is_same_v<TestType, uint8_t> ? DataType::kUInt8
+                : std::is_same_v<TestType, int32_t> ? DataType::kInt32
+                : std::is_same_v<TestType, int64_t> ? DataType::kInt64
+                : std::is_same_v<TestType, float>   ? DataType::kFloat32
+                                                    : DataType::kFloat64;
+  std::vector<TestType> a = {1, 5, 3, 0, 7}, b = {2, 4, 3, 9, 1};
+  REQUIRE(reduced(a, b, dt, ReduceOp::kSum) == std::vector<TestType>{3, 9, 6, 9, 8});
+  REQUIRE(reduced(a, b, dt, ReduceOp::kAverage) == std::vector<TestType>{3, 9, 6, 9, 8});  // sum; scale divides
+  REQUIRE(reduced(a, b, dt, ReduceOp::kMin) == std::vector<TestType>{1, 4, 3, 0, 1});
+  REQUIRE(reduced(a, b, dt, ReduceOp::kMax) == std::vector<TestType>{2, 5, 3, 9, 7});
+  REQUIRE(reduced(a, b, dt, ReduceOp::kProduct) == std::vector<TestType>{2, 20, 9, 0, 7});
+}
+
+TEST_CASE("Bool min is AND, max is OR, and results are 0 or 1", "[kernels]") {
+  std::vector<uint8_t> a = {0, 1, 0, 2}, b = {0, 0, 1, 3};
+  REQUIRE(reduced(a, b, DataType::kBool, ReduceOp::kMin) == std::vector<uint8_t>{0, 0, 0, 1});
+  REQUIRE(reduced(a, b, DataType::kBool, ReduceOp::kMax) == std::vector<uint8_t>{0, 1, 1, 1});
+  REQUIRE_FALSE(reduction_supported(DataType::kBool, ReduceOp::kSum));
+  REQUIRE(reduction_supported(DataType::kBool, ReduceOp::kMax));
+}
+
+TEST_CASE("Scaling: floats multiply, integers truncate the exact quotient", "[kernels]") {
+  std::vector<float> f = {3, 6, 9};
+  scale_copy(f.data(), f.data(), 3, DataType::kFloat32, 1.0, 3);
+  REQUIRE(f == std::vector<float>{1, 2, 3});
+  std::vector<int32_t> i = {9, 10, -10}, out(3);
+  scale_copy(out.data(), i.data(), 3, DataType::kInt32, 1.0, 3);
+  REQUIRE(out == std::vector<int32_t>{3, 3, -3});
+  scale_copy(out.data(), i.data(), 3, DataType::kInt32, 0.5, 1);
+  REQUIRE(out == std::vector<int32_t>{4, 5, -5});
+  std::vector<uint16_t> h = {float_to_bf16(3.0f)};
+  scale_copy(h.data(), h.data(), 1, DataType::kBFloat16, 2.0, 3);
+  REQUIRE(bf16_to_float(h[0]) == 2.0f);
+  std::vector<double> src = {1.5}, dst = {0};
+  scale_copy(dst.data(), src.data(), 1, DataType::kFloat64, 1.0, 1);  // plain copy
+  REQUIRE(dst[0] == 1.5);
+}

@@ -1,0 +1,241 @@
+// The whole runtime (queue, negotiation, fusion, executor, shutdown) on
+// in-process ranks. The same cases run under mpirun in test/mpi.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <numeric>
+
+#include "chorus/error.h"
+#include "loopback_job.h"
+
+using namespace chorus;
+using chorus::test::run_ranks;
+
+namespace {
+
+std::shared_ptr<HostTensorView> view(std::vector<float>& v) {
+  return std::make_shared<HostTensorView>(v.data(), DataType::kFloat32,
+                                          TensorShape{static_cast<int64_t>(v.size())});
+}
+
+template <class E>
+std::string error_of(const Handle& h) {
+  try {
+    h.wait(std::chrono::seconds(20));
+  } catch (const E& e) {
+    return e.what();
+  }
+  throw std::runtime_error("expected the operation to fail");
+}
+
+}  // namespace
+
+TEST_CASE("Allreduce sums, averages and scales across in-process ranks", "[runtime]") {
+  for (int size : {1, 2, 3, 4}) {
+    INFO("world size " << size);
+    run_ranks(size, [size](Runtime& rt, int rank) {
+      std::vector<float> in(17), out(17);
+      for (int i = 0; i < 17; ++i) in[i] = float(rank * 100 + i);
+      AllreduceOptions sum;
+      sum.op = ReduceOp::kSum;
+      rt.allreduce_async("sum", view(in), view(out), sum).wait();
+      for (int i = 0; i < 17; ++i) {
+        RANK_CHECK(out[i] == float(100 * size * (size - 1) / 2 + size * i));
+      }
+      AllreduceOptions avg;  // Average by default, with scale factors on top
+      avg.prescale_factor = 2.0;
+      avg.postscale_factor = 0.5;
+      rt.allreduce_async("avg", view(in), view(in), avg).wait();  // in place
+      for (int i = 0; i < 17; ++i) RANK_CHECK(in[i] == Approx(50.0 * (size - 1) + i));
+    });
+  }
+}
+
+TEST_CASE("Tensors enqueued together are fused into few data-plane calls", "[runtime][fusion]") {
+  run_ranks(3, [](Runtime& rt, int rank) {
+    const int n = 200;
+    std::vector<std::vector<float>> bufs(n, std::vector<float>(64));
+    std::vector<Handle> handles;
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    for (int t = 0; t < n; ++t) {
+      std::fill(bufs[t].begin(), bufs[t].end(), float(t + rank));
+      handles.push_back(rt.allreduce_async("t" + std::to_string(t), view(bufs[t]), view(bufs[t]), sum));
+    }
+    for (auto& h : handles) h.wait();
+    for (int t = 0; t < n; ++t) RANK_CHECK(bufs[t][63] == float(3 * t + 3));
+    const RuntimeStats st = rt.stats();
+    RANK_CHECK(st.tensors_allreduced == n);
+    RANK_CHECK(st.fused_allreduce_ops >= 1);
+    RANK_CHECK(st.allreduce_ops < n / 2);  // fused, not one call per tensor
+  });
+}
+
+TEST_CASE("A grouped allreduce completes together and fuses", "[runtime][group]") {
+  run_ranks(2, [](Runtime& rt, int rank) {
+    std::vector<std::vector<float>> bufs(5, std::vector<float>(8, float(rank + 1)));
+    std::vector<std::string> names;
+    std::vector<std::shared_ptr<Tensor>> tensors;
+    for (int i = 0; i < 5; ++i) {
+      names.push_back("g" + std::to_string(i));
+      tensors.push_back(view(bufs[i]));
+    }
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    auto handles = rt.grouped_allreduce_async(names, tensors, {}, sum);
+    handles.back().wait();
+    for (auto& h : handles) RANK_CHECK(h.poll());  // the last one done => all done
+    for (auto& b : bufs) RANK_CHECK(b[7] == 3.0f);
+    RANK_CHECK(rt.stats().allreduce_ops == 1);
+  });
+}
+
+TEST_CASE("Broadcast copies the root's tensor to every rank", "[runtime]") {
+  run_ranks(3, [](Runtime& rt, int rank) {
+    for (int root = 0; root < 3; ++root) {
+      std::vector<float> v(10, float(rank));
+      rt.broadcast_async("b" + std::to_string(root), view(v), root).wait();
+      for (float x : v) RANK_CHECK(x == float(root));
+    }
+  });
+}
+
+TEST_CASE("A mismatch fails on every rank with a message naming tensor and ranks", "[runtime][errors]") {
+  run_ranks(3, [](Runtime& rt, int rank) {
+    std::vector<float> v(rank == 2 ? 5 : 4, 1.0f);
+    std::string m = error_of<InvalidArgumentError>(rt.allreduce_async("bad", view(v), view(v)));
+    RANK_CHECK(m.find("'bad'") != std::string::npos);
+    RANK_CHECK(m.find("[4] on ranks 0, 1; [5] on rank 2") != std::string::npos);
+    // The runtime goes on working after an error.
+    std::vector<float> ok(4, 1.0f);
+    rt.allreduce_async("good", view(ok), view(ok)).wait();
+    RANK_CHECK(ok[0] == 1.0f);
+  });
+}
+
+TEST_CASE("Local bad input is refused at once, on that rank only", "[runtime][errors]") {
+  run_ranks(1, [](Runtime& rt, int) {
+    std::vector<float> a(4), b(5);
+    bool threw = false;
+    try {
+      rt.allreduce_async("x", view(a), view(b));
+    } catch (const InvalidArgumentError& e) {
+      threw = std::string(e.what()).find("'x'") != std::string::npos;
+    }
+    RANK_CHECK(threw);
+    std::vector<uint8_t> flags(3);
+    auto flag_view = std::make_shared<HostTensorView>(flags.data(), DataType::kBool, TensorShape{3});
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    threw = false;
+    try {
+      rt.allreduce_async("flags", flag_view, flag_view, sum);
+    } catch (const InvalidArgumentError&) {
+      threw = true;
+    }
+    RANK_CHECK(threw);
+    threw = false;
+    try {
+      rt.broadcast_async("root", view(a), 3);
+    } catch (const InvalidArgumentError& e) {
+      threw = std::string(e.what()).find("root rank 3") != std::string::npos;
+    }
+    RANK_CHECK(threw);
+  });
+}
+
+TEST_CASE("A duplicate in-flight name is refused on that rank", "[runtime][errors]") {
+  run_ranks(2, [](Runtime& rt, int rank) {
+    std::vector<float> a(4, 1), b(4, 1);
+    if (rank == 0) {
+      Handle first = rt.allreduce_async("dup", view(a), view(a));
+      bool threw = false;
+      try {
+        rt.allreduce_async("dup", view(b), view(b));
+      } catch (const InvalidArgumentError& e) {
+        threw = std::string(e.what()).find("already in flight") != std::string::npos;
+      }
+      RANK_CHECK(threw);
+      first.wait();
+    } else {
+      rt.allreduce_async("dup", view(a), view(a)).wait();
+    }
+  });
+}
+
+TEST_CASE("One rank shutting down fails the others' pending work instead of hanging", "[runtime][shutdown]") {
+  run_ranks(3, [](Runtime& rt, int rank) {
+    std::vector<float> v(4, 1);
+    if (rank == 1) {
+      rt.shutdown();
+      RANK_CHECK(!rt.is_running());
+      bool threw = false;
+      try {
+        rt.allreduce_async("after", view(v), view(v));
+      } catch (const AbortedError&) {
+        threw = true;
+      }
+      RANK_CHECK(threw);
+      return;
+    }
+    Handle h = rt.allreduce_async("never", view(v), view(v));
+    std::string m = error_of<AbortedError>(h);
+    RANK_CHECK(m.find("'never'") != std::string::npos);
+    RANK_CHECK(m.find("rank 1 called shutdown()") != std::string::npos);
+  });
+}
+
+TEST_CASE("Wait with a timeout gives up without losing the operation", "[runtime]") {
+  run_ranks(2, [](Runtime& rt, int rank) {
+    std::vector<float> v(4, 1);
+    if (rank == 0) {
+      Handle h = rt.allreduce_async("slow", view(v), view(v));
+      bool timed_out = false;
+      try {
+        h.wait(std::chrono::milliseconds(50));
+      } catch (const TimeoutError&) {
+        timed_out = true;
+      }
+      RANK_CHECK(timed_out);
+      rt.broadcast_async("go", view(v), 0).wait();  // lets rank 1 proceed
+      h.wait();
+      RANK_CHECK(v[0] == 1.0f);
+    } else {
+      std::vector<float> w(4, 1);
+      rt.broadcast_async("go", view(w), 0).wait();
+      rt.allreduce_async("slow", view(v), view(v)).wait();
+    }
+  });
+}
+
+TEST_CASE("A stall shutdown fails stalled tensors naming the missing ranks", "[runtime][stall]") {
+  RuntimeOptions o = chorus::test::quiet_options();
+  o.log_level = LogLevel::kFatal;  // the stall warning is expected here
+  o.stall_check_seconds = 0.2;
+  o.stall_shutdown_seconds = 0.2;
+  run_ranks(2, [](Runtime& rt, int rank) {
+    if (rank != 0) {
+      // Rank 1 never submits; it just waits for the runtime to stop.
+      for (int i = 0; i < 200 && rt.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      RANK_CHECK(!rt.is_running());
+      return;
+    }
+    std::vector<float> v(4, 1);
+    std::string m = error_of<AbortedError>(rt.allreduce_async("lonely", view(v), view(v)));
+    RANK_CHECK(m.find("'lonely'") != std::string::npos);
+    RANK_CHECK(m.find("missing on ranks 1") != std::string::npos);
+  }, o);
+}
+
+TEST_CASE("The fixed-cycle mode gives the same results", "[runtime]") {
+  RuntimeOptions o = chorus::test::quiet_options();
+  o.wake_on_enqueue = false;
+  run_ranks(2, [](Runtime& rt, int rank) {
+    std::vector<float> v(4, float(rank));
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    rt.allreduce_async("x", view(v), view(v), sum).wait();
+    RANK_CHECK(v[3] == 1.0f);
+  }, o);
+}
