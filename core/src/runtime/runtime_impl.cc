@@ -53,7 +53,9 @@ void RuntimeImpl::shutdown() {
   if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) thread_.join();
 }
 
-bool RuntimeImpl::is_running() const { return running_.load(); }
+// The queue closes before pending handles fail, so a caller that saw its
+// handle fail with "shut down" also sees is_running() == false.
+bool RuntimeImpl::is_running() const { return running_.load() && !queue_.closed(); }
 
 std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
   std::vector<Handle> handles;

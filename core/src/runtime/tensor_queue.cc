@@ -7,7 +7,13 @@ namespace chorus::detail {
 Status TensorQueue::add(std::vector<TensorEntry> entries) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closed_) return close_reason_;
+    if (closed_) {
+      const std::string first = entries.empty() ? std::string() : entries.front().name();
+      return Status(close_reason_.code(), collective_name(entries.empty() ? CollectiveType::kAllreduce
+                                                                          : entries.front().request.type) +
+                                              std::string(" of tensor '") + first +
+                                              "' refused: " + close_reason_.message());
+    }
     std::unordered_set<std::string> batch;
     for (const auto& e : entries) {
       if (entries_.count(e.name()) || !batch.insert(e.name()).second) {
@@ -56,6 +62,11 @@ std::vector<TensorEntry> TensorQueue::close(const Status& reason) {
   entries_.clear();
   new_requests_.clear();
   return out;
+}
+
+bool TensorQueue::closed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_;
 }
 
 size_t TensorQueue::in_flight() const {

@@ -28,6 +28,8 @@ class TensorQueue {
   bool take(const std::string& name, TensorEntry* out);
   /// Refuses further adds with `reason` and returns every entry still held.
   std::vector<TensorEntry> close(const Status& reason);
+  /// True once close() was called.
+  bool closed() const;
   /// Entries held (requested or waiting for the coordinator).
   size_t in_flight() const;
 

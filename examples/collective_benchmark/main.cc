@@ -1,0 +1,93 @@
+// Collective benchmark in the spirit of nccl-tests: Chorus against raw MPI on
+// the same buffers, in the same run, so ratios hold on a noisy machine.
+//   mpirun -np 2 ./collective_benchmark [--sections sweep,storm,latency] ...
+// See docs/performance.md for what each section measures and the results.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "bench_util.h"
+
+namespace bench {
+
+namespace {
+
+[[noreturn]] void usage(const char* why) {
+  if (why) std::fprintf(stderr, "collective_benchmark: %s\n", why);
+  std::fprintf(stderr,
+               "usage: collective_benchmark [--sections sweep,storm,latency] [--min-bytes N] [--max-bytes N]\n"
+               "         [--iters N] [--storm-tensors N] [--storm-bytes N] [--storm-rounds N]\n"
+               "         [--latency-iters N] [--idle-seconds S]\n");
+  std::exit(2);
+}
+
+int64_t parse_positive(const char* flag, const char* text) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text, &end, 10);
+  if (*end != '\0' || v <= 0) {
+    std::fprintf(stderr, "collective_benchmark: %s expects a positive whole number, got '%s'\n", flag, text);
+    std::exit(2);
+  }
+  return v;
+}
+
+}  // namespace
+
+Settings parse_settings(int argc, char** argv) {
+  Settings s;
+  for (int i = 1; i < argc; ++i) {
+    const char* flag = argv[i];
+    if (!std::strcmp(flag, "--help") || !std::strcmp(flag, "-h")) usage(nullptr);
+    if (i + 1 >= argc) usage((std::string(flag) + " needs a value (or is unknown)").c_str());
+    const char* value = argv[++i];
+    if (!std::strcmp(flag, "--sections")) {
+      s.sections.clear();
+      std::stringstream in(value);
+      for (std::string part; std::getline(in, part, ',');) {
+        if (part != "sweep" && part != "storm" && part != "latency") usage(("unknown section '" + part + "'").c_str());
+        s.sections.push_back(part);
+      }
+    } else if (!std::strcmp(flag, "--min-bytes")) s.min_bytes = parse_positive(flag, value);
+    else if (!std::strcmp(flag, "--max-bytes")) s.max_bytes = parse_positive(flag, value);
+    else if (!std::strcmp(flag, "--iters")) s.iters = static_cast<int>(parse_positive(flag, value));
+    else if (!std::strcmp(flag, "--storm-tensors")) s.storm_tensors = static_cast<int>(parse_positive(flag, value));
+    else if (!std::strcmp(flag, "--storm-bytes")) s.storm_bytes = parse_positive(flag, value);
+    else if (!std::strcmp(flag, "--storm-rounds")) s.storm_rounds = static_cast<int>(parse_positive(flag, value));
+    else if (!std::strcmp(flag, "--latency-iters")) s.latency_iters = static_cast<int>(parse_positive(flag, value));
+    else if (!std::strcmp(flag, "--idle-seconds")) s.idle_seconds = static_cast<double>(parse_positive(flag, value));
+    else usage((std::string("unknown flag ") + flag).c_str());
+  }
+  if (s.min_bytes > s.max_bytes) usage("--min-bytes is larger than --max-bytes");
+  return s;
+}
+
+int64_t count_wrong(const float* out, int64_t n, int size) {
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) wrong += out[i] != exact_sum(size, i);
+  return wrong;
+}
+
+}  // namespace bench
+
+int main(int argc, char** argv) {
+  // The benchmark calls MPI from the main thread while Chorus's background
+  // thread polls its own communicators: that needs MPI_THREAD_MULTIPLE.
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    std::fprintf(stderr, "collective_benchmark: MPI does not provide MPI_THREAD_MULTIPLE\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const bench::Settings settings = bench::parse_settings(argc, argv);
+  chorus::init();
+  if (chorus::rank() == 0) {
+    std::printf("# Chorus %s collective benchmark, %d ranks\n", chorus::version(), chorus::size());
+  }
+  if (settings.wants("sweep")) bench::run_sweep(settings);
+  if (settings.wants("storm")) bench::run_storm(settings);
+  if (settings.wants("latency")) bench::run_latency(settings);
+  chorus::shutdown();
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Chorus builds and tests with (as root).
+# Skips apt entirely when everything is already there, so repeated runs
+# (and CI on a warm machine) cost nothing. docs/dependencies.md says why
+# each package is needed.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ccache   # compiler, build system, compile cache (builds are slow on 2 cores)
+  openmpi-bin libopenmpi-dev     # mpirun and MPI: control plane and CPU data plane
+  catch2                         # unit and multi-rank tests (Catch2 v2)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install_deps: all packages present"
+  exit 0
+fi
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install_deps: missing packages: ${missing[*]}; run as root or install them yourself" >&2
+  exit 1
+fi
+echo "install_deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

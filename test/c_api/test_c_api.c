@@ -1,0 +1,129 @@
+/* The C ABI from a plain C program, under mpirun: lifecycle, topology,
+ * allreduce and broadcast values, error codes with messages (a mismatch
+ * across ranks, bad arguments, unknown handles), re-init. Exits non-zero
+ * on the first failure, naming it. */
+#include <chorus/c_api.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int g_rank = -1;
+
+#define CHECK(cond)                                                                     \
+  do {                                                                                  \
+    if (!(cond)) {                                                                      \
+      fprintf(stderr, "[rank %d] %s:%d: check failed: %s (last error: '%s')\n", g_rank, \
+              __FILE__, __LINE__, #cond, chorus_last_error());                          \
+      exit(1);                                                                          \
+    }                                                                                   \
+  } while (0)
+
+static void test_before_init(void) {
+  CHECK(chorus_is_initialized() == 0);
+  CHECK(chorus_rank() == CHORUS_ERR_PRECONDITION);
+  CHECK(strstr(chorus_last_error(), "not initialized") != NULL);
+  CHECK(chorus_abi_version() == CHORUS_ABI_VERSION);
+}
+
+static void test_topology(void) {
+  int size = chorus_size();
+  CHECK(size >= 1);
+  CHECK(g_rank >= 0 && g_rank < size);
+  CHECK(chorus_local_rank() >= 0 && chorus_local_rank() < chorus_local_size());
+  CHECK(chorus_cross_rank() >= 0 && chorus_cross_rank() < chorus_cross_size());
+  CHECK(chorus_local_size() * chorus_cross_size() >= size);
+}
+
+static void test_allreduce(void) {
+  int size = chorus_size();
+  enum { N = 1000 };
+  float in[N], out[N];
+  int64_t h = 0;
+  int i;
+  for (i = 0; i < N; ++i) in[i] = (float)(g_rank + i);
+  CHECK(chorus_allreduce_async("c.sum", in, out, N, CHORUS_FLOAT32, CHORUS_SUM, 1.0, 1.0, &h) == 0);
+  CHECK(chorus_wait(h) == 0);
+  for (i = 0; i < N; ++i) CHECK(out[i] == (float)(size * (size - 1) / 2 + size * i));
+
+  /* In place, Average with scale factors, int64. */
+  int64_t v[3] = {10 * (g_rank + 1), 20, 30};
+  CHECK(chorus_allreduce_async("c.avg", v, v, 3, CHORUS_INT64, CHORUS_AVERAGE, 2.0, 1.0, &h) == 0);
+  while (chorus_poll(h) == 0) {
+  }
+  CHECK(chorus_poll(h) == 1);
+  CHECK(chorus_wait(h) == 0);
+  CHECK(v[0] == 10 * (size + 1));  /* mean of 20*(r+1) */
+  CHECK(v[1] == 40);
+
+  /* Zero elements with NULL pointers. */
+  CHECK(chorus_allreduce_async("c.empty", NULL, NULL, 0, CHORUS_FLOAT64, CHORUS_MAX, 1.0, 1.0, &h) == 0);
+  CHECK(chorus_wait(h) == 0);
+}
+
+static void test_broadcast(void) {
+  int size = chorus_size();
+  int root = size - 1;
+  double buf[5];
+  int64_t h = 0;
+  int i;
+  for (i = 0; i < 5; ++i) buf[i] = g_rank == root ? 3.5 * i : -1.0;
+  CHECK(chorus_broadcast_async("c.bcast", buf, 5, CHORUS_FLOAT64, root, &h) == 0);
+  CHECK(chorus_wait(h) == 0);
+  for (i = 0; i < 5; ++i) CHECK(buf[i] == 3.5 * i);
+}
+
+static void test_errors(void) {
+  int size = chorus_size();
+  int64_t h = 0;
+  float a[4] = {1, 2, 3, 4};
+
+  CHECK(chorus_allreduce_async(NULL, a, a, 4, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "name is NULL") != NULL);
+  CHECK(chorus_allreduce_async("c.bad", a, a, -1, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "negative") != NULL);
+  CHECK(chorus_allreduce_async("c.bad", a, a, 4, (chorus_dtype)42, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "unknown dtype 42") != NULL);
+  CHECK(chorus_allreduce_async("c.bad", a, a, 4, CHORUS_BOOL, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_broadcast_async("c.bad", a, 4, CHORUS_FLOAT32, size, &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "root rank") != NULL);
+  CHECK(chorus_wait(987654) == CHORUS_ERR_UNKNOWN_HANDLE);
+  CHECK(chorus_poll(987654) == CHORUS_ERR_UNKNOWN_HANDLE);
+  CHECK(strstr(chorus_last_error(), "unknown chorus handle 987654") != NULL);
+
+  /* A count mismatch across ranks: an error on every rank, never a hang. */
+  if (size > 1) {
+    float b[5] = {0};
+    CHECK(chorus_allreduce_async("c.mismatch", b, b, g_rank == 0 ? 5 : 4, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, &h) == 0);
+    CHECK(chorus_wait(h) == CHORUS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(chorus_last_error(), "'c.mismatch'") != NULL);
+    CHECK(strstr(chorus_last_error(), "shape differs") != NULL);
+  }
+  /* A successful call clears the last error. */
+  CHECK(chorus_rank() == g_rank);
+  CHECK(chorus_last_error()[0] == '\0');
+}
+
+int main(void) {
+  test_before_init();
+  CHECK(chorus_init() == 0);
+  CHECK(chorus_is_initialized() == 1);
+  g_rank = chorus_rank();
+  test_topology();
+  test_allreduce();
+  test_broadcast();
+  test_errors();
+
+  CHECK(chorus_shutdown() == 0);
+  CHECK(chorus_is_initialized() == 0);
+  int64_t h = 0;
+  float x = 1;
+  CHECK(chorus_allreduce_async("c.after", &x, &x, 1, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_PRECONDITION);
+
+  CHECK(chorus_init() == 0); /* re-init after shutdown */
+  CHECK(chorus_rank() == g_rank);
+  test_allreduce();
+  CHECK(chorus_shutdown() == 0);
+  if (g_rank == 0) printf("c_api: all checks passed\n");
+  return 0;
+}

@@ -1,0 +1,19 @@
+// Uses the installed headers and library: one allreduce over all ranks.
+#include <chorus/chorus.h>
+
+#include <cstdio>
+#include <memory>
+
+int main() {
+  chorus::init();
+  float v = static_cast<float>(chorus::rank() + 1);
+  auto t = std::make_shared<chorus::HostTensorView>(&v, chorus::DataType::kFloat32, chorus::TensorShape{1});
+  chorus::AllreduceOptions sum;
+  sum.op = chorus::ReduceOp::kSum;
+  chorus::allreduce_async("consumer", t, t, sum).wait();
+  const int n = chorus::size();
+  const bool ok = v == static_cast<float>(n * (n + 1) / 2);
+  std::printf("consumer rank %d: %s (Chorus %s)\n", chorus::rank(), ok ? "ok" : "WRONG", chorus::version());
+  chorus::shutdown();
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,187 @@
+// Allreduce under mpirun: every dtype x op x shape against exact expected
+// values, in and out of place, scale factors, fusion, topology.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "algorithms/reduce_kernels.h"
+#include "chorus/chorus.h"
+#include "typed_values.h"
+
+using namespace chorus;
+using chorus::test::load;
+using chorus::test::store;
+
+namespace {
+
+// Rank r's element i, chosen so every reduction is exact in every dtype
+// (small integers; products of 1s and 2s) for up to 4 ranks.
+double input_value(ReduceOp op, DataType dt, int rank, int64_t i) {
+  if (dt == DataType::kBool) return ((i + rank) % 3) != 0 ? 1 : 0;
+  switch (op) {
+    case ReduceOp::kProduct: return double((i + rank) % 2 + 1);
+    case ReduceOp::kMin:
+    case ReduceOp::kMax: return double((i * 7 + rank * 3) % 11);
+    default: return double(i % 5 + rank + 1);
+  }
+}
+
+double expected_value(ReduceOp op, DataType dt, int size, int64_t i) {
+  double acc = input_value(op, dt, 0, i);
+  for (int r = 1; r < size; ++r) {
+    const double v = input_value(op, dt, r, i);
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kAverage: acc += v; break;
+      case ReduceOp::kProduct: acc *= v; break;
+      case ReduceOp::kMin: acc = std::min(acc, v); break;
+      case ReduceOp::kMax: acc = std::max(acc, v); break;
+    }
+  }
+  if (op == ReduceOp::kAverage) acc = is_floating(dt) ? acc / size : std::trunc(acc / size);
+  return acc;
+}
+
+std::string describe(DataType dt, ReduceOp op, const TensorShape& shape, bool in_place) {
+  std::ostringstream out;
+  out << dtype_name(dt) << " " << reduce_op_name(op) << " " << shape.to_string()
+      << (in_place ? " in place" : " out of place");
+  return out.str();
+}
+
+// Returns the number of wrong elements (and the first one in *first_bad).
+int64_t run_case(DataType dt, ReduceOp op, const TensorShape& shape, bool in_place, std::string* first_bad) {
+  const int rank = chorus::rank(), size = chorus::size();
+  const int64_t n = shape.num_elements();
+  std::vector<char> in(static_cast<size_t>(n * dtype_size(dt))), out(in.size());
+  for (int64_t i = 0; i < n; ++i) store(in.data(), i, dt, input_value(op, dt, rank, i));
+  auto input = std::make_shared<HostTensorView>(in.data(), dt, shape);
+  auto output = in_place ? input : std::make_shared<HostTensorView>(out.data(), dt, shape);
+  AllreduceOptions options;
+  options.op = op;
+  allreduce_async(describe(dt, op, shape, in_place), input, output, options).wait(std::chrono::seconds(60));
+  const char* result = in_place ? in.data() : out.data();
+  const double tol = chorus::test::tolerance(dt);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double want = expected_value(op, dt, size, i), got = load(result, i, dt);
+    const bool exact_needed = op != ReduceOp::kAverage || !is_floating(dt);
+    const bool ok = exact_needed ? got == want : std::abs(got - want) <= std::abs(want) * tol;
+    if (!ok && wrong++ == 0) {
+      std::ostringstream m;
+      m << "element " << i << ": got " << got << ", want " << want;
+      *first_bad = m.str();
+    }
+  }
+  return wrong;
+}
+
+const DataType kAllDtypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64,
+                               DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                               DataType::kFloat64, DataType::kBool};
+const ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
+                            ReduceOp::kProduct};
+
+}  // namespace
+
+TEST_CASE("Topology matches what mpirun says", "[mpi][topology]") {
+  const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  REQUIRE(chorus::size() >= 1);
+  REQUIRE(chorus::rank() < chorus::size());
+  if (local_rank && local_size) {
+    REQUIRE(chorus::local_rank() == std::atoi(local_rank));
+    REQUIRE(chorus::local_size() == std::atoi(local_size));
+  }
+  if (chorus::local_size() == chorus::size()) {  // one host
+    REQUIRE(chorus::cross_size() == 1);
+    REQUIRE(chorus::cross_rank() == 0);
+  }
+}
+
+TEST_CASE("Every dtype x op x shape reduces to the exact expected values", "[mpi][allreduce]") {
+  const TensorShape shapes[] = {TensorShape{0}, TensorShape{1}, TensorShape{17}, TensorShape{17, 17, 17},
+                                TensorShape{1 << 20}};
+  for (DataType dt : kAllDtypes) {
+    for (ReduceOp op : kAllOps) {
+      if (!detail::reduction_supported(dt, op)) continue;
+      for (const TensorShape& shape : shapes) {
+        for (bool in_place : {false, true}) {
+          if (in_place && shape.num_elements() > 17 * 17 * 17) continue;  // the big case once
+          std::string first_bad;
+          INFO(describe(dt, op, shape, in_place));
+          const int64_t wrong = run_case(dt, op, shape, in_place, &first_bad);
+          INFO(first_bad);
+          REQUIRE(wrong == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("Unsupported op/dtype pairs are refused locally", "[mpi][allreduce]") {
+  std::vector<uint8_t> flags(4, 1);
+  auto t = std::make_shared<HostTensorView>(flags.data(), DataType::kBool, TensorShape{4});
+  AllreduceOptions sum;
+  sum.op = ReduceOp::kSum;
+  REQUIRE_THROWS_WITH(allreduce_async("bool sum", t, t, sum), Catch::Contains("not defined for bool"));
+}
+
+TEST_CASE("Prescale and postscale multiply around the reduction", "[mpi][allreduce]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  std::vector<double> v(33);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = double(rank + 1) * double(i);
+  auto t = std::make_shared<HostTensorView>(v.data(), DataType::kFloat64, TensorShape{33});
+  AllreduceOptions options;
+  options.op = ReduceOp::kSum;
+  options.prescale_factor = 0.5;
+  options.postscale_factor = 3.0;
+  allreduce_async("scaled", t, t, options).wait();
+  const double rank_sum = size * (size + 1) / 2.0;
+  for (size_t i = 0; i < v.size(); ++i) REQUIRE(v[i] == Approx(1.5 * rank_sum * double(i)));
+
+  std::vector<int32_t> ints(5, 10 + rank);  // Average of ints truncates the mean
+  auto ti = std::make_shared<HostTensorView>(ints.data(), DataType::kInt32, TensorShape{5});
+  allreduce_async("int average", ti, ti).wait();
+  int sum = 0;
+  for (int r = 0; r < size; ++r) sum += 10 + r;
+  REQUIRE(ints[4] == sum / size);
+}
+
+TEST_CASE("200 async 16 KiB tensors are fused into few allreduces", "[mpi][fusion]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  const int n = 200;
+  std::vector<std::vector<float>> bufs(n, std::vector<float>(4096));
+  const RuntimeStats before = runtime().stats();
+  std::vector<Handle> handles;
+  AllreduceOptions sum;
+  sum.op = ReduceOp::kSum;
+  for (int t = 0; t < n; ++t) {
+    std::fill(bufs[t].begin(), bufs[t].end(), float(t + rank));
+    auto view = std::make_shared<HostTensorView>(bufs[t].data(), DataType::kFloat32, TensorShape{4096});
+    handles.push_back(allreduce_async("storm." + std::to_string(t), view, view, sum));
+  }
+  for (auto& h : handles) h.wait(std::chrono::seconds(60));
+  const RuntimeStats after = runtime().stats();
+  for (int t = 0; t < n; ++t) REQUIRE(bufs[t][4095] == float(size * t + size * (size - 1) / 2));
+  REQUIRE(after.tensors_allreduced - before.tensors_allreduced == n);
+  REQUIRE(after.fused_allreduce_ops > before.fused_allreduce_ops);
+  REQUIRE(after.allreduce_ops - before.allreduce_ops < n / 2);
+}
+
+TEST_CASE("Grouped allreduce over MPI", "[mpi][group]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  std::vector<std::vector<int64_t>> bufs(4, std::vector<int64_t>(100, rank));
+  std::vector<std::string> names;
+  std::vector<std::shared_ptr<Tensor>> ts;
+  for (int i = 0; i < 4; ++i) {
+    names.push_back("grouped." + std::to_string(i));
+    ts.push_back(std::make_shared<HostTensorView>(bufs[i].data(), DataType::kInt64, TensorShape{10, 10}));
+  }
+  AllreduceOptions sum;
+  sum.op = ReduceOp::kSum;
+  auto hs = grouped_allreduce_async(names, ts, {}, sum);
+  for (auto& h : hs) h.wait();
+  for (auto& b : bufs) REQUIRE(b[99] == int64_t(size) * (size - 1) / 2);
+}

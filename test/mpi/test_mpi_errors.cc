@@ -1,0 +1,134 @@
+// Error paths under mpirun: every mismatch kind fails on every rank with a
+// message naming the tensor and the ranks; duplicate names; broadcast;
+// shutdown of one rank while others submit; enqueue after shutdown; re-init.
+// Declared after the allreduce cases; the shutdown cases run last.
+#include <catch2/catch.hpp>
+
+#include "chorus/chorus.h"
+
+using namespace chorus;
+
+namespace {
+
+std::shared_ptr<HostTensorView> view(std::vector<float>& v) {
+  return std::make_shared<HostTensorView>(v.data(), DataType::kFloat32,
+                                          TensorShape{static_cast<int64_t>(v.size())});
+}
+
+std::string invalid_argument_message(const Handle& h) {
+  try {
+    h.wait(std::chrono::seconds(60));
+  } catch (const InvalidArgumentError& e) {
+    return e.what();
+  }
+  FAIL("expected InvalidArgumentError");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("Broadcast from every root", "[mpi][broadcast]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  for (int root = 0; root < size; ++root) {
+    std::vector<float> v(1000, float(rank * 10));
+    broadcast_async("bcast." + std::to_string(root), view(v), root).wait();
+    REQUIRE(v[0] == float(root * 10));
+    REQUIRE(v[999] == float(root * 10));
+  }
+}
+
+TEST_CASE("Each kind of mismatch fails on every rank", "[mpi][errors]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  const int odd = size - 1;  // the rank that disagrees
+  const std::string odd_rank = "on rank " + std::to_string(odd);
+  std::vector<float> v(8, 1.0f);
+
+  SECTION("dtype") {
+    std::vector<double> d(8, 1.0);
+    std::shared_ptr<Tensor> t = view(v);
+    if (rank == odd) t = std::make_shared<HostTensorView>(d.data(), DataType::kFloat64, TensorShape{8});
+    auto m = invalid_argument_message(allreduce_async("mm.dtype", t, t));
+    REQUIRE_THAT(m, Catch::Contains("'mm.dtype'") && Catch::Contains("float64 " + odd_rank));
+  }
+  SECTION("shape") {
+    std::vector<float> w(rank == odd ? 9 : 8, 1.0f);
+    auto m = invalid_argument_message(allreduce_async("mm.shape", view(w), view(w)));
+    REQUIRE_THAT(m, Catch::Contains("'mm.shape'") && Catch::Contains("[9] " + odd_rank));
+  }
+  SECTION("reduce op") {
+    AllreduceOptions o;
+    o.op = rank == odd ? ReduceOp::kMax : ReduceOp::kSum;
+    auto m = invalid_argument_message(allreduce_async("mm.op", view(v), view(v), o));
+    REQUIRE_THAT(m, Catch::Contains("reduce op differs") && Catch::Contains("max " + odd_rank));
+  }
+  SECTION("prescale") {
+    AllreduceOptions o;
+    o.prescale_factor = rank == odd ? 2.0 : 1.0;
+    auto m = invalid_argument_message(allreduce_async("mm.pre", view(v), view(v), o));
+    REQUIRE_THAT(m, Catch::Contains("prescale factor differs") && Catch::Contains("2 " + odd_rank));
+  }
+  SECTION("postscale") {
+    AllreduceOptions o;
+    o.postscale_factor = rank == odd ? 0.25 : 1.0;
+    auto m = invalid_argument_message(allreduce_async("mm.post", view(v), view(v), o));
+    REQUIRE_THAT(m, Catch::Contains("postscale factor differs") && Catch::Contains("0.25 " + odd_rank));
+  }
+  SECTION("broadcast root") {
+    auto m = invalid_argument_message(broadcast_async("mm.root", view(v), rank == odd ? 1 % size : 0));
+    if (size > 1) REQUIRE_THAT(m, Catch::Contains("root rank differs"));
+  }
+  SECTION("allreduce here, broadcast there") {
+    Handle h = rank == odd ? broadcast_async("mm.kind", view(v), 0) : allreduce_async("mm.kind", view(v), view(v));
+    auto m = invalid_argument_message(h);
+    REQUIRE_THAT(m, Catch::Contains("operation differs") && Catch::Contains("broadcast " + odd_rank));
+  }
+  // The runtime keeps working after each error.
+  std::vector<float> ok(3, 1.0f);
+  allreduce_async("after.mismatch", view(ok), view(ok)).wait();
+  REQUIRE(ok[0] == 1.0f);
+}
+
+TEST_CASE("A duplicate in-flight name is refused on the rank that repeats it", "[mpi][errors]") {
+  std::vector<float> a(4, 1.0f), b(4, 1.0f);
+  Handle h = allreduce_async("dup.name", view(a), view(a));
+  if (chorus::rank() == 0) {
+    REQUIRE_THROWS_AS(allreduce_async("dup.name", view(b), view(b)), InvalidArgumentError);
+  }
+  h.wait();
+}
+
+TEST_CASE("One rank shuts down while the others submit: they get errors, then all re-init", "[mpi][shutdown]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  const int leaver = size - 1;
+  std::vector<float> v(4, 1.0f);
+  if (size > 1) {
+    if (rank == leaver) {
+      chorus::shutdown();
+      REQUIRE_FALSE(chorus::is_initialized());
+    } else {
+      // The shutdown may reach this rank before or after it enqueues: the
+      // enqueue itself or the wait fails, naming the tensor and the reason.
+      try {
+        allreduce_async("orphan", view(v), view(v)).wait(std::chrono::seconds(60));
+        FAIL("expected AbortedError");
+      } catch (const AbortedError& e) {
+        REQUIRE_THAT(std::string(e.what()), Catch::Contains("'orphan'") &&
+                                                Catch::Contains("rank " + std::to_string(leaver) + " called shutdown()"));
+      }
+      REQUIRE_FALSE(chorus::is_initialized());
+      REQUIRE_THROWS_AS(allreduce_async("after.remote.shutdown", view(v), view(v)), AbortedError);
+    }
+  }
+  chorus::shutdown();
+  REQUIRE_THROWS_AS(allreduce_async("after.shutdown", view(v), view(v)), PreconditionError);
+  REQUIRE_THROWS_AS(chorus::rank(), PreconditionError);
+
+  chorus::init();  // re-init after shutdown
+  REQUIRE(chorus::is_initialized());
+  REQUIRE(chorus::rank() == rank);
+  std::vector<float> w(4, float(rank));
+  AllreduceOptions sum;
+  sum.op = ReduceOp::kSum;
+  allreduce_async("after.reinit", view(w), view(w), sum).wait();
+  REQUIRE(w[0] == float(size * (size - 1) / 2));
+}
