@@ -9,6 +9,8 @@ packages=(
   build-essential cmake ccache   # compiler, build system, compile cache (builds are slow on 2 cores)
   openmpi-bin libopenmpi-dev     # mpirun and MPI: control plane and CPU data plane
   catch2                         # unit and multi-rank tests (Catch2 v2)
+  libboost-program-options-dev   # chorusrun: command line and config-file parsing
+  iproute2                       # ip netns: the launcher test plays two hosts in network namespaces
 )
 
 missing=()

@@ -4,6 +4,4 @@
 # main job is the 2-rank allreduce demo.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/prepare.sh"
-exec mpirun -np 2 --oversubscribe --bind-to none \
-  --mca oob_tcp_if_include lo --mca btl_tcp_if_include lo \
-  "$build/examples/allreduce_demo" "$@"
+exec "$build/launcher/chorusrun" -np 2 "$build/examples/allreduce_demo" "$@"

@@ -1,6 +1,7 @@
 // The environment registry: CHORUS_* first, HOROVOD_* as fallback, clear errors.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "chorus/error.h"
@@ -67,4 +68,17 @@ TEST_CASE("Every knob is documented in the registry", "[env]") {
     REQUIRE(std::string(p.description).size() > 10);
     REQUIRE(std::string(p.default_text).size() > 0);
   }
+}
+
+TEST_CASE("Set CHORUS_* variables that no knob reads are reported", "[env]") {
+  setenv("CHORUS_FUSION_THRESHLOD", "1", 1);  // a typo
+  setenv("CHORUS_CYCLE_TIME", "1", 1);        // a real knob
+  setenv("CHORUS_TEST_ANYTHING", "1", 1);     // the tests' own
+  const std::vector<std::string> unknown = detail::unknown_chorus_variables();
+  unsetenv("CHORUS_FUSION_THRESHLOD");
+  unsetenv("CHORUS_CYCLE_TIME");
+  unsetenv("CHORUS_TEST_ANYTHING");
+  REQUIRE(std::count(unknown.begin(), unknown.end(), "CHORUS_FUSION_THRESHLOD") == 1);
+  REQUIRE(std::count(unknown.begin(), unknown.end(), "CHORUS_CYCLE_TIME") == 0);
+  REQUIRE(std::count(unknown.begin(), unknown.end(), "CHORUS_TEST_ANYTHING") == 0);
 }

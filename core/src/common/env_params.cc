@@ -2,9 +2,12 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "chorus/error.h"
 #include "common/logging.h"
+
+extern char** environ;  // POSIX: the process environment
 
 namespace chorus::detail {
 
@@ -97,6 +100,20 @@ std::optional<std::string> read_env(const std::string& name, std::string* source
     }
   }
   return std::nullopt;
+}
+
+std::vector<std::string> unknown_chorus_variables() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry(*e);
+    if (entry.rfind("CHORUS_", 0) != 0) continue;
+    const std::string name = entry.substr(7, entry.find('=') - 7);
+    if (name.rfind("BUILD_", 0) == 0 || name.rfind("TEST_", 0) == 0) continue;
+    bool known = false;
+    for (const EnvParam& p : kParams) known = known || name == p.name;
+    if (!known) out.push_back("CHORUS_" + name);
+  }
+  return out;
 }
 
 Status options_from_environment(RuntimeOptions* options) {

@@ -28,6 +28,11 @@ const std::vector<EnvParam>& env_params();
 /// goes to `*source` when given.
 std::optional<std::string> read_env(const std::string& name, std::string* source = nullptr);
 
+/// CHORUS_* variables set in this process that no knob reads (a typo, or a
+/// knob this build does not have). CHORUS_BUILD_* and CHORUS_TEST_* are
+/// left out: they belong to the project's scripts and tests.
+std::vector<std::string> unknown_chorus_variables();
+
 /// Options from the environment over the defaults.
 Status options_from_environment(RuntimeOptions* options);
 

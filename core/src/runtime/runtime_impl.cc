@@ -4,6 +4,7 @@
 
 #include "algorithms/reduce_kernels.h"
 #include "chorus/error.h"
+#include "common/env_params.h"
 
 namespace chorus::detail {
 
@@ -33,6 +34,12 @@ void RuntimeImpl::thread_main(std::promise<Status>* started) {
   }
   topo_ = backend_->topology();
   logger_.set_rank(topo_.rank);
+  if (topo_.rank == 0) {
+    for (const std::string& var : unknown_chorus_variables()) {
+      CHORUS_LOG(logger_, kWarning) << var << " is set, but this build of Chorus reads no such variable; "
+                                    << "it is ignored (docs/tuning.md lists the knobs)";
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(loop_mu_);
     loop_ = std::make_unique<BackgroundLoop>(*backend_, queue_, options_, logger_, stats_);

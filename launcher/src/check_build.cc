@@ -1,0 +1,29 @@
+#include "check_build.h"
+
+#include <sstream>
+
+#include <chorus/chorus.h>
+
+#include "build_config.h"
+
+namespace chorus::launcher {
+
+namespace {
+const char* mark(bool on) { return on ? "[X]" : "[ ]"; }
+}  // namespace
+
+std::string check_build_report() {
+  std::ostringstream out;
+  out << "Chorus v" << chorus::version() << ":\n\n"
+      << "Available Frameworks:\n"
+      << "    " << mark(CHORUS_BUILT_WITH_TORCH) << " LibTorch\n\n"
+      << "Available Controllers:\n"
+      << "    " << mark(true) << " MPI\n\n"
+      << "Available Tensor Operations:\n"
+      << "    " << mark(CHORUS_BUILT_WITH_RING) << " Ring-AllReduce over MPI point-to-point\n"
+      << "    " << mark(true) << " MPI collectives\n"
+      << "    " << mark(CHORUS_BUILT_WITH_NCCL) << " NCCL\n";
+  return out.str();
+}
+
+}  // namespace chorus::launcher

@@ -1,0 +1,48 @@
+#pragma once
+// What the user asked chorusrun for: the command line (and an optional
+// config file in Boost.Program_options format; the command line wins),
+// parsed into one struct. Pure: no environment, no files except the config
+// file and hostfile named on the command line.
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "host_list.h"
+
+namespace chorus::launcher {
+
+struct LaunchOptions {
+  int num_proc = 0;                        ///< -np
+  std::vector<HostSlots> hosts;            ///< -H or --hostfile; empty = localhost:np
+  bool hosts_given = false;
+  bool check_build = false;
+  bool verbose = false;
+  bool dry_run = false;
+  /// CHORUS_* variables from the tuning flags, in flag order.
+  std::vector<std::pair<std::string, std::string>> knobs;
+  /// -x VAR or -x VAR=VALUE, as given.
+  std::vector<std::string> exported_env;
+  std::vector<std::string> mpi_args;       ///< --mpi-args, split into words
+  std::optional<std::string> output_dir;   ///< --output-filename
+  std::optional<int> ssh_port;             ///< -p
+  std::optional<std::string> ssh_identity; ///< -i
+  std::optional<int> start_timeout_seconds;
+  bool tune_malloc = true;                 ///< --no-malloc-tuning turns it off
+  std::vector<std::string> command;        ///< PROGRAM [ARGS...]
+};
+
+/// Result of parsing: options, or an error line, or "show this help text".
+struct ParseResult {
+  LaunchOptions options;
+  std::string error;      ///< non-empty: print it, exit 2
+  std::string help_text;  ///< non-empty: print it, exit 0
+};
+
+/// Parses argv (argv[0] is chorusrun). Everything from PROGRAM on (the first
+/// word that is not an option or an option's value, or what follows "--")
+/// goes to the program untouched.
+ParseResult parse_command_line(const std::vector<std::string>& args);
+
+}  // namespace chorus::launcher

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# chorusrun for real: launches 2 and 3 ranks of rank_report and checks what
+# each rank saw; exit codes; signal forwarding; per-rank logs; config file;
+# every bad-input case exits non-zero with one error line and starts nothing.
+# usage: launch_tests.sh CHORUSRUN RANK_REPORT
+set -uo pipefail
+chorusrun="$1" report="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+for np in 2 3; do
+  out="$work/np$np.out"
+  "$chorusrun" -np "$np" --fusion-threshold-mb 32 --cycle-time-ms 0.5 -x CHORUS_TEST_PROBE=hello "$report" \
+    > "$out" 2> "$work/np$np.err"
+  rc=$?
+  [[ $rc -eq 0 ]] || fail "np $np exited $rc: $(cat "$work/np$np.err")"
+  for ((r = 0; r < np; r++)); do
+    want="REPORT rank=$r size=$np local_rank=$r local_size=$np cross_rank=0 cross_size=1 sum=$((np * (np + 1) / 2)) fusion=33554432 cycle_ms=0.5 stall_s=60 probe=hello netns="
+    grep -qF "$want" "$out" && pass "np $np rank $r" || fail "np $np rank $r: want '$want', got: $(grep "rank=$r " "$out")"
+  done
+done
+
+# The job's exit code is chorusrun's exit code.
+"$chorusrun" -np 2 "$report" --exit-code 3 > /dev/null 2>&1
+rc=$?
+[[ $rc -eq 3 ]] && pass "exit code 3 propagates" || fail "exit code: want 3, got $rc"
+
+# --no-stall-check and the config file (the command line wins).
+printf 'num-proc = 3\ncycle-time-ms = 4\n' > "$work/run.cfg"
+"$chorusrun" --config-file "$work/run.cfg" --cycle-time-ms 0.25 --no-stall-check "$report" > "$work/cfg.out" 2>&1
+lines=$(grep -c "cycle_ms=0.25 stall_s=0 " "$work/cfg.out")
+[[ $lines -eq 3 ]] && pass "config file: 3 ranks, command line wins" || fail "config file run: $(cat "$work/cfg.out")"
+
+# One log per rank.
+"$chorusrun" -np 2 --output-filename "$work/logs" "$report" > /dev/null 2>&1
+n=$(grep -rl "^REPORT" "$work/logs" 2>/dev/null | wc -l)
+[[ $n -eq 2 ]] && pass "--output-filename: 2 rank logs" || fail "--output-filename: $n rank logs under $work/logs"
+
+# --dry-run prints the mpirun command and runs nothing.
+out=$("$chorusrun" -np 2 --dry-run "$report" 2>&1)
+[[ $out == *mpirun*"-np 2"*rank_report* && $out != *REPORT* ]] && pass "--dry-run" || fail "--dry-run printed: $out"
+
+# SIGTERM reaches the job: chorusrun ends soon, and no rank is left behind.
+"$chorusrun" -np 2 "$report" --sleep 120 > "$work/sig.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q "^REPORT" "$work/sig.out" && break; sleep 0.2; done
+start=$(date +%s)
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+took=$(($(date +%s) - start))
+sleep 1
+left=$(pgrep -f -- "$report --sleep 120" | wc -l)
+[[ $rc -ne 0 && $took -le 20 && $left -eq 0 ]] && pass "SIGTERM: exit $rc after ${took}s, no ranks left" ||
+  fail "SIGTERM: exit $rc after ${took}s, $left ranks left"
+pkill -f -- "$report --sleep 120" 2>/dev/null
+
+# Bad input: non-zero exit, one error line, nothing started.
+bad() {
+  local why="$1"
+  shift
+  local err
+  err=$("$@" 2>&1 > "$work/bad.out")
+  local rc=$?
+  if [[ $rc -ne 0 && $(printf '%s\n' "$err" | wc -l) -eq 1 && $err == "chorusrun: error: "* && ! -s "$work/bad.out" ]]; then
+    pass "bad input: $why -> $err"
+  else
+    fail "bad input: $why: exit $rc, stderr '$err', stdout '$(cat "$work/bad.out")'"
+  fi
+}
+bad "unknown flag" "$chorusrun" -np 2 --frobnicate "$report"
+bad "-np 0" "$chorusrun" -np 0 "$report"
+bad "malformed host spec" "$chorusrun" -np 2 -H "a:two" "$report"
+bad "more ranks than remote slots" "$chorusrun" -np 5 -H remote-a:2,remote-b:2 "$report"
+bad "missing program" "$chorusrun" -np 2 "$work/no-such-program"
+bad "no mpirun on the PATH" env PATH=/nonexistent "$chorusrun" -np 2 "$report"
+bad "missing hostfile" "$chorusrun" -np 2 --hostfile "$work/none" "$report"
+
+if ((failures > 0)); then
+  echo "launch_tests: $failures check(s) failed"
+  exit 1
+fi
+echo "launch_tests: all checks passed"
