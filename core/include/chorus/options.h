@@ -28,6 +28,10 @@ struct RuntimeOptions {
   /// How long the background thread busy-polls after the last event before it
   /// starts sleeping, in microseconds. CHORUS_SPIN_TIME_US.
   double spin_time_us = 50.0;
+  /// While this rank has operations in flight (an answer from another rank
+  /// is due), busy-poll this long after the last event before sleeping, in
+  /// microseconds. CHORUS_PENDING_SPIN_TIME_US.
+  double pending_spin_time_us = 5000.0;
   /// Warn about tensors some ranks submitted and others did not after this many
   /// seconds; 0 disables. CHORUS_STALL_CHECK_TIME_SECONDS.
   double stall_check_seconds = 60.0;

@@ -71,6 +71,12 @@ const std::vector<EnvParam> kParams = {
      [](const std::string& t, RuntimeOptions* o) {
        return set_nonneg_double(t, &o->spin_time_us, "microseconds");
      }},
+    {"PENDING_SPIN_TIME_US", "5000",
+     "Microseconds the background thread busy-polls (yielding the core) after the last event while "
+     "operations are in flight, before it sleeps.",
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_nonneg_double(t, &o->pending_spin_time_us, "microseconds");
+     }},
     {"STALL_CHECK_TIME_SECONDS", "60",
      "Warn about tensors that some ranks submitted and others did not after this long; 0 disables.",
      [](const std::string& t, RuntimeOptions* o) {

@@ -40,7 +40,7 @@ void BackgroundLoop::run() {
     if (run_round()) {
       waiter_.on_progress();
     } else if (!finished_) {
-      waiter_.wait();
+      waiter_.wait(queue_.in_flight() > 0 || (coordinator_ && !coordinator_->idle()));
     }
   }
 }

@@ -16,6 +16,7 @@ std::chrono::nanoseconds from_us(double us) {
 IdleWaiter::IdleWaiter(const RuntimeOptions& options, TensorQueue& queue)
     : queue_(queue),
       spin_(from_us(options.spin_time_us)),
+      pending_spin_(std::max(from_us(options.pending_spin_time_us), spin_)),
       max_sleep_(std::max(from_us(options.cycle_time_ms * 1000.0), kFirstSleep)),
       wake_on_enqueue_(options.wake_on_enqueue),
       last_progress_(Clock::now()),
@@ -26,13 +27,13 @@ void IdleWaiter::on_progress() {
   next_sleep_ = kFirstSleep;
 }
 
-void IdleWaiter::wait() {
+void IdleWaiter::wait(bool pending) {
   if (!wake_on_enqueue_) {
     // Fixed cycle (Horovod's way), kept for comparison: see docs/performance.md.
     queue_.wait_for_work(max_sleep_);
     return;
   }
-  if (Clock::now() - last_progress_ < spin_) {
+  if (Clock::now() - last_progress_ < (pending ? pending_spin_ : spin_)) {
     std::this_thread::yield();
     return;
   }
