@@ -185,3 +185,20 @@ TEST_CASE("Grouped allreduce over MPI", "[mpi][group]") {
   for (auto& h : hs) h.wait();
   for (auto& b : bufs) REQUIRE(b[99] == int64_t(size) * (size - 1) / 2);
 }
+
+TEST_CASE("The allreduce algorithm follows CHORUS_ALLREDUCE_ALGO", "[mpi][ring]") {
+  const int size = chorus::size();
+  std::vector<float> big(1 << 18, 1.0f);  // 1 MiB: the ring under auto's default threshold
+  auto t = std::make_shared<HostTensorView>(big.data(), DataType::kFloat32, TensorShape{1 << 18});
+  AllreduceOptions sum;
+  sum.op = ReduceOp::kSum;
+  const RuntimeStats before = runtime().stats();
+  allreduce_async("algo.big", t, t, sum).wait();
+  const RuntimeStats after = runtime().stats();
+  REQUIRE(big.front() == float(size));
+  REQUIRE(big.back() == float(size));
+  const AllreduceAlgorithm algo = runtime().options().allreduce_algorithm;
+  const bool ring_expected = size > 1 && algo != AllreduceAlgorithm::kMpi &&
+                             (algo == AllreduceAlgorithm::kRing || (1 << 20) >= runtime().options().ring_threshold_bytes);
+  REQUIRE(after.ring_allreduce_ops - before.ring_allreduce_ops == (ring_expected ? 1 : 0));
+}

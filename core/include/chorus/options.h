@@ -15,6 +15,13 @@ namespace chorus {
 
 enum class LogLevel : int { kTrace = 0, kDebug = 1, kInfo = 2, kWarning = 3, kError = 4, kFatal = 5 };
 
+/// How allreduce moves data between ranks. CHORUS_ALLREDUCE_ALGO.
+enum class AllreduceAlgorithm : int {
+  kAuto = 0,  ///< MPI's own allreduce below ring_threshold_bytes, the ring from there on
+  kRing = 1,  ///< always the pipelined ring (over MPI point-to-point)
+  kMpi = 2,   ///< always MPI's own allreduce
+};
+
 /// Settings of one Runtime. `from_environment()` reads each from its
 /// CHORUS_* variable (or the HOROVOD_* one as a fallback); see docs/tuning.md.
 struct RuntimeOptions {
@@ -38,6 +45,13 @@ struct RuntimeOptions {
   /// Shut down with an error naming the stalled tensors and missing ranks after
   /// this many seconds; 0 disables. CHORUS_STALL_SHUTDOWN_TIME_SECONDS.
   double stall_shutdown_seconds = 0.0;
+  /// Data-plane algorithm for allreduce. CHORUS_ALLREDUCE_ALGO: auto, ring, mpi.
+  AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
+  /// With kAuto, buffers of at least this many bytes take the ring.
+  /// CHORUS_RING_THRESHOLD_BYTES (measured default: docs/performance.md).
+  int64_t ring_threshold_bytes = 64 << 10;
+  /// Bytes per pipelined ring segment. CHORUS_RING_SEGMENT_BYTES.
+  int64_t ring_segment_bytes = 256 << 10;
   /// CHORUS_LOG_LEVEL: trace, debug, info, warning, error, fatal.
   LogLevel log_level = LogLevel::kWarning;
 
@@ -74,6 +88,7 @@ struct RuntimeStats {
   int64_t tensors_allreduced = 0;  ///< tensors that completed an allreduce
   int64_t allreduce_ops = 0;       ///< data-plane allreduce calls (fused or not)
   int64_t fused_allreduce_ops = 0; ///< of those, the ones that carried 2+ tensors
+  int64_t ring_allreduce_ops = 0;  ///< of those, the ones the pipelined ring ran
   int64_t broadcasts = 0;
   int64_t bytes_allreduced = 0;
   int64_t negotiation_rounds = 0;  ///< response lists executed

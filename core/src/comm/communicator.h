@@ -17,6 +17,8 @@ class Communicator {
   virtual Status allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) = 0;
   /// In-place broadcast of `bytes` bytes from `root`.
   virtual Status broadcast(void* buffer, int64_t bytes, int root) = 0;
+  /// Allreduces run on the pipelined ring so far (0 for plain backends).
+  virtual int64_t ring_allreduces() const { return 0; }
   /// Name for logs and --check-build, e.g. "mpi".
   virtual const char* name() const = 0;
 };

@@ -87,6 +87,31 @@ const std::vector<EnvParam> kParams = {
      [](const std::string& t, RuntimeOptions* o) {
        return set_nonneg_double(t, &o->stall_shutdown_seconds, "seconds");
      }},
+    {"ALLREDUCE_ALGO", "auto",
+     "auto: MPI's allreduce for small buffers, the pipelined ring from RING_THRESHOLD_BYTES on; ring; mpi.",
+     [](const std::string& t, RuntimeOptions* o) -> std::string {
+       if (t == "auto") o->allreduce_algorithm = AllreduceAlgorithm::kAuto;
+       else if (t == "ring") o->allreduce_algorithm = AllreduceAlgorithm::kRing;
+       else if (t == "mpi") o->allreduce_algorithm = AllreduceAlgorithm::kMpi;
+       else return "expected auto, ring or mpi";
+       return "";
+     }},
+    {"RING_THRESHOLD_BYTES", "65536",
+     "With ALLREDUCE_ALGO=auto, allreduces of at least this many bytes take the ring.",
+     [](const std::string& t, RuntimeOptions* o) -> std::string {
+       int64_t v;
+       if (!parse_int64(t, &v) || v < 0) return "expected a whole number of bytes >= 0";
+       o->ring_threshold_bytes = v;
+       return "";
+     }},
+    {"RING_SEGMENT_BYTES", "262144",
+     "Bytes per pipelined ring segment (at most 1 GiB).",
+     [](const std::string& t, RuntimeOptions* o) -> std::string {
+       int64_t v;
+       if (!parse_int64(t, &v) || v <= 0 || v > (int64_t{1} << 30)) return "expected a whole number of bytes in 1..2^30";
+       o->ring_segment_bytes = v;
+       return "";
+     }},
     {"LOG_LEVEL", "warning", "trace, debug, info, warning, error or fatal.",
      [](const std::string& t, RuntimeOptions* o) -> std::string {
        return parse_log_level(t, &o->log_level) ? "" : "expected trace, debug, info, warning, error or fatal";

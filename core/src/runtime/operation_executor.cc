@@ -81,6 +81,7 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
     if (entries.size() > 1) ++st.fused_allreduce_ops;
     st.tensors_allreduced += static_cast<int64_t>(entries.size());
     st.bytes_allreduced += total * esize;
+    st.ring_allreduce_ops = comm_.ring_allreduces();
   });
   return s;
 }

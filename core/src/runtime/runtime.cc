@@ -57,7 +57,7 @@ detail::TensorEntry allreduce_entry(const std::string& name, std::shared_ptr<Ten
 }  // namespace
 
 Runtime::Runtime(RuntimeOptions options)
-    : Runtime(detail::make_mpi_backend(), options) {}
+    : Runtime(detail::make_mpi_backend(options), options) {}
 
 Runtime::Runtime(std::unique_ptr<detail::Backend> backend, RuntimeOptions options)
     : impl_(std::make_unique<detail::RuntimeImpl>(std::move(backend), options)) {}

@@ -47,7 +47,7 @@ class RuntimeImpl {
   std::thread thread_;
 };
 
-/// The MPI backend (comm/mpi).
-std::unique_ptr<Backend> make_mpi_backend();
+/// The MPI backend (comm/mpi); `options` choose the allreduce algorithm.
+std::unique_ptr<Backend> make_mpi_backend(const RuntimeOptions& options);
 
 }  // namespace chorus::detail

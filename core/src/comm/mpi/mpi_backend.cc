@@ -6,8 +6,10 @@
 #include "comm/backend.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "comm/mpi/mpi_control_channel.h"
+#include "comm/mpi/mpi_peer_link.h"
 #include "comm/mpi/mpi_environment.h"
 #include "comm/mpi/mpi_types.h"
+#include "comm/ring_or_fallback.h"
 #include "common/logging.h"
 
 namespace chorus::detail {
@@ -16,6 +18,8 @@ namespace {
 
 class MpiBackend final : public Backend {
  public:
+  explicit MpiBackend(const RuntimeOptions& options) : options_(options) {}
+
   Status start() override {
     Status s = ensure_mpi_initialized();
     if (!s.is_ok()) return s;
@@ -23,6 +27,7 @@ class MpiBackend final : public Backend {
     // MPI_COMM_WORLD never mixes with ours, nor control with data.
     MPI_Comm_dup(MPI_COMM_WORLD, &control_comm_);
     MPI_Comm_dup(MPI_COMM_WORLD, &data_comm_);
+    MPI_Comm_dup(MPI_COMM_WORLD, &ring_comm_);
     MPI_Comm_rank(MPI_COMM_WORLD, &topo_.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &topo_.size);
     // local: the ranks that share this host's memory; cross: the ranks with
@@ -39,16 +44,21 @@ class MpiBackend final : public Backend {
     s = types_.create();
     if (!s.is_ok()) return s;
     control_ = std::make_unique<MpiControlChannel>(control_comm_, topo_.rank, topo_.size);
-    data_ = std::make_unique<MpiCommunicator>(data_comm_, types_);
+    mpi_data_ = std::make_unique<MpiCommunicator>(data_comm_, types_);
+    link_ = std::make_unique<MpiPeerLink>(ring_comm_, topo_.rank, topo_.size);
+    data_ = std::make_unique<RingOrFallbackCommunicator>(*mpi_data_, *link_, options_);
     return Status::ok();
   }
 
   void stop() override {
     control_.reset();
     data_.reset();
+    link_.reset();
+    mpi_data_.reset();
     types_.free();
     if (control_comm_ != MPI_COMM_NULL) MPI_Comm_free(&control_comm_);
     if (data_comm_ != MPI_COMM_NULL) MPI_Comm_free(&data_comm_);
+    if (ring_comm_ != MPI_COMM_NULL) MPI_Comm_free(&ring_comm_);
   }
 
   Topology topology() const override { return topo_; }
@@ -56,16 +66,22 @@ class MpiBackend final : public Backend {
   Communicator& data() override { return *data_; }
 
  private:
+  const RuntimeOptions options_;
   Topology topo_;
   MPI_Comm control_comm_ = MPI_COMM_NULL;
-  MPI_Comm data_comm_ = MPI_COMM_NULL;
+  MPI_Comm data_comm_ = MPI_COMM_NULL;  // MPI's own collectives
+  MPI_Comm ring_comm_ = MPI_COMM_NULL;  // the ring's point-to-point traffic
   MpiTypes types_;
   std::unique_ptr<MpiControlChannel> control_;
-  std::unique_ptr<MpiCommunicator> data_;
+  std::unique_ptr<MpiCommunicator> mpi_data_;
+  std::unique_ptr<MpiPeerLink> link_;
+  std::unique_ptr<RingOrFallbackCommunicator> data_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_mpi_backend() { return std::make_unique<MpiBackend>(); }
+std::unique_ptr<Backend> make_mpi_backend(const RuntimeOptions& options) {
+  return std::make_unique<MpiBackend>(options);
+}
 
 }  // namespace chorus::detail

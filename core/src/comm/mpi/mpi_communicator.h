@@ -1,7 +1,7 @@
 #pragma once
 // Data plane over MPI's own collectives on a private communicator, counts
-// chunked so tensors past 2^31 elements work. (The pipelined ring replaces
-// allreduce for large messages in a later step; it plugs in beside this.)
+// chunked so tensors past 2^31 elements work. Large allreduces go to the
+// pipelined ring instead (comm/ring_or_fallback.h), which wraps this one.
 
 #include <mpi.h>
 

@@ -1,0 +1,175 @@
+#include "algorithms/ring_allreduce.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "algorithms/reduce_kernels.h"
+
+namespace chorus::detail {
+
+ChunkRange ring_chunk(int64_t count, int parts, int chunk) {
+  const int64_t base = count / parts, extra = count % parts;
+  ChunkRange r;
+  r.offset = chunk * base + std::min<int64_t>(chunk, extra);
+  r.length = base + (chunk < extra ? 1 : 0);
+  return r;
+}
+
+int64_t ring_scratch_bytes(int64_t count, DataType dtype, int ranks) {
+  if (ranks <= 1) return 0;
+  return 2 * ring_chunk(count, ranks, 0).length * dtype_size(dtype);  // double-buffered largest chunk
+}
+
+namespace {
+
+// One call's state. Step g (0 <= g < 2(n-1)) sends chunk (rank - g) and
+// receives chunk (rank - g - 1), mod n: steps 0..n-2 reduce-scatter (receive
+// into scratch, reduce into the buffer), steps n-1.. allgather (receive
+// straight into the buffer). The chunk received at step g is the one sent at
+// step g + 1, segment by segment, which is what makes the pipeline.
+class Ring {
+ public:
+  Ring(PeerLink& link, char* buffer, int64_t count, DataType dtype, ReduceOp op, char* scratch,
+       const RingOptions& options)
+      : link_(link), n_(link.size()), rank_(link.rank()), buffer_(buffer), count_(count), dtype_(dtype),
+        op_(op), esize_(dtype_size(dtype)), scratch_(scratch),
+        scratch_half_(ring_chunk(count, n_, 0).length * esize_),
+        segment_elems_(std::max<int64_t>(1, options.segment_bytes / esize_)), tag_base_(options.tag_base),
+        sends_(static_cast<size_t>(steps())), recvs_(static_cast<size_t>(steps())) {}
+
+  Status run() {
+    Status s = post_recvs(0);  // step 0 reduces (n >= 2)
+    if (s.is_ok()) s = post_sends_of_chunk(0, chunk_sent(0));
+    for (int g = 0; s.is_ok() && g < steps(); ++g) s = step(g);
+    for (int g = 0; s.is_ok() && g < steps(); ++g) s = wait_sends(g);
+    return s;
+  }
+
+ private:
+  int steps() const { return 2 * (n_ - 1); }
+  int mod(int v) const { return ((v % n_) + n_) % n_; }
+  int chunk_sent(int g) const { return mod(rank_ - g); }
+  int chunk_received(int g) const { return mod(rank_ - g - 1); }
+  int right() const { return mod(rank_ + 1); }
+  int left() const { return mod(rank_ - 1); }
+  bool reducing(int g) const { return g < n_ - 1; }
+  int64_t segments(int chunk) const {
+    return (ring_chunk(count_, n_, chunk).length + segment_elems_ - 1) / segment_elems_;
+  }
+  // Element range [first, first + len) of segment `j` of `chunk`.
+  void segment(int chunk, int64_t j, int64_t* first, int64_t* len) const {
+    const ChunkRange c = ring_chunk(count_, n_, chunk);
+    *first = c.offset + j * segment_elems_;
+    *len = std::min(segment_elems_, c.offset + c.length - *first);
+  }
+  // Where step g's segment j lands: scratch (reduce-scatter) or the buffer.
+  char* landing(int g, int64_t j) {
+    int64_t first, len;
+    segment(chunk_received(g), j, &first, &len);
+    if (!reducing(g)) return buffer_ + first * esize_;
+    const int64_t within = first - ring_chunk(count_, n_, chunk_received(g)).offset;
+    return scratch_ + (g % 2) * scratch_half_ + within * esize_;
+  }
+
+  Status post_recvs(int g) {
+    if (!reducing(g)) {
+      // The allgather receives into a chunk this rank sent (partially
+      // reduced) at step g - (n - 1); that send must be finished first.
+      Status s = wait_sends(g - (n_ - 1));
+      if (!s.is_ok()) return s;
+    }
+    const int chunk = chunk_received(g);
+    for (int64_t j = 0; j < segments(chunk); ++j) {
+      int64_t first, len;
+      segment(chunk, j, &first, &len);
+      PeerLink::Request r;
+      Status s = link_.irecv(left(), tag_base_ + g, landing(g, j), len * esize_, &r);
+      if (!s.is_ok()) return s;
+      recvs_[static_cast<size_t>(g)].push_back(r);
+    }
+    return Status::ok();
+  }
+
+  Status post_send(int g, int chunk, int64_t j) {
+    int64_t first, len;
+    segment(chunk, j, &first, &len);
+    PeerLink::Request r;
+    Status s = link_.isend(right(), tag_base_ + g, buffer_ + first * esize_, len * esize_, &r);
+    if (s.is_ok()) sends_[static_cast<size_t>(g)].push_back(r);
+    return s;
+  }
+
+  Status post_sends_of_chunk(int g, int chunk) {
+    for (int64_t j = 0; j < segments(chunk); ++j) {
+      Status s = post_send(g, chunk, j);
+      if (!s.is_ok()) return s;
+    }
+    return Status::ok();
+  }
+
+  Status wait_sends(int g) {
+    if (g < 0) return Status::ok();
+    for (PeerLink::Request r : sends_[static_cast<size_t>(g)]) {
+      Status s = link_.wait(r);
+      if (!s.is_ok()) return s;
+    }
+    sends_[static_cast<size_t>(g)].clear();
+    return Status::ok();
+  }
+
+  Status step(int g) {
+    // Reduce-scatter receives land in scratch, so they are posted one step
+    // early (double-buffered) and the left neighbour never waits for us.
+    // Allgather receives land in the buffer, posted when the step starts,
+    // once the send that still reads their chunk has finished.
+    if (!reducing(g)) {
+      Status s = post_recvs(g);
+      if (!s.is_ok()) return s;
+    }
+    if (g + 1 < steps() && reducing(g + 1)) {
+      Status s = post_recvs(g + 1);
+      if (!s.is_ok()) return s;
+    }
+    const int chunk = chunk_received(g);
+    const auto& recvs = recvs_[static_cast<size_t>(g)];
+    for (int64_t j = 0; j < static_cast<int64_t>(recvs.size()); ++j) {
+      Status s = link_.wait(recvs[static_cast<size_t>(j)]);
+      if (!s.is_ok()) return s;
+      if (reducing(g)) {
+        int64_t first, len;
+        segment(chunk, j, &first, &len);
+        reduce_into(buffer_ + first * esize_, landing(g, j), len, dtype_, op_);
+      }
+      if (g + 1 < steps()) {
+        s = post_send(g + 1, chunk, j);  // forward what is final for this step
+        if (!s.is_ok()) return s;
+      }
+    }
+    recvs_[static_cast<size_t>(g)].clear();
+    return Status::ok();
+  }
+
+  PeerLink& link_;
+  const int n_, rank_;
+  char* buffer_;
+  const int64_t count_;
+  const DataType dtype_;
+  const ReduceOp op_;
+  const int64_t esize_;
+  char* scratch_;
+  const int64_t scratch_half_;
+  const int64_t segment_elems_;
+  const int tag_base_;
+  std::vector<std::vector<PeerLink::Request>> sends_, recvs_;
+};
+
+}  // namespace
+
+Status ring_allreduce(PeerLink& link, void* buffer, int64_t count, DataType dtype, ReduceOp op, void* scratch,
+                      const RingOptions& options) {
+  if (link.size() <= 1 || count <= 0) return Status::ok();
+  if (options.segment_bytes <= 0) return Status::invalid_argument("ring segment size must be positive");
+  return Ring(link, static_cast<char*>(buffer), count, dtype, op, static_cast<char*>(scratch), options).run();
+}
+
+}  // namespace chorus::detail

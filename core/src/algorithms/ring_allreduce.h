@@ -1,0 +1,43 @@
+#pragma once
+// Pipelined Ring-AllReduce over an abstract PeerLink: reduce-scatter then
+// allgather around the ring (send right, receive left), 2(n-1) steps that
+// each move 1/n of the data, so every rank sends and receives 2(n-1)/n of
+// the buffer whatever n is (any n, not only powers of two).
+//
+// Pipelining: every chunk is cut into segments. A segment is forwarded to
+// the right as soon as it was reduced, while later segments are still on the
+// wire, and it is reduced right after it arrived, while it is still in cache.
+// In place; 64-bit counts; Average must arrive as Sum.
+
+#include <cstdint>
+
+#include "chorus/status.h"
+#include "chorus/types.h"
+#include "comm/peer_link.h"
+
+namespace chorus::detail {
+
+struct RingOptions {
+  /// Bytes per pipelined segment.
+  int64_t segment_bytes = 256 << 10;
+  /// Tags [tag_base, tag_base + 2(n-1)) are used, one per step.
+  int tag_base = 1000;
+};
+
+/// Element range of chunk `chunk` of `count` elements cut into `parts`:
+/// sizes differ by at most one, the larger ones first.
+struct ChunkRange {
+  int64_t offset = 0;
+  int64_t length = 0;
+};
+ChunkRange ring_chunk(int64_t count, int parts, int chunk);
+
+/// Scratch bytes ring_allreduce needs for `count` elements of `dtype` on `ranks` ranks.
+int64_t ring_scratch_bytes(int64_t count, DataType dtype, int ranks);
+
+/// Allreduces `count` elements of `buffer` in place over every rank of
+/// `link`. `scratch` holds at least ring_scratch_bytes(...) bytes.
+Status ring_allreduce(PeerLink& link, void* buffer, int64_t count, DataType dtype, ReduceOp op, void* scratch,
+                      const RingOptions& options = {});
+
+}  // namespace chorus::detail

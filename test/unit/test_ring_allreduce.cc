@@ -1,0 +1,120 @@
+// The pipelined ring on in-process ranks (threads over InProcessLinks):
+// world sizes 1..8, counts around the rank count, primes and large, every
+// dtype and op, segments from one element to larger than a chunk.
+#include <catch2/catch.hpp>
+
+#include <thread>
+#include <vector>
+
+#include "../mpi/typed_values.h"
+#include "algorithms/reduce_kernels.h"
+#include "algorithms/ring_allreduce.h"
+#include "comm/loopback/in_process_links.h"
+
+using namespace chorus;
+using namespace chorus::detail;
+using chorus::test::load;
+using chorus::test::store;
+
+namespace {
+
+// Inputs whose reduction is exact in every dtype for up to 8 ranks.
+double input(ReduceOp op, DataType dt, int rank, int64_t i) {
+  if (dt == DataType::kBool) return ((i + rank) % 3) != 0 ? 1 : 0;
+  switch (op) {
+    case ReduceOp::kProduct: return double(((i + rank) % 5 == 0) + 1);  // 1s and a few 2s
+    case ReduceOp::kMin:
+    case ReduceOp::kMax: return double((i * 7 + rank * 3) % 11);
+    default: return double(i % 3 + rank);
+  }
+}
+
+double expected(ReduceOp op, DataType dt, int size, int64_t i) {
+  double acc = input(op, dt, 0, i);
+  for (int r = 1; r < size; ++r) {
+    const double v = input(op, dt, r, i);
+    if (op == ReduceOp::kSum || op == ReduceOp::kAverage) acc += v;
+    if (op == ReduceOp::kProduct) acc *= v;
+    if (op == ReduceOp::kMin) acc = std::min(acc, v);
+    if (op == ReduceOp::kMax) acc = std::max(acc, v);
+  }
+  return acc;
+}
+
+// Runs the ring on `size` threads; returns the number of wrong elements
+// over all ranks (and throws on a transport error).
+int64_t run_ring(int size, int64_t count, DataType dt, ReduceOp op, int64_t segment_bytes) {
+  auto net = make_in_process_network(size);
+  std::vector<int64_t> wrong(static_cast<size_t>(size), 0);
+  std::vector<Status> status(static_cast<size_t>(size));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      auto link = make_in_process_link(net, r);
+      std::vector<char> buf(static_cast<size_t>(count * dtype_size(dt)) + 1);
+      std::vector<char> scratch(static_cast<size_t>(ring_scratch_bytes(count, dt, size)) + 1);
+      for (int64_t i = 0; i < count; ++i) store(buf.data(), i, dt, input(op, dt, r, i));
+      RingOptions o;
+      o.segment_bytes = segment_bytes;
+      status[static_cast<size_t>(r)] = ring_allreduce(*link, buf.data(), count, dt, op, scratch.data(), o);
+      for (int64_t i = 0; i < count; ++i) {
+        wrong[static_cast<size_t>(r)] += load(buf.data(), i, dt) != expected(op, dt, size, i);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& s : status) REQUIRE(s.is_ok());
+  int64_t total = 0;
+  for (int64_t w : wrong) total += w;
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("Ring chunks cover the count, larger ones first", "[ring]") {
+  for (int64_t count : {0, 1, 5, 7, 8, 9, 1000003}) {
+    for (int parts = 1; parts <= 8; ++parts) {
+      int64_t next = 0;
+      for (int c = 0; c < parts; ++c) {
+        const ChunkRange r = ring_chunk(count, parts, c);
+        REQUIRE(r.offset == next);
+        REQUIRE(r.length >= count / parts);
+        REQUIRE(r.length <= count / parts + 1);
+        next += r.length;
+      }
+      REQUIRE(next == count);
+    }
+  }
+  REQUIRE(ring_scratch_bytes(10, DataType::kFloat32, 3) == 2 * 4 * 4);
+  REQUIRE(ring_scratch_bytes(10, DataType::kFloat32, 1) == 0);
+}
+
+TEST_CASE("Ring allreduce: world sizes 1..8, counts around n, primes and large", "[ring]") {
+  for (int size = 1; size <= 8; ++size) {
+    for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{size - 1}, int64_t{size}, int64_t{size + 1},
+                          int64_t{13}, int64_t{101}, int64_t{100003}}) {
+      for (int64_t segment : {int64_t{4}, int64_t{60}, int64_t{256 << 10}}) {
+        INFO("size " << size << ", count " << count << ", segment bytes " << segment);
+        if (count > 1000 && segment < 60) continue;  // one-element segments of a large count: slow, adds nothing
+        REQUIRE(run_ring(size, count, DataType::kFloat32, ReduceOp::kSum, segment) == 0);
+        REQUIRE(run_ring(size, count, DataType::kInt64, ReduceOp::kMax, segment) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("Ring allreduce: every dtype and op", "[ring]") {
+  const DataType dtypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64,
+                             DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                             DataType::kFloat64, DataType::kBool};
+  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
+  for (DataType dt : dtypes) {
+    for (ReduceOp op : ops) {
+      if (!reduction_supported(dt, op)) continue;
+      for (int size : {2, 3, 5}) {
+        INFO(dtype_name(dt) << " " << reduce_op_name(op) << " on " << size << " ranks");
+        REQUIRE(run_ring(size, 1031, dt, op, 64) == 0);
+      }
+    }
+  }
+}
