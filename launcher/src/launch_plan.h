@@ -17,6 +17,7 @@ struct LaunchContext {
   std::string mpirun_path;                    ///< resolved mpirun
   std::string program_path;                   ///< resolved PROGRAM ("" if it was not found)
   bool user_set_glibc_tunables = false;       ///< GLIBC_TUNABLES already in the environment
+  int local_cores = 1;                        ///< online cores of this machine
 };
 
 struct LaunchPlan {

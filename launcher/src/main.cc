@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
   context.mpirun_path = resolve_executable("mpirun");
   context.program_path = resolve_executable(options.command.front());
   context.user_set_glibc_tunables = std::getenv("GLIBC_TUNABLES") != nullptr;
+  context.local_cores = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   LaunchPlan plan;
   const std::string error = make_launch_plan(options, context, &plan);
   if (!error.empty()) return fail(error);

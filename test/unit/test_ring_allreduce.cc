@@ -3,6 +3,7 @@
 // dtype and op, segments from one element to larger than a chunk.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -43,7 +44,8 @@ double expected(ReduceOp op, DataType dt, int size, int64_t i) {
 
 // Runs the ring on `size` threads; returns the number of wrong elements
 // over all ranks (and throws on a transport error).
-int64_t run_ring(int size, int64_t count, DataType dt, ReduceOp op, int64_t segment_bytes) {
+int64_t run_ring(int size, int64_t count, DataType dt, ReduceOp op, int64_t segment_bytes,
+                 bool in_place = true, double scale = 1.0, int64_t divisor = 1) {
   auto net = make_in_process_network(size);
   std::vector<int64_t> wrong(static_cast<size_t>(size), 0);
   std::vector<Status> status(static_cast<size_t>(size));
@@ -52,14 +54,23 @@ int64_t run_ring(int size, int64_t count, DataType dt, ReduceOp op, int64_t segm
     threads.emplace_back([&, r] {
       auto link = make_in_process_link(net, r);
       std::vector<char> buf(static_cast<size_t>(count * dtype_size(dt)) + 1);
+      std::vector<char> out(buf.size(), 0);
       std::vector<char> scratch(static_cast<size_t>(ring_scratch_bytes(count, dt, size)) + 1);
       for (int64_t i = 0; i < count; ++i) store(buf.data(), i, dt, input(op, dt, r, i));
+      const std::vector<char> original = buf;
       RingOptions o;
       o.segment_bytes = segment_bytes;
-      status[static_cast<size_t>(r)] = ring_allreduce(*link, buf.data(), count, dt, op, scratch.data(), o);
+      o.scale_factor = scale;
+      o.scale_divisor = divisor;
+      char* result = in_place ? buf.data() : out.data();
+      status[static_cast<size_t>(r)] =
+          ring_allreduce(*link, buf.data(), result, count, dt, op, scratch.data(), o);
       for (int64_t i = 0; i < count; ++i) {
-        wrong[static_cast<size_t>(r)] += load(buf.data(), i, dt) != expected(op, dt, size, i);
+        double want = expected(op, dt, size, i) * scale / double(divisor);
+        if (!is_floating(dt)) want = std::trunc(want);
+        wrong[static_cast<size_t>(r)] += load(result, i, dt) != want;
       }
+      if (!in_place && buf != original) ++wrong[static_cast<size_t>(r)];  // the input is only read
     });
   }
   for (auto& t : threads) t.join();
@@ -115,6 +126,18 @@ TEST_CASE("Ring allreduce: every dtype and op", "[ring]") {
         INFO(dtype_name(dt) << " " << reduce_op_name(op) << " on " << size << " ranks");
         REQUIRE(run_ring(size, 1031, dt, op, 64) == 0);
       }
+    }
+  }
+}
+
+TEST_CASE("Ring allreduce out of place leaves the input alone and scales the result", "[ring]") {
+  for (int size : {1, 2, 3, 4, 7}) {
+    for (int64_t count : {int64_t{1}, int64_t{size + 1}, int64_t{4099}}) {
+      INFO("size " << size << ", count " << count);
+      REQUIRE(run_ring(size, count, DataType::kFloat32, ReduceOp::kSum, 256, false) == 0);
+      REQUIRE(run_ring(size, count, DataType::kFloat64, ReduceOp::kSum, 256, false, 0.5, 4) == 0);
+      REQUIRE(run_ring(size, count, DataType::kInt32, ReduceOp::kSum, 256, true, 1.0, size) == 0);
+      REQUIRE(run_ring(size, count, DataType::kInt64, ReduceOp::kMax, 256, false, 3.0, 1) == 0);
     }
   }
 }

@@ -49,9 +49,9 @@ struct RuntimeOptions {
   AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
   /// With kAuto, buffers of at least this many bytes take the ring.
   /// CHORUS_RING_THRESHOLD_BYTES (measured default: docs/performance.md).
-  int64_t ring_threshold_bytes = 64 << 10;
+  int64_t ring_threshold_bytes = 512 << 10;
   /// Bytes per pipelined ring segment. CHORUS_RING_SEGMENT_BYTES.
-  int64_t ring_segment_bytes = 256 << 10;
+  int64_t ring_segment_bytes = 1 << 20;
   /// CHORUS_LOG_LEVEL: trace, debug, info, warning, error, fatal.
   LogLevel log_level = LogLevel::kWarning;
 

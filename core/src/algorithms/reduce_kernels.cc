@@ -15,41 +15,55 @@ struct MinOp { template <class T> static T apply(T a, T b) { return b < a ? b : 
 struct MaxOp { template <class T> static T apply(T a, T b) { return a < b ? b : a; } };
 
 // Plain loops over restrict pointers: GCC vectorizes these at -O2/-O3.
+// Two forms: in place (out == a) and out of place (out, a, b all distinct),
+// so restrict is never a lie.
 template <class T, class Op>
 void reduce_typed(T* __restrict inout, const T* __restrict in, int64_t n) {
   for (int64_t i = 0; i < n; ++i) inout[i] = Op::apply(inout[i], in[i]);
 }
+template <class T, class Op>
+void reduce_typed(T* __restrict out, const T* __restrict a, const T* __restrict b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = Op::apply(a[i], b[i]);
+}
 
 // Half types: widen to float32, reduce, round back.
 template <class Op, float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void reduce_half(uint16_t* __restrict inout, const uint16_t* __restrict in, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) inout[i] = FromFloat(Op::apply(ToFloat(inout[i]), ToFloat(in[i])));
+void reduce_half(uint16_t* out, const uint16_t* a, const uint16_t* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = FromFloat(Op::apply(ToFloat(a[i]), ToFloat(b[i])));
+}
+
+template <class T, class Op>
+void reduce_any(void* out, const void* a, const void* b, int64_t n) {
+  if (out == a) {
+    reduce_typed<T, Op>(static_cast<T*>(out), static_cast<const T*>(b), n);
+  } else {
+    reduce_typed<T, Op>(static_cast<T*>(out), static_cast<const T*>(a), static_cast<const T*>(b), n);
+  }
 }
 
 template <class Op>
-void reduce_dispatch(void* inout, const void* in, int64_t n, DataType dtype) {
+void reduce_dispatch(void* out, const void* a, const void* b, int64_t n, DataType dtype) {
+  auto* o16 = static_cast<uint16_t*>(out);
+  auto* a16 = static_cast<const uint16_t*>(a);
+  auto* b16 = static_cast<const uint16_t*>(b);
   switch (dtype) {
-    case DataType::kUInt8: reduce_typed<uint8_t, Op>(static_cast<uint8_t*>(inout), static_cast<const uint8_t*>(in), n); break;
-    case DataType::kInt8: reduce_typed<int8_t, Op>(static_cast<int8_t*>(inout), static_cast<const int8_t*>(in), n); break;
-    case DataType::kInt32: reduce_typed<int32_t, Op>(static_cast<int32_t*>(inout), static_cast<const int32_t*>(in), n); break;
-    case DataType::kInt64: reduce_typed<int64_t, Op>(static_cast<int64_t*>(inout), static_cast<const int64_t*>(in), n); break;
-    case DataType::kFloat32: reduce_typed<float, Op>(static_cast<float*>(inout), static_cast<const float*>(in), n); break;
-    case DataType::kFloat64: reduce_typed<double, Op>(static_cast<double*>(inout), static_cast<const double*>(in), n); break;
-    case DataType::kFloat16:
-      reduce_half<Op, fp16_to_float, float_to_fp16>(static_cast<uint16_t*>(inout), static_cast<const uint16_t*>(in), n);
-      break;
-    case DataType::kBFloat16:
-      reduce_half<Op, bf16_to_float, float_to_bf16>(static_cast<uint16_t*>(inout), static_cast<const uint16_t*>(in), n);
-      break;
+    case DataType::kUInt8: reduce_any<uint8_t, Op>(out, a, b, n); break;
+    case DataType::kInt8: reduce_any<int8_t, Op>(out, a, b, n); break;
+    case DataType::kInt32: reduce_any<int32_t, Op>(out, a, b, n); break;
+    case DataType::kInt64: reduce_any<int64_t, Op>(out, a, b, n); break;
+    case DataType::kFloat32: reduce_any<float, Op>(out, a, b, n); break;
+    case DataType::kFloat64: reduce_any<double, Op>(out, a, b, n); break;
+    case DataType::kFloat16: reduce_half<Op, fp16_to_float, float_to_fp16>(o16, a16, b16, n); break;
+    case DataType::kBFloat16: reduce_half<Op, bf16_to_float, float_to_bf16>(o16, a16, b16, n); break;
     case DataType::kBool: break;  // handled by the caller
   }
 }
 
-void reduce_bool(uint8_t* __restrict inout, const uint8_t* __restrict in, int64_t n, bool is_and) {
+void reduce_bool(uint8_t* out, const uint8_t* a, const uint8_t* __restrict b, int64_t n, bool is_and) {
   if (is_and) {
-    for (int64_t i = 0; i < n; ++i) inout[i] = static_cast<uint8_t>((inout[i] != 0) & (in[i] != 0));
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>((a[i] != 0) & (b[i] != 0));
   } else {
-    for (int64_t i = 0; i < n; ++i) inout[i] = static_cast<uint8_t>((inout[i] != 0) | (in[i] != 0));
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>((a[i] != 0) | (b[i] != 0));
   }
 }
 
@@ -75,19 +89,24 @@ bool reduction_supported(DataType dtype, ReduceOp op) {
   return true;
 }
 
-void reduce_into(void* inout, const void* in, int64_t count, DataType dtype, ReduceOp op) {
+void reduce_to(void* out, const void* a, const void* b, int64_t count, DataType dtype, ReduceOp op) {
   if (count <= 0) return;
   if (dtype == DataType::kBool) {
-    reduce_bool(static_cast<uint8_t*>(inout), static_cast<const uint8_t*>(in), count, op == ReduceOp::kMin);
+    reduce_bool(static_cast<uint8_t*>(out), static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b), count,
+                op == ReduceOp::kMin);
     return;
   }
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: reduce_dispatch<SumOp>(inout, in, count, dtype); break;
-    case ReduceOp::kProduct: reduce_dispatch<ProdOp>(inout, in, count, dtype); break;
-    case ReduceOp::kMin: reduce_dispatch<MinOp>(inout, in, count, dtype); break;
-    case ReduceOp::kMax: reduce_dispatch<MaxOp>(inout, in, count, dtype); break;
+    case ReduceOp::kAverage: reduce_dispatch<SumOp>(out, a, b, count, dtype); break;
+    case ReduceOp::kProduct: reduce_dispatch<ProdOp>(out, a, b, count, dtype); break;
+    case ReduceOp::kMin: reduce_dispatch<MinOp>(out, a, b, count, dtype); break;
+    case ReduceOp::kMax: reduce_dispatch<MaxOp>(out, a, b, count, dtype); break;
   }
+}
+
+void reduce_into(void* inout, const void* in, int64_t count, DataType dtype, ReduceOp op) {
+  reduce_to(inout, inout, in, count, dtype, op);
 }
 
 void scale_copy(void* dst, const void* src, int64_t count, DataType dtype, double factor,

@@ -13,6 +13,10 @@ namespace chorus::detail {
 /// division happens in the scaling step). Bool: min is AND, max is OR.
 void reduce_into(void* inout, const void* in, int64_t count, DataType dtype, ReduceOp op);
 
+/// out[i] = op(a[i], b[i]). `out` may be `a` (in place); otherwise the
+/// three ranges must not overlap.
+void reduce_to(void* out, const void* a, const void* b, int64_t count, DataType dtype, ReduceOp op);
+
 /// dst[i] = src[i] * factor / divisor (dst may equal src). Floating types
 /// multiply by factor/divisor; integer types compute in double and truncate
 /// toward zero, so Average of integers is the truncated mean.

@@ -24,17 +24,20 @@ namespace {
 
 // One call's state. Step g (0 <= g < 2(n-1)) sends chunk (rank - g) and
 // receives chunk (rank - g - 1), mod n: steps 0..n-2 reduce-scatter (receive
-// into scratch, reduce into the buffer), steps n-1.. allgather (receive
-// straight into the buffer). The chunk received at step g is the one sent at
-// step g + 1, segment by segment, which is what makes the pipeline.
+// into scratch, output = input op scratch), steps n-1.. allgather (receive
+// straight into the output). The chunk received at step g is the one sent at
+// step g + 1, segment by segment, which is what makes the pipeline. Each
+// chunk is reduced by a rank at most once, so reductions always read the
+// input; step 0 sends from the input, later steps from the output.
 class Ring {
  public:
-  Ring(PeerLink& link, char* buffer, int64_t count, DataType dtype, ReduceOp op, char* scratch,
+  Ring(PeerLink& link, const char* input, char* output, int64_t count, DataType dtype, ReduceOp op, char* scratch,
        const RingOptions& options)
-      : link_(link), n_(link.size()), rank_(link.rank()), buffer_(buffer), count_(count), dtype_(dtype),
+      : link_(link), n_(link.size()), rank_(link.rank()), input_(input), buffer_(output), count_(count), dtype_(dtype),
         op_(op), esize_(dtype_size(dtype)), scratch_(scratch),
         scratch_half_(ring_chunk(count, n_, 0).length * esize_),
         segment_elems_(std::max<int64_t>(1, options.segment_bytes / esize_)), tag_base_(options.tag_base),
+        scale_factor_(options.scale_factor), scale_divisor_(options.scale_divisor),
         sends_(static_cast<size_t>(steps())), recvs_(static_cast<size_t>(steps())) {}
 
   Status run() {
@@ -93,8 +96,9 @@ class Ring {
   Status post_send(int g, int chunk, int64_t j) {
     int64_t first, len;
     segment(chunk, j, &first, &len);
+    const char* from = (g == 0 ? input_ : buffer_) + first * esize_;
     PeerLink::Request r;
-    Status s = link_.isend(right(), tag_base_ + g, buffer_ + first * esize_, len * esize_, &r);
+    Status s = link_.isend(right(), tag_base_ + g, from, len * esize_, &r);
     if (s.is_ok()) sends_[static_cast<size_t>(g)].push_back(r);
     return s;
   }
@@ -138,7 +142,12 @@ class Ring {
       if (reducing(g)) {
         int64_t first, len;
         segment(chunk, j, &first, &len);
-        reduce_into(buffer_ + first * esize_, landing(g, j), len, dtype_, op_);
+        char* out = buffer_ + first * esize_;
+        reduce_to(out, input_ + first * esize_, landing(g, j), len, dtype_, op_);
+        // After the last reduction this chunk is final: scale it while hot.
+        if (g == n_ - 2 && (scale_factor_ != 1.0 || scale_divisor_ != 1)) {
+          scale_copy(out, out, len, dtype_, scale_factor_, scale_divisor_);
+        }
       }
       if (g + 1 < steps()) {
         s = post_send(g + 1, chunk, j);  // forward what is final for this step
@@ -151,7 +160,8 @@ class Ring {
 
   PeerLink& link_;
   const int n_, rank_;
-  char* buffer_;
+  const char* input_;
+  char* buffer_;  // the output
   const int64_t count_;
   const DataType dtype_;
   const ReduceOp op_;
@@ -160,16 +170,24 @@ class Ring {
   const int64_t scratch_half_;
   const int64_t segment_elems_;
   const int tag_base_;
+  const double scale_factor_;
+  const int64_t scale_divisor_;
   std::vector<std::vector<PeerLink::Request>> sends_, recvs_;
 };
 
 }  // namespace
 
-Status ring_allreduce(PeerLink& link, void* buffer, int64_t count, DataType dtype, ReduceOp op, void* scratch,
-                      const RingOptions& options) {
-  if (link.size() <= 1 || count <= 0) return Status::ok();
+Status ring_allreduce(PeerLink& link, const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                      void* scratch, const RingOptions& options) {
+  if (count <= 0) return Status::ok();
   if (options.segment_bytes <= 0) return Status::invalid_argument("ring segment size must be positive");
-  return Ring(link, static_cast<char*>(buffer), count, dtype, op, static_cast<char*>(scratch), options).run();
+  if (link.size() <= 1) {
+    scale_copy(output, input, count, dtype, options.scale_factor, options.scale_divisor);
+    return Status::ok();
+  }
+  return Ring(link, static_cast<const char*>(input), static_cast<char*>(output), count, dtype, op,
+              static_cast<char*>(scratch), options)
+      .run();
 }
 
 }  // namespace chorus::detail

@@ -7,7 +7,7 @@
 // Pipelining: every chunk is cut into segments. A segment is forwarded to
 // the right as soon as it was reduced, while later segments are still on the
 // wire, and it is reduced right after it arrived, while it is still in cache.
-// In place; 64-bit counts; Average must arrive as Sum.
+// In place or out of place; 64-bit counts; Average must arrive as Sum.
 
 #include <cstdint>
 
@@ -19,9 +19,13 @@ namespace chorus::detail {
 
 struct RingOptions {
   /// Bytes per pipelined segment.
-  int64_t segment_bytes = 256 << 10;
+  int64_t segment_bytes = 1 << 20;
   /// Tags [tag_base, tag_base + 2(n-1)) are used, one per step.
   int tag_base = 1000;
+  /// The result is multiplied by scale_factor / scale_divisor, applied to
+  /// each segment right after its last reduction, while it is in cache.
+  double scale_factor = 1.0;
+  int64_t scale_divisor = 1;
 };
 
 /// Element range of chunk `chunk` of `count` elements cut into `parts`:
@@ -35,9 +39,11 @@ ChunkRange ring_chunk(int64_t count, int parts, int chunk);
 /// Scratch bytes ring_allreduce needs for `count` elements of `dtype` on `ranks` ranks.
 int64_t ring_scratch_bytes(int64_t count, DataType dtype, int ranks);
 
-/// Allreduces `count` elements of `buffer` in place over every rank of
-/// `link`. `scratch` holds at least ring_scratch_bytes(...) bytes.
-Status ring_allreduce(PeerLink& link, void* buffer, int64_t count, DataType dtype, ReduceOp op, void* scratch,
-                      const RingOptions& options = {});
+/// Allreduces `count` elements of `input` into `output` (the same pointer
+/// for in place) over every rank of `link`. Out of place, `input` is only
+/// read and the data makes no extra copy. `scratch` holds at least
+/// ring_scratch_bytes(...) bytes.
+Status ring_allreduce(PeerLink& link, const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                      void* scratch, const RingOptions& options = {});
 
 }  // namespace chorus::detail

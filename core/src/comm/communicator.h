@@ -10,11 +10,21 @@
 
 namespace chorus::detail {
 
+/// Scaling of an allreduce's result: result * factor / divisor, done inside
+/// the data plane where it can ride on a pass it makes anyway.
+struct PostScale {
+  double factor = 1.0;
+  int64_t divisor = 1;
+  bool is_identity() const { return factor == 1.0 && divisor == 1; }
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
-  /// In-place allreduce of `count` elements. Average must arrive here as Sum.
-  virtual Status allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) = 0;
+  /// Allreduce of `count` elements from `input` into `output` (the same
+  /// pointer for in place), then `scale`. Average must arrive here as Sum.
+  virtual Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                           PostScale scale = {}) = 0;
   /// In-place broadcast of `bytes` bytes from `root`.
   virtual Status broadcast(void* buffer, int64_t bytes, int root) = 0;
   /// Allreduces run on the pipelined ring so far (0 for plain backends).

@@ -14,16 +14,19 @@ bool use_ring(AllreduceAlgorithm algorithm, int64_t ring_threshold_bytes, int64_
   return false;
 }
 
-Status RingOrFallbackCommunicator::allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
+Status RingOrFallbackCommunicator::allreduce(const void* input, void* output, int64_t count, DataType dtype,
+                                             ReduceOp op, PostScale scale) {
   const int64_t bytes = count * dtype_size(dtype);
   if (!use_ring(options_.allreduce_algorithm, options_.ring_threshold_bytes, bytes, link_.size())) {
-    return fallback_.allreduce(buffer, count, dtype, op);
+    return fallback_.allreduce(input, output, count, dtype, op, scale);
   }
   RingOptions ring;
   ring.segment_bytes = options_.ring_segment_bytes;
+  ring.scale_factor = scale.factor;
+  ring.scale_divisor = scale.divisor;
   void* scratch = scratch_.reserve(ring_scratch_bytes(count, dtype, link_.size()));
   ++ring_calls_;
-  return ring_allreduce(link_, buffer, count, dtype, op, scratch, ring);
+  return ring_allreduce(link_, input, output, count, dtype, op, scratch, ring);
 }
 
 }  // namespace chorus::detail

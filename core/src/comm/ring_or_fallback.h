@@ -20,7 +20,8 @@ class RingOrFallbackCommunicator final : public Communicator {
  public:
   RingOrFallbackCommunicator(Communicator& fallback, PeerLink& link, const RuntimeOptions& options)
       : fallback_(fallback), link_(link), options_(options) {}
-  Status allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                   PostScale scale) override;
   Status broadcast(void* buffer, int64_t bytes, int root) override { return fallback_.broadcast(buffer, bytes, root); }
   const char* name() const override { return "ring+mpi"; }
   int64_t ring_allreduces() const override { return ring_calls_; }

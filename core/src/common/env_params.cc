@@ -96,7 +96,7 @@ const std::vector<EnvParam> kParams = {
        else return "expected auto, ring or mpi";
        return "";
      }},
-    {"RING_THRESHOLD_BYTES", "65536",
+    {"RING_THRESHOLD_BYTES", "524288",
      "With ALLREDUCE_ALGO=auto, allreduces of at least this many bytes take the ring.",
      [](const std::string& t, RuntimeOptions* o) -> std::string {
        int64_t v;
@@ -104,7 +104,7 @@ const std::vector<EnvParam> kParams = {
        o->ring_threshold_bytes = v;
        return "";
      }},
-    {"RING_SEGMENT_BYTES", "262144",
+    {"RING_SEGMENT_BYTES", "1048576",
      "Bytes per pipelined ring segment (at most 1 GiB).",
      [](const std::string& t, RuntimeOptions* o) -> std::string {
        int64_t v;

@@ -52,12 +52,16 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
 
   Status s;
   if (entries.size() == 1) {
-    // Unfused: reduce in the output itself, no staging copy.
+    // Unfused: straight from the input into the output, no staging copy;
+    // the data plane scales the result on a pass it makes anyway.
     TensorEntry& e = entries.front();
     void* out = e.output->mutable_data();
-    scale_copy(out, e.input->data(), total, dtype, first.prescale, 1);
-    s = comm_.allreduce(out, total, dtype, wire_op);
-    if (s.is_ok()) scale_copy(out, out, total, dtype, first.postscale, divisor);
+    const void* in = e.input->data();
+    if (first.prescale != 1.0) {
+      scale_copy(out, in, total, dtype, first.prescale, 1);
+      in = out;
+    }
+    s = comm_.allreduce(in, out, total, dtype, wire_op, PostScale{first.postscale, divisor});
   } else {
     char* buffer = static_cast<char*>(fusion_.reserve(total * esize));
     int64_t offset = 0;
@@ -66,7 +70,7 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
       scale_copy(buffer + offset * esize, e.input->data(), n, dtype, first.prescale, 1);
       offset += n;
     }
-    s = comm_.allreduce(buffer, total, dtype, wire_op);
+    s = comm_.allreduce(buffer, buffer, total, dtype, wire_op);  // scaling rides on the unpack
     offset = 0;
     for (auto& e : entries) {
       if (!s.is_ok()) break;

@@ -96,12 +96,15 @@ class LoopbackControl final : public ControlChannel {
 class LoopbackComm final : public Communicator {
  public:
   LoopbackComm(LoopbackWorld& world, int rank) : world_(world), rank_(rank) {}
-  Status allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override {
+  Status allreduce(const void* input, void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                   PostScale scale) override {
     const size_t bytes = static_cast<size_t>(count * dtype_size(dtype));
+    if (input != buffer && bytes > 0) std::memcpy(buffer, input, bytes);
     world_.rendezvous(rank_, buffer, [&](std::vector<void*>& all) {
       for (size_t r = 1; r < all.size(); ++r) reduce_into(all[0], all[r], count, dtype, op);
       for (size_t r = 1; r < all.size(); ++r) std::memcpy(all[r], all[0], bytes);
     });
+    if (!scale.is_identity()) scale_copy(buffer, buffer, count, dtype, scale.factor, scale.divisor);
     return Status::ok();
   }
   Status broadcast(void* buffer, int64_t bytes, int root) override {

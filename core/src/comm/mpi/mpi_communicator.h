@@ -13,7 +13,8 @@ namespace chorus::detail {
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(MPI_Comm comm, const MpiTypes& types) : comm_(comm), types_(types) {}
-  Status allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
+  Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+                   PostScale scale) override;
   Status broadcast(void* buffer, int64_t bytes, int root) override;
   const char* name() const override { return "mpi"; }
 
