@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "algorithms/fp16_f16c.h"
 #include "common/half.h"
 
 namespace chorus::detail {
@@ -91,6 +92,11 @@ bool reduction_supported(DataType dtype, ReduceOp op) {
 
 void reduce_to(void* out, const void* a, const void* b, int64_t count, DataType dtype, ReduceOp op) {
   if (count <= 0) return;
+  if (dtype == DataType::kFloat16 && f16c_available()) {
+    reduce_fp16_f16c(static_cast<uint16_t*>(out), static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b),
+                     count, op);
+    return;
+  }
   if (dtype == DataType::kBool) {
     reduce_bool(static_cast<uint8_t*>(out), static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b), count,
                 op == ReduceOp::kMin);
@@ -122,7 +128,12 @@ void scale_copy(void* dst, const void* src, int64_t count, DataType dtype, doubl
     case DataType::kFloat32: scale_float(static_cast<float*>(dst), static_cast<const float*>(src), count, static_cast<float>(f)); break;
     case DataType::kFloat64: scale_float(static_cast<double*>(dst), static_cast<const double*>(src), count, f); break;
     case DataType::kFloat16:
-      scale_half<fp16_to_float, float_to_fp16>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count, static_cast<float>(f));
+      if (f16c_available()) {
+        scale_fp16_f16c(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count, static_cast<float>(f));
+      } else {
+        scale_half<fp16_to_float, float_to_fp16>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
+                                                 static_cast<float>(f));
+      }
       break;
     case DataType::kBFloat16:
       scale_half<bf16_to_float, float_to_bf16>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count, static_cast<float>(f));
