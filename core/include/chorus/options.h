@@ -52,6 +52,9 @@ struct RuntimeOptions {
   int64_t ring_threshold_bytes = 512 << 10;
   /// Bytes per pipelined ring segment. CHORUS_RING_SEGMENT_BYTES.
   int64_t ring_segment_bytes = 1 << 20;
+  /// Write a Chrome-trace timeline of every tensor to this file (rank r > 0
+  /// appends ".rank<r>"); empty: off. CHORUS_TIMELINE.
+  std::string timeline_path;
   /// CHORUS_LOG_LEVEL: trace, debug, info, warning, error, fatal.
   LogLevel log_level = LogLevel::kWarning;
 

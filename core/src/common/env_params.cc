@@ -112,6 +112,12 @@ const std::vector<EnvParam> kParams = {
        o->ring_segment_bytes = v;
        return "";
      }},
+    {"TIMELINE", "(off)",
+     "Write a Chrome-trace timeline of every tensor to this file (rank r > 0 appends .rank<r>).",
+     [](const std::string& t, RuntimeOptions* o) -> std::string {
+       o->timeline_path = t;
+       return "";
+     }},
     {"LOG_LEVEL", "warning", "trace, debug, info, warning, error or fatal.",
      [](const std::string& t, RuntimeOptions* o) -> std::string {
        return parse_log_level(t, &o->log_level) ? "" : "expected trace, debug, info, warning, error or fatal";

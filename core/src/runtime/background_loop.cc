@@ -17,14 +17,15 @@ std::string ranks_text(const std::vector<int>& ranks) {
 }  // namespace
 
 BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const RuntimeOptions& options,
-                               const Logger& logger, SharedStats& stats)
+                               const Logger& logger, SharedStats& stats, Timeline& timeline)
     : backend_(backend),
       queue_(queue),
       options_(options),
       logger_(logger),
       stats_(stats),
+      timeline_(timeline),
       topo_(backend.topology()),
-      executor_(backend.data(), topo_.size, stats),
+      executor_(backend.data(), topo_.size, stats, timeline),
       waiter_(options, queue),
       last_stall_check_(std::chrono::steady_clock::now()) {
   if (topo_.rank == 0) coordinator_ = std::make_unique<Coordinator>(topo_.size);
@@ -40,6 +41,7 @@ void BackgroundLoop::run() {
     if (run_round()) {
       waiter_.on_progress();
     } else if (!finished_) {
+      timeline_.flush();  // idle: a good moment to write
       waiter_.wait(queue_.in_flight() > 0 || (coordinator_ && !coordinator_->idle()));
     }
   }

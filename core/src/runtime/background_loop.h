@@ -20,13 +20,14 @@
 #include "runtime/operation_executor.h"
 #include "runtime/shared_stats.h"
 #include "runtime/tensor_queue.h"
+#include "timeline/timeline.h"
 
 namespace chorus::detail {
 
 class BackgroundLoop {
  public:
   BackgroundLoop(Backend& backend, TensorQueue& queue, const RuntimeOptions& options,
-                 const Logger& logger, SharedStats& stats);
+                 const Logger& logger, SharedStats& stats, Timeline& timeline);
 
   /// Runs rounds until the shutdown response was executed (or a fatal
   /// control-plane error), then fails what is left in the queue.
@@ -49,6 +50,7 @@ class BackgroundLoop {
   const RuntimeOptions& options_;
   const Logger& logger_;
   SharedStats& stats_;
+  Timeline& timeline_;
   const Topology topo_;
   OperationExecutor executor_;
   IdleWaiter waiter_;

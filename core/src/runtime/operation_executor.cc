@@ -18,6 +18,12 @@ void wait_until_ready(const std::vector<TensorEntry>& entries) {
 }  // namespace
 
 void OperationExecutor::execute(const Response& response, std::vector<TensorEntry> entries) {
+  if (timeline_.enabled()) {
+    const auto now = Clock::now();
+    for (const auto& e : entries) {
+      timeline_.record(e.name(), std::string("NEGOTIATE ") + collective_name(e.request.type), e.enqueued, now);
+    }
+  }
   Status status;
   switch (response.type) {
     case ResponseType::kError:
@@ -49,6 +55,9 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
 
   int64_t total = 0;
   for (const auto& e : entries) total += e.request.num_elements();
+  const int64_t ring_before = comm_.ring_allreduces();
+  const auto t_start = Clock::now();
+  auto t_packed = t_start, t_reduced = t_start;
 
   Status s;
   if (entries.size() == 1) {
@@ -61,7 +70,9 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
       scale_copy(out, in, total, dtype, first.prescale, 1);
       in = out;
     }
+    t_packed = Clock::now();
     s = comm_.allreduce(in, out, total, dtype, wire_op, PostScale{first.postscale, divisor});
+    t_reduced = Clock::now();
   } else {
     char* buffer = static_cast<char*>(fusion_.reserve(total * esize));
     int64_t offset = 0;
@@ -70,7 +81,9 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
       scale_copy(buffer + offset * esize, e.input->data(), n, dtype, first.prescale, 1);
       offset += n;
     }
+    t_packed = Clock::now();
     s = comm_.allreduce(buffer, buffer, total, dtype, wire_op);  // scaling rides on the unpack
+    t_reduced = Clock::now();
     offset = 0;
     for (auto& e : entries) {
       if (!s.is_ok()) break;
@@ -79,6 +92,8 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
       offset += n;
     }
   }
+  if (timeline_.enabled()) record_allreduce(entries.size(), total * esize, comm_.ring_allreduces() > ring_before,
+                                             t_start, t_packed, t_reduced);
   if (!s.is_ok()) return s;
   stats_.update([&](RuntimeStats& st) {
     ++st.allreduce_ops;
@@ -88,6 +103,15 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
     st.ring_allreduce_ops = comm_.ring_allreduces();
   });
   return s;
+}
+
+void OperationExecutor::record_allreduce(size_t tensors, int64_t bytes, bool ring, Clock::time_point start,
+                                         Clock::time_point packed, Clock::time_point reduced) {
+  const std::string args = "{\"tensors\":" + std::to_string(tensors) + ",\"bytes\":" + std::to_string(bytes) + "}";
+  const char* row = "data plane";
+  if (packed > start) timeline_.record(row, "PACK", start, packed, args);
+  timeline_.record(row, ring ? "ALLREDUCE ring" : "ALLREDUCE mpi", packed, reduced, args);
+  timeline_.record(row, "UNPACK", reduced, Clock::now(), args);
 }
 
 Status OperationExecutor::broadcast(TensorEntry& entry) {

@@ -12,13 +12,14 @@
 #include "negotiation/messages.h"
 #include "runtime/shared_stats.h"
 #include "runtime/tensor_entry.h"
+#include "timeline/timeline.h"
 
 namespace chorus::detail {
 
 class OperationExecutor {
  public:
-  OperationExecutor(Communicator& comm, int world_size, SharedStats& stats)
-      : comm_(comm), world_size_(world_size), stats_(stats) {}
+  OperationExecutor(Communicator& comm, int world_size, SharedStats& stats, Timeline& timeline)
+      : comm_(comm), world_size_(world_size), stats_(stats), timeline_(timeline) {}
 
   /// Runs `response` on `entries` (in the response's name order) and
   /// completes each one, successfully or with the error.
@@ -27,10 +28,14 @@ class OperationExecutor {
  private:
   Status allreduce(std::vector<TensorEntry>& entries);
   Status broadcast(TensorEntry& entry);
+  using Clock = std::chrono::steady_clock;
+  void record_allreduce(size_t tensors, int64_t bytes, bool ring, Clock::time_point start, Clock::time_point packed,
+                        Clock::time_point reduced);
 
   Communicator& comm_;
   int world_size_;
   SharedStats& stats_;
+  Timeline& timeline_;
   FusionBuffer fusion_;
 };
 

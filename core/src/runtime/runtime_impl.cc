@@ -40,9 +40,13 @@ void RuntimeImpl::thread_main(std::promise<Status>* started) {
                                     << "it is ignored (docs/tuning.md lists the knobs)";
     }
   }
+  const std::string timeline_error = timeline_.open(options_.timeline_path, topo_.rank);
+  if (!timeline_error.empty()) {
+    CHORUS_LOG(logger_, kError) << timeline_error << "; running without a timeline";
+  }
   {
     std::lock_guard<std::mutex> lock(loop_mu_);
-    loop_ = std::make_unique<BackgroundLoop>(*backend_, queue_, options_, logger_, stats_);
+    loop_ = std::make_unique<BackgroundLoop>(*backend_, queue_, options_, logger_, stats_, timeline_);
   }
   running_.store(true);
   started->set_value(Status::ok());  // `started` is gone after this line
@@ -67,7 +71,9 @@ bool RuntimeImpl::is_running() const { return running_.load() && !queue_.closed(
 std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
   std::vector<Handle> handles;
   handles.reserve(entries.size());
+  const auto now = std::chrono::steady_clock::now();
   for (auto& e : entries) {
+    e.enqueued = now;
     e.handle = std::make_shared<HandleState>();
     handles.emplace_back(e.handle);
   }

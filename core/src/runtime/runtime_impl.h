@@ -14,6 +14,7 @@
 #include "runtime/background_loop.h"
 #include "runtime/shared_stats.h"
 #include "runtime/tensor_queue.h"
+#include "timeline/timeline.h"
 
 namespace chorus::detail {
 
@@ -40,6 +41,7 @@ class RuntimeImpl {
   std::unique_ptr<Backend> backend_;
   TensorQueue queue_;
   SharedStats stats_;
+  Timeline timeline_;
   Topology topo_;
   std::unique_ptr<BackgroundLoop> loop_;  // created on the background thread
   std::mutex loop_mu_;                    // guards loop_ against shutdown()

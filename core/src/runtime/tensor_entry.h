@@ -1,6 +1,7 @@
 #pragma once
 // One enqueued operation as the background thread holds it.
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ class GroupCompletion;
 
 struct TensorEntry {
   Request request;  ///< what this rank tells the coordinator
+  std::chrono::steady_clock::time_point enqueued;  ///< for the timeline
   std::shared_ptr<Tensor> input;
   std::shared_ptr<Tensor> output;
   OpHooks hooks;

@@ -1,0 +1,56 @@
+// The timeline: a Chrome trace per rank with each tensor's negotiation and
+// each executed response's pack / allreduce / unpack.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "loopback_job.h"
+#include "timeline/timeline.h"
+
+using namespace chorus;
+using chorus::test::run_ranks;
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+TEST_CASE("CHORUS_TIMELINE writes a trace per rank", "[timeline]") {
+  const std::string path = "chorus_test_timeline.json";
+  RuntimeOptions options = chorus::test::quiet_options();
+  options.timeline_path = path;
+  run_ranks(2, [](Runtime& rt, int rank) {
+    std::vector<float> a(1000, float(rank)), b(10, 1.0f);
+    auto ta = std::make_shared<HostTensorView>(a.data(), DataType::kFloat32, TensorShape{1000});
+    auto tb = std::make_shared<HostTensorView>(b.data(), DataType::kFloat32, TensorShape{10});
+    Handle h1 = rt.allreduce_async("layer.\"quoted\".grad", ta, ta);
+    Handle h2 = rt.allreduce_async("bias.grad", tb, tb);
+    h1.wait();
+    h2.wait();
+  }, options);
+  const std::string rank0 = slurp(path), rank1 = slurp(path + ".rank1");
+  std::remove(path.c_str());
+  std::remove((path + ".rank1").c_str());
+  for (const std::string& trace : {rank0, rank1}) {
+    REQUIRE(trace.rfind("[\n", 0) == 0);
+    REQUIRE(trace.size() > 4);
+    REQUIRE(trace.substr(trace.size() - 4) == "{}]\n");
+    REQUIRE_THAT(trace, Catch::Contains("\"name\":\"layer.\\\"quoted\\\".grad\""));  // a row per tensor, escaped
+    REQUIRE_THAT(trace, Catch::Contains("\"name\":\"NEGOTIATE allreduce\""));
+    REQUIRE_THAT(trace, Catch::Contains("\"name\":\"data plane\""));
+    REQUIRE_THAT(trace, Catch::Contains("\"name\":\"ALLREDUCE"));
+  }
+}
+
+TEST_CASE("A timeline that cannot be written is reported, not fatal", "[timeline]") {
+  detail::Timeline t;
+  REQUIRE_THAT(t.open("/nonexistent-dir/x.json", 0), Catch::Contains("/nonexistent-dir/x.json"));
+  REQUIRE_FALSE(t.enabled());
+  t.record("row", "label", detail::Timeline::Clock::now(), detail::Timeline::Clock::now());  // a no-op
+}
