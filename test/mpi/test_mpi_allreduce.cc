@@ -202,3 +202,28 @@ TEST_CASE("The allreduce algorithm follows CHORUS_ALLREDUCE_ALGO", "[mpi][ring]"
                              (algo == AllreduceAlgorithm::kRing || (1 << 20) >= runtime().options().ring_threshold_bytes);
   REQUIRE(after.ring_allreduce_ops - before.ring_allreduce_ops == (ring_expected ? 1 : 0));
 }
+
+TEST_CASE("Repeated names are negotiated through the response cache", "[mpi][cache]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  const RuntimeStats before = runtime().stats();
+  for (int round = 0; round < 5; ++round) {
+    std::vector<std::vector<float>> bufs(8, std::vector<float>(100));
+    std::vector<Handle> hs;
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    for (int t = 0; t < 8; ++t) {
+      std::fill(bufs[t].begin(), bufs[t].end(), float(rank + t));
+      auto v = std::make_shared<HostTensorView>(bufs[t].data(), DataType::kFloat32, TensorShape{100});
+      hs.push_back(allreduce_async("cached." + std::to_string(t), v, v, sum));
+    }
+    for (auto& h : hs) h.wait(std::chrono::seconds(60));
+    for (int t = 0; t < 8; ++t) REQUIRE(bufs[t][99] == float(size * t + size * (size - 1) / 2));
+  }
+  const RuntimeStats after = runtime().stats();
+  const bool cache_on = runtime().options().cache_capacity > 0;
+  // Workers send keys once the names are cached; the coordinator resolves them.
+  if (size > 1 && cache_on && runtime().options().cache_capacity >= 8) {
+    REQUIRE(after.cache_hits - before.cache_hits > 0);
+  }
+  if (!cache_on) REQUIRE(after.cache_hits == before.cache_hits);
+}

@@ -239,3 +239,69 @@ TEST_CASE("The fixed-cycle mode gives the same results", "[runtime]") {
     RANK_CHECK(v[3] == 1.0f);
   }, o);
 }
+
+namespace {
+
+int64_t last_resends = 0;  // stale cache keys resent in the last cache_rounds()
+
+// Rounds of allreduces over a fixed set of names with a shape that may change
+// per round; returns rank 1's cache hits. Values are checked every round.
+int64_t cache_rounds(int64_t capacity, int names, int rounds, bool change_shape_midway) {
+  RuntimeOptions options = chorus::test::quiet_options();
+  options.cache_capacity = capacity;
+  std::atomic<int64_t> hits{0}, resends{0};
+  run_ranks(3, [&](Runtime& rt, int rank) {
+    for (int round = 0; round < rounds; ++round) {
+      const int64_t n = change_shape_midway && round >= rounds / 2 ? 5 : 7;
+      std::vector<std::vector<float>> bufs(names, std::vector<float>(n));
+      std::vector<Handle> handles;
+      AllreduceOptions sum;
+      sum.op = ReduceOp::kSum;
+      for (int t = 0; t < names; ++t) {
+        std::fill(bufs[t].begin(), bufs[t].end(), float(rank + t + round));
+        handles.push_back(rt.allreduce_async("c" + std::to_string((t * 7 + round) % names), view(bufs[t]),
+                                             view(bufs[t]), sum));
+      }
+      for (auto& h : handles) h.wait(std::chrono::seconds(20));
+      for (int t = 0; t < names; ++t) RANK_CHECK(bufs[t][n - 1] == float(3 + 3 * (t + round)));
+    }
+    if (rank == 1) hits = rt.stats().cache_hits;
+    resends += rt.stats().cache_resends;
+  }, options);
+  last_resends = resends;
+  return hits;
+}
+
+}  // namespace
+
+TEST_CASE("Response cache on and off give identical results; hits in steady state", "[runtime][cache]") {
+  REQUIRE(cache_rounds(0, 20, 6, false) == 0);
+  REQUIRE(cache_rounds(1024, 20, 6, false) > 0);
+}
+
+TEST_CASE("A shape change on every rank refills the cache; eviction under a small capacity", "[runtime][cache]") {
+  REQUIRE(cache_rounds(1024, 10, 8, true) > 0);
+  // Capacity 3 for 10 names: constant eviction, stale keys resent, results still right.
+  int64_t resends = 0;
+  cache_rounds(3, 10, 12, false);
+  resends += last_resends;
+  cache_rounds(1, 4, 20, true);
+  resends += last_resends;
+  WARN("stale keys resent under eviction: " << resends);
+}
+
+TEST_CASE("A cached name that comes back with another shape on one rank fails everywhere, then works", "[runtime][cache]") {
+  RuntimeOptions options = chorus::test::quiet_options();
+  run_ranks(3, [](Runtime& rt, int rank) {
+    std::vector<float> v(6, 1.0f);
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    for (int i = 0; i < 3; ++i) rt.allreduce_async("cached.x", view(v), view(v), sum).wait();  // cached now
+    std::vector<float> w(rank == 2 ? 4 : 6, 1.0f);
+    const std::string m = error_of<InvalidArgumentError>(rt.allreduce_async("cached.x", view(w), view(w), sum));
+    RANK_CHECK(m.find("shape differs") != std::string::npos);
+    std::vector<float> again(6, 2.0f);
+    rt.allreduce_async("cached.x", view(again), view(again), sum).wait();
+    RANK_CHECK(again[5] == 6.0f);
+  }, options);
+}

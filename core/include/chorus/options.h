@@ -45,6 +45,9 @@ struct RuntimeOptions {
   /// Shut down with an error naming the stalled tensors and missing ranks after
   /// this many seconds; 0 disables. CHORUS_STALL_SHUTDOWN_TIME_SECONDS.
   double stall_shutdown_seconds = 0.0;
+  /// Entries of the response cache (tensors negotiated by an 8-byte key once
+  /// their signature is known everywhere); 0 turns it off. CHORUS_CACHE_CAPACITY.
+  int64_t cache_capacity = 1024;
   /// Data-plane algorithm for allreduce. CHORUS_ALLREDUCE_ALGO: auto, ring, mpi.
   AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
   /// With kAuto, buffers of at least this many bytes take the ring.
@@ -95,6 +98,8 @@ struct RuntimeStats {
   int64_t broadcasts = 0;
   int64_t bytes_allreduced = 0;
   int64_t negotiation_rounds = 0;  ///< response lists executed
+  int64_t cache_hits = 0;          ///< requests negotiated by cache key (sent on workers, resolved on rank 0)
+  int64_t cache_resends = 0;       ///< stale keys sent again in full
   int64_t errors = 0;              ///< operations completed with an error
 };
 

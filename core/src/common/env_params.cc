@@ -87,6 +87,14 @@ const std::vector<EnvParam> kParams = {
      [](const std::string& t, RuntimeOptions* o) {
        return set_nonneg_double(t, &o->stall_shutdown_seconds, "seconds");
      }},
+    {"CACHE_CAPACITY", "1024",
+     "Entries of the response cache (tensors negotiated by key once known everywhere); 0 turns it off.",
+     [](const std::string& t, RuntimeOptions* o) -> std::string {
+       int64_t v;
+       if (!parse_int64(t, &v) || v < 0 || v > (int64_t{1} << 24)) return "expected a whole number in 0..16777216";
+       o->cache_capacity = v;
+       return "";
+     }},
     {"ALLREDUCE_ALGO", "auto",
      "auto: MPI's allreduce for small buffers, the pipelined ring from RING_THRESHOLD_BYTES on; ring; mpi.",
      [](const std::string& t, RuntimeOptions* o) -> std::string {

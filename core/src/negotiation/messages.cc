@@ -31,6 +31,12 @@ bool Request::operator==(const Request& o) const {
          group_size == o.group_size;
 }
 
+bool same_signature(const Request& a, const Request& b) {
+  return a.type == b.type && a.dtype == b.dtype && a.shape == b.shape && a.op == b.op &&
+         a.prescale == b.prescale && a.postscale == b.postscale && a.root_rank == b.root_rank &&
+         a.device == b.device && a.group == b.group && a.group_size == b.group_size;
+}
+
 std::string RequestList::serialize() const {
   WireWriter w;
   w.put(kRequestMagic);
@@ -49,6 +55,11 @@ std::string RequestList::serialize() const {
     w.put(r.device);
     w.put_string(r.group);
     w.put(r.group_size);
+  }
+  w.put<uint32_t>(static_cast<uint32_t>(cached.size()));
+  for (const CacheKey& k : cached) {
+    w.put(k.slot);
+    w.put(k.generation);
   }
   return w.take();
 }
@@ -85,6 +96,15 @@ Status RequestList::parse(const std::string& bytes, RequestList* out) {
     q.op = static_cast<ReduceOp>(op);
     out->requests.push_back(std::move(q));
   }
+  uint32_t cached = 0;
+  r.get(&cached);
+  out->cached.clear();
+  for (uint32_t i = 0; i < cached && r.ok(); ++i) {
+    CacheKey k;
+    r.get(&k.slot);
+    r.get(&k.generation);
+    out->cached.push_back(k);
+  }
   if (!r.ok() || !r.at_end()) return Status::unknown_error("malformed request list (truncated)");
   return Status::ok();
 }
@@ -101,6 +121,12 @@ std::string ResponseList::serialize() const {
     for (const auto& n : r.names) w.put_string(n);
     w.put_string(r.error_message);
     w.put(r.total_bytes);
+  }
+  w.put<uint32_t>(static_cast<uint32_t>(resend.size()));
+  for (const Resend& x : resend) {
+    w.put(x.rank);
+    w.put(x.key.slot);
+    w.put(x.key.generation);
   }
   return w.take();
 }
@@ -131,6 +157,16 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out) {
     if (type < 0 || type > 2) return Status::unknown_error("malformed response list (bad type)");
     p.type = static_cast<ResponseType>(type);
     out->responses.push_back(std::move(p));
+  }
+  uint32_t resends = 0;
+  r.get(&resends);
+  out->resend.clear();
+  for (uint32_t i = 0; i < resends && r.ok(); ++i) {
+    Resend x;
+    r.get(&x.rank);
+    r.get(&x.key.slot);
+    r.get(&x.key.generation);
+    out->resend.push_back(x);
   }
   if (!r.ok() || !r.at_end()) return Status::unknown_error("malformed response list (truncated)");
   return Status::ok();

@@ -34,15 +34,38 @@ struct Request {
   bool operator==(const Request& o) const;
 };
 
+/// True when two requests describe the same operation (everything but the
+/// rank and the name): what ranks must agree on, and what a cache hit needs.
+bool same_signature(const Request& a, const Request& b);
+
+/// Names one insertion into the response cache (negotiation/response_cache.h):
+/// a slot and how many times the slot was filled. Every rank fills slots in
+/// the same order, so a key means the same tensor everywhere.
+struct CacheKey {
+  int32_t slot = -1;
+  uint32_t generation = 0;
+  bool operator==(const CacheKey& o) const { return slot == o.slot && generation == o.generation; }
+};
+
+/// A rank's cache-keyed request the coordinator could not resolve (the slot
+/// was refilled meanwhile): that rank sends the full request again.
+struct Resend {
+  int32_t rank = 0;
+  CacheKey key;
+  bool operator==(const Resend& o) const { return rank == o.rank && key == o.key; }
+};
+
 /// Everything one rank sends in one round.
 struct RequestList {
   std::vector<Request> requests;
+  /// Requests the response cache knows: just their keys.
+  std::vector<CacheKey> cached;
   bool shutdown = false;  ///< this rank is leaving
 
   std::string serialize() const;
   static Status parse(const std::string& bytes, RequestList* out);
   bool operator==(const RequestList& o) const {
-    return requests == o.requests && shutdown == o.shutdown;
+    return requests == o.requests && cached == o.cached && shutdown == o.shutdown;
   }
 };
 
@@ -67,13 +90,15 @@ struct Response {
 /// it in the same order.
 struct ResponseList {
   std::vector<Response> responses;
+  std::vector<Resend> resend;
   bool shutdown = false;
   std::string shutdown_reason;
 
   std::string serialize() const;
   static Status parse(const std::string& bytes, ResponseList* out);
   bool operator==(const ResponseList& o) const {
-    return responses == o.responses && shutdown == o.shutdown && shutdown_reason == o.shutdown_reason;
+    return responses == o.responses && resend == o.resend && shutdown == o.shutdown &&
+           shutdown_reason == o.shutdown_reason;
   }
 };
 

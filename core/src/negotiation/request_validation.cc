@@ -59,17 +59,8 @@ void check_property(const char* property, const std::vector<Request>& requests,
 // Every property the ranks must agree on, compared directly: the common
 // case (they agree) costs a few comparisons, not a formatted report.
 bool all_agree(const std::vector<Request>& requests) {
-  const Request& a = requests.front();
   for (const Request& b : requests) {
-    if (b.type != a.type || b.dtype != a.dtype || b.shape != a.shape || b.device != a.device ||
-        b.group != a.group || b.group_size != a.group_size) {
-      return false;
-    }
-    if (a.type == CollectiveType::kAllreduce &&
-        (b.op != a.op || b.prescale != a.prescale || b.postscale != a.postscale)) {
-      return false;
-    }
-    if (a.type == CollectiveType::kBroadcast && b.root_rank != a.root_rank) return false;
+    if (!same_signature(requests.front(), b)) return false;
   }
   return true;
 }

@@ -27,6 +27,7 @@ BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const Runti
       topo_(backend.topology()),
       executor_(backend.data(), topo_.size, stats, timeline),
       waiter_(options, queue),
+      cache_(static_cast<size_t>(options.cache_capacity)),
       last_stall_check_(std::chrono::steady_clock::now()) {
   if (topo_.rank == 0) coordinator_ = std::make_unique<Coordinator>(topo_.size);
 }
@@ -62,6 +63,8 @@ bool BackgroundLoop::run_round() {
 Status BackgroundLoop::send_local_requests(bool* progressed) {
   RequestList mine;
   mine.requests = queue_.take_new_requests();
+  mine.requests.insert(mine.requests.end(), to_resend_.begin(), to_resend_.end());
+  to_resend_.clear();
   if (shutdown_requested_.load() && !shutdown_sent_) {
     mine.shutdown = true;
     shutdown_sent_ = true;
@@ -72,11 +75,42 @@ Status BackgroundLoop::send_local_requests(bool* progressed) {
     add_requests(topo_.rank, mine);
     return Status::ok();
   }
+  use_cache_keys(&mine);
   return backend_.control().send_to_coordinator(mine.serialize());
+}
+
+// Requests whose signature every rank has cached travel as keys.
+void BackgroundLoop::use_cache_keys(RequestList* list) {
+  std::vector<Request> full;
+  for (Request& r : list->requests) {
+    if (auto key = cache_.lookup(r)) {
+      list->cached.push_back(*key);
+      sent_keys_[r.name] = *key;
+    } else {
+      full.push_back(std::move(r));
+    }
+  }
+  if (!list->cached.empty()) {
+    const auto hits = static_cast<int64_t>(list->cached.size());
+    stats_.update([&](RuntimeStats& st) { st.cache_hits += hits; });
+  }
+  list->requests.swap(full);
 }
 
 void BackgroundLoop::add_requests(int from_rank, const RequestList& list) {
   for (const Request& r : list.requests) coordinator_->add(r);
+  int64_t hits = 0;
+  for (const CacheKey& key : list.cached) {
+    if (const Request* cached = cache_.resolve(key)) {
+      Request r = *cached;
+      r.rank = from_rank;
+      coordinator_->add(r);
+      ++hits;
+    } else {
+      pending_resends_.push_back({from_rank, key});  // the slot was refilled meanwhile
+    }
+  }
+  if (hits > 0) stats_.update([&](RuntimeStats& st) { st.cache_hits += hits; });
   if (list.shutdown && global_shutdown_reason_.empty()) {
     global_shutdown_reason_ = "rank " + std::to_string(from_rank) + " called shutdown()";
   }
@@ -99,7 +133,8 @@ Status BackgroundLoop::coordinate(bool* progressed) {
     out.shutdown = true;
     out.shutdown_reason = global_shutdown_reason_;
   }
-  if (out.responses.empty() && !out.shutdown) return Status::ok();
+  out.resend.swap(pending_resends_);
+  if (out.responses.empty() && out.resend.empty() && !out.shutdown) return Status::ok();
   *progressed = true;
   if (topo_.size > 1) {
     Status s = backend_.control().send_to_workers(out.serialize());
@@ -147,10 +182,13 @@ Status BackgroundLoop::receive_responses(bool* progressed) {
 void BackgroundLoop::execute(const ResponseList& list) {
   for (const Response& response : list.responses) {
     std::vector<TensorEntry> entries;
+    std::vector<Request> requests;  // kept for the cache: the entries move on
     entries.reserve(response.names.size());
     for (const std::string& name : response.names) {
       TensorEntry e;
+      sent_keys_.erase(name);
       if (queue_.take(name, &e)) {
+        requests.push_back(e.request);
         entries.push_back(std::move(e));
       } else {
         CHORUS_LOG(logger_, kError) << "internal: response for tensor '" << name
@@ -158,11 +196,33 @@ void BackgroundLoop::execute(const ResponseList& list) {
       }
     }
     if (!entries.empty()) executor_.execute(response, std::move(entries));
+    // Every rank updates its cache here, in response order: identical caches.
+    if (response.type == ResponseType::kError) {
+      for (const std::string& name : response.names) cache_.erase(name);
+    } else {
+      for (const Request& r : requests) cache_.put(r);
+    }
   }
+  resend_stale(list.resend);
   stats_.update([](RuntimeStats& st) { ++st.negotiation_rounds; });
   if (list.shutdown) {
     finish(Status::aborted("Chorus was shut down (" + list.shutdown_reason + ")"));
   }
+}
+
+void BackgroundLoop::resend_stale(const std::vector<Resend>& resend) {
+  for (const Resend& x : resend) {
+    if (x.rank != topo_.rank) continue;
+    for (auto it = sent_keys_.begin(); it != sent_keys_.end(); ++it) {
+      if (!(it->second == x.key)) continue;
+      Request full;
+      if (queue_.request_of(it->first, &full)) to_resend_.push_back(std::move(full));
+      sent_keys_.erase(it);
+      stats_.update([](RuntimeStats& st) { ++st.cache_resends; });
+      break;
+    }
+  }
+  if (!to_resend_.empty()) queue_.notify();
 }
 
 void BackgroundLoop::finish(const Status& reason) {

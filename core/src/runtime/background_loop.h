@@ -12,10 +12,13 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "comm/backend.h"
 #include "common/logging.h"
 #include "negotiation/coordinator.h"
+#include "negotiation/response_cache.h"
 #include "runtime/idle_waiter.h"
 #include "runtime/operation_executor.h"
 #include "runtime/shared_stats.h"
@@ -41,6 +44,8 @@ class BackgroundLoop {
   Status coordinate(bool* progressed);
   Status receive_responses(bool* progressed);
   void add_requests(int from_rank, const RequestList& list);
+  void use_cache_keys(RequestList* list);
+  void resend_stale(const std::vector<Resend>& resend);
   void check_stalls();
   void execute(const ResponseList& list);
   void finish(const Status& reason);
@@ -55,6 +60,10 @@ class BackgroundLoop {
   OperationExecutor executor_;
   IdleWaiter waiter_;
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
+  ResponseCache cache_;                       // identical on every rank
+  std::unordered_map<std::string, CacheKey> sent_keys_;  // this rank's requests sent by key
+  std::vector<Request> to_resend_;            // stale keys, going out in full next round
+  std::vector<Resend> pending_resends_;       // coordinator: to tell the workers
 
   std::atomic<bool> shutdown_requested_{false};
   bool shutdown_sent_ = false;

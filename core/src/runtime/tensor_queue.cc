@@ -41,6 +41,14 @@ std::vector<Request> TensorQueue::take_new_requests() {
   return out;
 }
 
+bool TensorQueue::request_of(const std::string& name, Request* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return false;
+  *out = it->second.request;
+  return true;
+}
+
 bool TensorQueue::take(const std::string& name, TensorEntry* out) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);

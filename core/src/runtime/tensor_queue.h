@@ -24,6 +24,8 @@ class TensorQueue {
   Status add(std::vector<TensorEntry> entries);
   /// Requests added since the last call, in order.
   std::vector<Request> take_new_requests();
+  /// The request of the entry named `name`, if one is held.
+  bool request_of(const std::string& name, Request* out) const;
   /// Removes and returns the entry named `name`; false if there is none.
   bool take(const std::string& name, TensorEntry* out);
   /// Refuses further adds with `reason` and returns every entry still held.
