@@ -43,20 +43,22 @@ n=$(grep -rl "^REPORT" "$work/logs" 2>/dev/null | wc -l)
 out=$("$chorusrun" -np 2 --dry-run "$report" 2>&1)
 [[ $out == *mpirun*"-np 2"*rank_report* && $out != *REPORT* ]] && pass "--dry-run" || fail "--dry-run printed: $out"
 
-# SIGTERM reaches the job: chorusrun ends soon, and no rank is left behind.
-"$chorusrun" -np 2 "$report" --sleep 120 > "$work/sig.out" 2>&1 &
-pid=$!
-for _ in $(seq 100); do grep -q "^REPORT" "$work/sig.out" && break; sleep 0.2; done
-start=$(date +%s)
-kill -TERM "$pid"
-wait "$pid"
-rc=$?
-took=$(($(date +%s) - start))
-sleep 1
-left=$(pgrep -f -- "$report --sleep 120" | wc -l)
-[[ $rc -ne 0 && $took -le 20 && $left -eq 0 ]] && pass "SIGTERM: exit $rc after ${took}s, no ranks left" ||
-  fail "SIGTERM: exit $rc after ${took}s, $left ranks left"
-pkill -f -- "$report --sleep 120" 2>/dev/null
+# SIGTERM and SIGINT reach the job: chorusrun ends soon, and no rank is left behind.
+for sig in TERM INT; do
+  "$chorusrun" -np 2 "$report" --sleep 120 > "$work/sig.out" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do grep -q "^REPORT" "$work/sig.out" && break; sleep 0.2; done
+  start=$(date +%s)
+  kill -"$sig" "$pid"
+  wait "$pid"
+  rc=$?
+  took=$(($(date +%s) - start))
+  sleep 1
+  left=$(pgrep -f -- "$report --sleep 120" | wc -l)
+  [[ $rc -ne 0 && $took -le 20 && $left -eq 0 ]] && pass "SIG$sig: exit $rc after ${took}s, no ranks left" ||
+    fail "SIG$sig: exit $rc after ${took}s, $left ranks left"
+  pkill -f -- "$report --sleep 120" 2>/dev/null
+done
 
 # Bad input: non-zero exit, one error line, nothing started.
 bad() {
