@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <numeric>
+#include <thread>
 
 #include "chorus/error.h"
 #include "loopback_job.h"
@@ -303,5 +304,31 @@ TEST_CASE("A cached name that comes back with another shape on one rank fails ev
     std::vector<float> again(6, 2.0f);
     rt.allreduce_async("cached.x", view(again), view(again), sum).wait();
     RANK_CHECK(again[5] == 6.0f);
+  }, options);
+}
+
+TEST_CASE("A burst arriving over time fuses; a lone tensor is not held back", "[runtime][fusion]") {
+  RuntimeOptions options = chorus::test::quiet_options();
+  options.fusion_wait_us = 300000;  // 300 ms: far longer than the burst below
+  run_ranks(2, [](Runtime& rt, int rank) {
+    // Lone tensor: nothing else is arriving, so it must not wait 300 ms.
+    std::vector<float> one(4, 1.0f);
+    const auto t0 = std::chrono::steady_clock::now();
+    rt.allreduce_async("lone", view(one), view(one)).wait();
+    RANK_CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(150));
+
+    // A burst: 12 tensors, 2 ms apart on rank 1 only, so the coordinator
+    // always has some tensor half-submitted until the last one.
+    const RuntimeStats before = rt.stats();
+    std::vector<std::vector<float>> bufs(12, std::vector<float>(16, float(rank)));
+    std::vector<Handle> hs;
+    for (int t = 0; t < 12; ++t) {
+      if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      hs.push_back(rt.allreduce_async("burst." + std::to_string(t), view(bufs[t]), view(bufs[t])));
+    }
+    for (auto& h : hs) h.wait();
+    const RuntimeStats after = rt.stats();
+    RANK_CHECK(after.allreduce_ops - before.allreduce_ops <= 2);
+    RANK_CHECK(bufs[11][0] == 0.5f);
   }, options);
 }

@@ -39,6 +39,11 @@ struct RuntimeOptions {
   /// is due), busy-poll this long after the last event before sleeping, in
   /// microseconds. CHORUS_PENDING_SPIN_TIME_US.
   double pending_spin_time_us = 5000.0;
+  /// The coordinator holds tensors that are ready everywhere for up to this
+  /// many microseconds while other tensors are still arriving, so a burst
+  /// fuses into one response instead of trickling out; a lone tensor goes out
+  /// at once. CHORUS_FUSION_WAIT_US.
+  double fusion_wait_us = 200.0;
   /// Warn about tensors some ranks submitted and others did not after this many
   /// seconds; 0 disables. CHORUS_STALL_CHECK_TIME_SECONDS.
   double stall_check_seconds = 60.0;

@@ -56,6 +56,11 @@ const std::vector<EnvParam> kParams = {
        o->fusion_threshold_bytes = v;
        return "";
      }},
+    {"FUSION_WAIT_US", "200",
+     "Microseconds the coordinator holds ready tensors while others are still arriving, to fuse a burst.",
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_nonneg_double(t, &o->fusion_wait_us, "microseconds");
+     }},
     {"CYCLE_TIME", "1",
      "Longest sleep of the background thread between polls, in milliseconds.",
      [](const std::string& t, RuntimeOptions* o) {

@@ -127,7 +127,7 @@ Status BackgroundLoop::coordinate(bool* progressed) {
     *progressed = true;
   }
   ResponseList out;
-  out.responses = plan_fusion(coordinator_->take_ready(), options_.fusion_threshold_bytes);
+  out.responses = plan_fusion(take_fusable_burst(), options_.fusion_threshold_bytes);
   check_stalls();
   if (!global_shutdown_reason_.empty()) {
     out.shutdown = true;
@@ -142,6 +142,22 @@ Status BackgroundLoop::coordinate(bool* progressed) {
   }
   execute(out);
   return Status::ok();
+}
+
+// Ready tensors go out at once when nothing else is on its way; while other
+// tensors are partly submitted (a burst still arriving) they wait up to
+// fusion_wait_us so the burst fuses into one response.
+std::vector<ReadyTensor> BackgroundLoop::take_fusable_burst() {
+  std::vector<ReadyTensor> ready = coordinator_->take_ready();
+  if (!ready.empty() && held_.empty()) held_since_ = std::chrono::steady_clock::now();
+  held_.insert(held_.end(), std::make_move_iterator(ready.begin()), std::make_move_iterator(ready.end()));
+  if (held_.empty()) return {};
+  const double held_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - held_since_).count();
+  if (!coordinator_->idle() && held_us < options_.fusion_wait_us && global_shutdown_reason_.empty()) return {};
+  std::vector<ReadyTensor> out;
+  out.swap(held_);
+  return out;
 }
 
 void BackgroundLoop::check_stalls() {
@@ -227,10 +243,11 @@ void BackgroundLoop::resend_stale(const std::vector<Resend>& resend) {
 
 void BackgroundLoop::finish(const Status& reason) {
   finished_ = true;
+  CompletionBatch batch;
   for (TensorEntry& e : queue_.close(reason)) {
     const Status failed(reason.code(), collective_name(e.request.type) + std::string(" of tensor '") +
                                            e.name() + "' did not complete: " + reason.message());
-    finish_entry(std::move(e), failed);
+    finish_entry(std::move(e), failed, batch);
   }
 }
 

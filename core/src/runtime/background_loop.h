@@ -47,6 +47,7 @@ class BackgroundLoop {
   void use_cache_keys(RequestList* list);
   void resend_stale(const std::vector<Resend>& resend);
   void check_stalls();
+  std::vector<ReadyTensor> take_fusable_burst();
   void execute(const ResponseList& list);
   void finish(const Status& reason);
 
@@ -64,6 +65,8 @@ class BackgroundLoop {
   std::unordered_map<std::string, CacheKey> sent_keys_;  // this rank's requests sent by key
   std::vector<Request> to_resend_;            // stale keys, going out in full next round
   std::vector<Resend> pending_resends_;       // coordinator: to tell the workers
+  std::vector<ReadyTensor> held_;             // coordinator: ready, waiting for a burst to complete
+  std::chrono::steady_clock::time_point held_since_;
 
   std::atomic<bool> shutdown_requested_{false};
   bool shutdown_sent_ = false;

@@ -8,14 +8,18 @@ namespace chorus {
 namespace detail {
 
 void HandleState::complete(Status status) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (done_) return;
-    done_ = true;
-    status_ = std::move(status);
-  }
-  cv_.notify_all();
+  set_result(std::move(status));
+  notify();
 }
+
+void HandleState::set_result(Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (done_) return;
+  done_ = true;
+  status_ = std::move(status);
+}
+
+void HandleState::notify() { cv_.notify_all(); }
 
 bool HandleState::done() const {
   std::lock_guard<std::mutex> lock(mu_);

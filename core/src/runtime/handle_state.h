@@ -15,6 +15,11 @@ class HandleState {
  public:
   /// Records the result and wakes every waiter. Later calls are ignored.
   void complete(Status status);
+  /// Records the result without waking anyone yet: completing a batch first
+  /// and waking after (notify()) lets a thread that waits on the batch's
+  /// handles one by one wake once, not once per handle.
+  void set_result(Status status);
+  void notify();
   bool done() const;
   /// Waits up to `timeout` (forever when empty); returns the result, or
   /// InProgress when the time ran out first.

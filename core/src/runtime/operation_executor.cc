@@ -42,7 +42,8 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
       break;
   }
   if (!status.is_ok()) stats_.update([&](RuntimeStats& st) { st.errors += static_cast<int64_t>(entries.size()); });
-  for (auto& e : entries) finish_entry(std::move(e), status);
+  CompletionBatch batch;  // wakes every waiter once all are complete
+  for (auto& e : entries) finish_entry(std::move(e), status, batch);
 }
 
 Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {

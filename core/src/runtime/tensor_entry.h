@@ -28,6 +28,17 @@ struct TensorEntry {
   const std::string& name() const { return request.name; }
 };
 
+/// Handles completed but not yet woken: wake() wakes their waiters at once.
+class CompletionBatch {
+ public:
+  void add(std::shared_ptr<HandleState> handle) { handles_.push_back(std::move(handle)); }
+  void wake();
+  ~CompletionBatch() { wake(); }
+
+ private:
+  std::vector<std::shared_ptr<HandleState>> handles_;
+};
+
 /// Holds back the completion of a group's members until the last one ran.
 /// Only the background thread touches it.
 class GroupCompletion {
@@ -35,7 +46,7 @@ class GroupCompletion {
   explicit GroupCompletion(size_t members) : remaining_(members) {}
   /// Records one member's result; when it is the last, completes them all
   /// (each with the first error of the group, if any).
-  void finish(TensorEntry entry, const Status& status);
+  void finish(TensorEntry entry, const Status& status, CompletionBatch& batch);
 
  private:
   size_t remaining_;
@@ -43,10 +54,11 @@ class GroupCompletion {
   std::vector<TensorEntry> done_;
 };
 
-/// Runs the entry's callback, then completes its handle.
-void complete_entry(TensorEntry& entry, const Status& status);
+/// Runs the entry's callback, then records its result; its waiters wake
+/// with `batch`.
+void complete_entry(TensorEntry& entry, const Status& status, CompletionBatch& batch);
 
 /// Completes an entry, or defers it to its group.
-void finish_entry(TensorEntry entry, const Status& status);
+void finish_entry(TensorEntry entry, const Status& status, CompletionBatch& batch);
 
 }  // namespace chorus::detail
