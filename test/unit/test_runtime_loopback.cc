@@ -147,7 +147,10 @@ TEST_CASE("Local bad input is refused at once, on that rank only", "[runtime][er
 }
 
 TEST_CASE("A duplicate in-flight name is refused on that rank", "[runtime][errors]") {
-  run_ranks(2, [](Runtime& rt, int rank) {
+  // Rank 1 submits only after rank 0 tried the duplicate, so the first
+  // "dup" is surely still in flight then.
+  std::atomic<bool> tried{false};
+  run_ranks(2, [&tried](Runtime& rt, int rank) {
     std::vector<float> a(4, 1), b(4, 1);
     if (rank == 0) {
       Handle first = rt.allreduce_async("dup", view(a), view(a));
@@ -158,8 +161,10 @@ TEST_CASE("A duplicate in-flight name is refused on that rank", "[runtime][error
         threw = std::string(e.what()).find("already in flight") != std::string::npos;
       }
       RANK_CHECK(threw);
+      tried = true;
       first.wait();
     } else {
+      while (!tried) std::this_thread::yield();
       rt.allreduce_async("dup", view(a), view(a)).wait();
     }
   });
@@ -331,4 +336,27 @@ TEST_CASE("A burst arriving over time fuses; a lone tensor is not held back", "[
     RANK_CHECK(after.allreduce_ops - before.allreduce_ops <= 2);
     RANK_CHECK(bufs[11][0] == 0.5f);
   }, options);
+}
+
+TEST_CASE("Allgather with a different first dimension per rank, and barrier, on in-process ranks", "[runtime][allgather]") {
+  for (int size : {1, 2, 3, 4}) {
+    INFO("world size " << size);
+    run_ranks(size, [size](Runtime& rt, int rank) {
+      std::vector<int32_t> in(static_cast<size_t>(rank * 2), rank);  // rank 0 contributes no rows
+      auto t = std::make_shared<HostTensorView>(in.data(), DataType::kInt32, TensorShape{rank, 2});
+      Handle h = rt.allgather_async("g", t);
+      h.wait();
+      auto out = h.output();
+      RANK_CHECK(out != nullptr);
+      RANK_CHECK(out->shape() == TensorShape({int64_t(size * (size - 1) / 2), 2}));
+      const int32_t* v = static_cast<const int32_t*>(out->data());
+      int64_t at = 0;
+      for (int r = 0; r < size; ++r) {
+        for (int i = 0; i < 2 * r; ++i) RANK_CHECK(v[at++] == r);
+      }
+      rt.barrier_async().wait();
+      rt.barrier_async().wait();
+      RANK_CHECK(rt.stats().allgathers == 1);
+    });
+  }
 }

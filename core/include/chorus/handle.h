@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "chorus/status.h"
+#include "chorus/tensor.h"
 
 namespace chorus {
 
@@ -31,6 +32,10 @@ class Handle {
   /// The result so far: InProgress while running.
   Status status() const;
   bool valid() const { return state_ != nullptr; }
+  /// The tensor an operation allocated for its result (allgather), once it
+  /// completed successfully; nullptr before that and for operations that
+  /// write into the caller's tensors.
+  std::shared_ptr<Tensor> output() const;
 
  private:
   std::shared_ptr<detail::HandleState> state_;

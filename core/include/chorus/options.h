@@ -101,6 +101,7 @@ struct RuntimeStats {
   int64_t fused_allreduce_ops = 0; ///< of those, the ones that carried 2+ tensors
   int64_t ring_allreduce_ops = 0;  ///< of those, the ones the pipelined ring ran
   int64_t broadcasts = 0;
+  int64_t allgathers = 0;
   int64_t bytes_allreduced = 0;
   int64_t negotiation_rounds = 0;  ///< response lists executed
   int64_t cache_hits = 0;          ///< requests negotiated by cache key (sent on workers, resolved on rank 0)

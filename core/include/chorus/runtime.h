@@ -64,6 +64,16 @@ class Runtime {
   Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank,
                          OpHooks hooks = {});
 
+  /// Starts an allgather: every rank contributes `input` (the first
+  /// dimension may differ per rank, the others must not); the result, the
+  /// inputs concatenated along the first dimension in rank order, is
+  /// allocated through `hooks.context` (host memory when none) and returned
+  /// by Handle::output() once the handle completed.
+  Handle allgather_async(const std::string& name, std::shared_ptr<Tensor> input, OpHooks hooks = {});
+  /// Starts a barrier: completes once every rank started one. Ranks must call
+  /// barriers equally often (they are matched by their count).
+  Handle barrier_async();
+
   RuntimeStats stats() const;
   const RuntimeOptions& options() const;
 

@@ -4,6 +4,7 @@
 // (comm/loopback); the ring and NCCL plug in here too.
 
 #include <cstdint>
+#include <vector>
 
 #include "chorus/status.h"
 #include "chorus/types.h"
@@ -27,6 +28,10 @@ class Communicator {
                            PostScale scale = {}) = 0;
   /// In-place broadcast of `bytes` bytes from `root`.
   virtual Status broadcast(void* buffer, int64_t bytes, int root) = 0;
+  /// Every rank contributes `rows[rank]` rows of `row_bytes` bytes from
+  /// `input`; `output` receives all of them in rank order.
+  virtual Status allgatherv(const void* input, void* output, const std::vector<int64_t>& rows,
+                            int64_t row_bytes) = 0;
   /// Allreduces run on the pipelined ring so far (0 for plain backends).
   virtual int64_t ring_allreduces() const { return 0; }
   /// Name for logs and --check-build, e.g. "mpi".

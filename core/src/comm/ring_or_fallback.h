@@ -23,6 +23,9 @@ class RingOrFallbackCommunicator final : public Communicator {
   Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
                    PostScale scale) override;
   Status broadcast(void* buffer, int64_t bytes, int root) override { return fallback_.broadcast(buffer, bytes, root); }
+  Status allgatherv(const void* input, void* output, const std::vector<int64_t>& rows, int64_t row_bytes) override {
+    return fallback_.allgatherv(input, output, rows, row_bytes);
+  }
   const char* name() const override { return "ring+mpi"; }
   int64_t ring_allreduces() const override { return ring_calls_; }
 

@@ -52,9 +52,18 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
     out.response.error_message = error;
     return out;
   }
-  out.response.type = rank0->type == CollectiveType::kAllreduce ? ResponseType::kAllreduce
-                                                                 : ResponseType::kBroadcast;
+  out.response.type = response_type_of(rank0->type);
   out.response.total_bytes = rank0->num_elements() * dtype_size(rank0->dtype);
+  if (rank0->type == CollectiveType::kAllgather) {
+    // Every rank's first dimension, in rank order: the output's layout.
+    out.response.first_dims.assign(static_cast<size_t>(world_size_), 0);
+    out.response.total_bytes = 0;
+    for (const Request& r : entry.requests) {
+      const int64_t first = r.shape.empty() ? 1 : r.shape.front();
+      out.response.first_dims[static_cast<size_t>(r.rank)] = first;
+      out.response.total_bytes += r.num_elements() * dtype_size(r.dtype);
+    }
+  }
   return out;
 }
 

@@ -14,8 +14,20 @@ const char* collective_name(CollectiveType type) {
   switch (type) {
     case CollectiveType::kAllreduce: return "allreduce";
     case CollectiveType::kBroadcast: return "broadcast";
+    case CollectiveType::kAllgather: return "allgather";
+    case CollectiveType::kBarrier: return "barrier";
   }
   return "unknown";
+}
+
+ResponseType response_type_of(CollectiveType type) {
+  switch (type) {
+    case CollectiveType::kAllreduce: return ResponseType::kAllreduce;
+    case CollectiveType::kBroadcast: return ResponseType::kBroadcast;
+    case CollectiveType::kAllgather: return ResponseType::kAllgather;
+    case CollectiveType::kBarrier: return ResponseType::kBarrier;
+  }
+  return ResponseType::kError;
 }
 
 int64_t Request::num_elements() const {
@@ -88,7 +100,7 @@ Status RequestList::parse(const std::string& bytes, RequestList* out) {
     r.get(&q.device);
     r.get_string(&q.group);
     r.get(&q.group_size);
-    if (!is_valid_dtype(dtype) || !is_valid_reduce_op(op) || type < 0 || type > 1) {
+    if (!is_valid_dtype(dtype) || !is_valid_reduce_op(op) || type < 0 || type > kLastCollectiveType) {
       return Status::unknown_error("malformed request list (bad enum value)");
     }
     q.type = static_cast<CollectiveType>(type);
@@ -121,6 +133,7 @@ std::string ResponseList::serialize() const {
     for (const auto& n : r.names) w.put_string(n);
     w.put_string(r.error_message);
     w.put(r.total_bytes);
+    w.put_int64s(r.first_dims);
   }
   w.put<uint32_t>(static_cast<uint32_t>(resend.size()));
   for (const Resend& x : resend) {
@@ -154,7 +167,8 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out) {
     }
     r.get_string(&p.error_message);
     r.get(&p.total_bytes);
-    if (type < 0 || type > 2) return Status::unknown_error("malformed response list (bad type)");
+    r.get_int64s(&p.first_dims);
+    if (type < 0 || type > kLastResponseType) return Status::unknown_error("malformed response list (bad type)");
     p.type = static_cast<ResponseType>(type);
     out->responses.push_back(std::move(p));
   }

@@ -11,7 +11,8 @@
 
 namespace chorus::detail {
 
-enum class CollectiveType : int32_t { kAllreduce = 0, kBroadcast = 1 };
+enum class CollectiveType : int32_t { kAllreduce = 0, kBroadcast = 1, kAllgather = 2, kBarrier = 3 };
+constexpr int32_t kLastCollectiveType = 3;
 const char* collective_name(CollectiveType type);
 
 /// One rank's "tensor `name` is ready here, with these properties".
@@ -69,7 +70,11 @@ struct RequestList {
   }
 };
 
-enum class ResponseType : int32_t { kAllreduce = 0, kBroadcast = 1, kError = 2 };
+enum class ResponseType : int32_t { kAllreduce = 0, kBroadcast = 1, kError = 2, kAllgather = 3, kBarrier = 4 };
+constexpr int32_t kLastResponseType = 4;
+
+/// The response type that runs a collective of `type`.
+ResponseType response_type_of(CollectiveType type);
 
 /// "Run this collective on these tensors now" (several names = fused), or
 /// "fail these tensors with this message".
@@ -79,10 +84,13 @@ struct Response {
   std::string error_message;
   /// Total bytes of the tensors, for fusion planning on the coordinator.
   int64_t total_bytes = 0;
+  /// Allgather: every rank's first dimension, rank-major per tensor
+  /// (tensor t, rank r at [t * world_size + r]).
+  std::vector<int64_t> first_dims;
 
   bool operator==(const Response& o) const {
     return type == o.type && names == o.names && error_message == o.error_message &&
-           total_bytes == o.total_bytes;
+           total_bytes == o.total_bytes && first_dims == o.first_dims;
   }
 };
 

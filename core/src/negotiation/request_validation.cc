@@ -59,10 +59,25 @@ void check_property(const char* property, const std::vector<Request>& requests,
 // Every property the ranks must agree on, compared directly: the common
 // case (they agree) costs a few comparisons, not a formatted report.
 bool all_agree(const std::vector<Request>& requests) {
+  const Request& a = requests.front();
   for (const Request& b : requests) {
-    if (!same_signature(requests.front(), b)) return false;
+    if (a.type == CollectiveType::kAllgather) {
+      // The first dimension may differ; the rest must not.
+      Request x = a, y = b;
+      if (!x.shape.empty() && !y.shape.empty()) x.shape.front() = y.shape.front() = 0;
+      if (!same_signature(x, y)) return false;
+    } else if (!same_signature(a, b)) {
+      return false;
+    }
   }
   return true;
+}
+
+// What must agree of a shape: all of it, or for allgather all but the first dimension.
+std::string agreed_shape_text(const Request& r) {
+  if (r.type != CollectiveType::kAllgather || r.shape.empty()) return shape_text(r.shape);
+  std::vector<int64_t> rest(r.shape.begin() + 1, r.shape.end());
+  return "[*" + std::string(rest.empty() ? "" : ", ") + shape_text(rest).substr(1);
 }
 
 }  // namespace
@@ -80,7 +95,8 @@ std::string validate_requests(const std::string& name, const std::vector<Request
   check_property("operation", requests, [](const Request& r) { return std::string(collective_name(r.type)); }, &problems);
   if (problems.empty()) {
     check_property("dtype", requests, [](const Request& r) { return std::string(dtype_name(r.dtype)); }, &problems);
-    check_property("shape", requests, [](const Request& r) { return shape_text(r.shape); }, &problems);
+    check_property(requests.front().type == CollectiveType::kAllgather ? "shape after the first dimension" : "shape",
+                   requests, [](const Request& r) { return agreed_shape_text(r); }, &problems);
     check_property("device", requests,
                    [](const Request& r) { return r.device == kCpuDevice ? std::string("cpu") : "device " + std::to_string(r.device); },
                    &problems);
@@ -91,7 +107,7 @@ std::string validate_requests(const std::string& name, const std::vector<Request
       check_property("reduce op", requests, [](const Request& r) { return std::string(reduce_op_name(r.op)); }, &problems);
       check_property("prescale factor", requests, [](const Request& r) { return number_text(r.prescale); }, &problems);
       check_property("postscale factor", requests, [](const Request& r) { return number_text(r.postscale); }, &problems);
-    } else {
+    } else if (requests.front().type == CollectiveType::kBroadcast) {
       check_property("root rank", requests, [](const Request& r) { return std::to_string(r.root_rank); }, &problems);
       const int root = requests.front().root_rank;
       if (problems.empty() && (root < 0 || root >= world_size)) {

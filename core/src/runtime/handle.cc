@@ -21,6 +21,16 @@ void HandleState::set_result(Status status) {
 
 void HandleState::notify() { cv_.notify_all(); }
 
+void HandleState::set_output(std::shared_ptr<Tensor> output) {
+  std::lock_guard<std::mutex> lock(mu_);
+  output_ = std::move(output);
+}
+
+std::shared_ptr<Tensor> HandleState::output() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return output_;
+}
+
 bool HandleState::done() const {
   std::lock_guard<std::mutex> lock(mu_);
   return done_;
@@ -72,6 +82,11 @@ void Handle::wait(std::chrono::milliseconds timeout) const {
 Status Handle::wait_status() const {
   if (!state_) return Status::precondition_error("empty chorus::Handle (not returned by an enqueue)");
   return state_->wait(std::nullopt);
+}
+
+std::shared_ptr<Tensor> Handle::output() const {
+  require_valid(state_);
+  return state_->done() ? state_->output() : nullptr;
 }
 
 Status Handle::status() const {

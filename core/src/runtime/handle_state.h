@@ -7,7 +7,10 @@
 #include <mutex>
 #include <optional>
 
+#include <memory>
+
 #include "chorus/status.h"
+#include "chorus/tensor.h"
 
 namespace chorus::detail {
 
@@ -25,12 +28,17 @@ class HandleState {
   /// InProgress when the time ran out first.
   Status wait(std::optional<std::chrono::milliseconds> timeout) const;
   Status status() const;
+  /// The output allocated during the operation (allgather), set before the
+  /// result; nullptr for operations that write into the caller's tensors.
+  void set_output(std::shared_ptr<Tensor> output);
+  std::shared_ptr<Tensor> output() const;
 
  private:
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   bool done_ = false;
   Status status_ = Status::in_progress();
+  std::shared_ptr<Tensor> output_;
 };
 
 }  // namespace chorus::detail

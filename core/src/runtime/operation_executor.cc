@@ -34,12 +34,19 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
       status = allreduce(entries);
       break;
     case ResponseType::kBroadcast:
+    case ResponseType::kAllgather:
       wait_until_ready(entries);
-      status = entries.size() == 1
-                   ? broadcast(entries.front())
-                   : Status::unknown_error("internal: a broadcast response carries " +
-                                           std::to_string(entries.size()) + " tensors");
+      if (entries.size() != 1) {
+        status = Status::unknown_error("internal: a " + std::string(collective_name(entries.front().request.type)) +
+                                       " response carries " + std::to_string(entries.size()) + " tensors");
+      } else if (response.type == ResponseType::kBroadcast) {
+        status = broadcast(entries.front());
+      } else {
+        status = allgather(response, entries.front());
+      }
       break;
+    case ResponseType::kBarrier:
+      break;  // every rank had arrived when the coordinator answered: that is the barrier
   }
   if (!status.is_ok()) stats_.update([&](RuntimeStats& st) { st.errors += static_cast<int64_t>(entries.size()); });
   CompletionBatch batch;  // wakes every waiter once all are complete
@@ -113,6 +120,38 @@ void OperationExecutor::record_allreduce(size_t tensors, int64_t bytes, bool rin
   if (packed > start) timeline_.record(row, "PACK", start, packed, args);
   timeline_.record(row, ring ? "ALLREDUCE ring" : "ALLREDUCE mpi", packed, reduced, args);
   timeline_.record(row, "UNPACK", reduced, Clock::now(), args);
+}
+
+Status OperationExecutor::allgather(const Response& response, TensorEntry& e) {
+  const Request& r = e.request;
+  const std::string what = "allgather of tensor '" + r.name + "': ";
+  if (static_cast<int>(response.first_dims.size()) != world_size_) {
+    return Status::unknown_error(what + "internal: the response has " + std::to_string(response.first_dims.size()) +
+                                 " first dimensions for " + std::to_string(world_size_) + " ranks");
+  }
+  TensorShape out_shape;
+  int64_t rows = 0;
+  for (int64_t d : response.first_dims) rows += d;
+  out_shape.add_dim(rows);
+  int64_t row_elems = 1;
+  for (size_t i = 1; i < r.shape.size(); ++i) {
+    out_shape.add_dim(r.shape[i]);
+    row_elems *= r.shape[i];
+  }
+  std::shared_ptr<OpContext> context = e.hooks.context;
+  if (!context) context = std::make_shared<HostOpContext>();
+  std::shared_ptr<Tensor> out;
+  Status s = context->allocate_output(out_shape, r.dtype, &out);
+  if (!s.is_ok()) return Status(s.code(), what + "allocating the output " + out_shape.to_string() + " failed: " + s.message());
+  if (!out || out->shape().num_elements() != out_shape.num_elements() || out->dtype() != r.dtype) {
+    return Status::unknown_error(what + "the adapter's OpContext returned a tensor of the wrong size or dtype");
+  }
+  s = comm_.allgatherv(e.input->data(), out->mutable_data(), response.first_dims, row_elems * dtype_size(r.dtype));
+  if (!s.is_ok()) return Status(s.code(), what + s.message());
+  e.output = out;
+  if (e.handle) e.handle->set_output(std::move(out));
+  stats_.update([](RuntimeStats& st) { ++st.allgathers; });
+  return Status::ok();
 }
 
 Status OperationExecutor::broadcast(TensorEntry& entry) {

@@ -28,6 +28,7 @@ class OperationExecutor {
  private:
   Status allreduce(std::vector<TensorEntry>& entries);
   Status broadcast(TensorEntry& entry);
+  Status allgather(const Response& response, TensorEntry& entry);
   using Clock = std::chrono::steady_clock;
   void record_allreduce(size_t tensors, int64_t bytes, bool ring, Clock::time_point start, Clock::time_point packed,
                         Clock::time_point reduced);

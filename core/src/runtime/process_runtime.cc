@@ -89,4 +89,10 @@ Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, 
   return require_runtime().broadcast_async(name, std::move(tensor), root_rank);
 }
 
+Handle allgather_async(const std::string& name, std::shared_ptr<Tensor> input) {
+  return require_runtime().allgather_async(name, std::move(input));
+}
+
+void barrier() { require_runtime().barrier_async().wait(); }
+
 }  // namespace chorus

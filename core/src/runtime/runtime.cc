@@ -107,6 +107,40 @@ std::vector<Handle> Runtime::grouped_allreduce_async(const std::vector<std::stri
   return impl_->enqueue(std::move(entries));
 }
 
+Handle Runtime::allgather_async(const std::string& name, std::shared_ptr<Tensor> input, OpHooks hooks) {
+  check_name(name, "allgather");
+  const std::string what = "allgather of tensor '" + name + "': ";
+  if (!input) invalid(what + "input is null");
+  if (input->shape().dims() < 1) invalid(what + "a scalar cannot be gathered along a first dimension; reshape it to [1]");
+  const TensorShape shape = input->shape();  // by value: iterate a live object
+  for (int64_t d : shape.dim_sizes()) {
+    if (d < 0) invalid(what + "negative dimension in shape " + shape.to_string());
+  }
+  detail::TensorEntry e;
+  e.request.rank = rank();
+  e.request.type = detail::CollectiveType::kAllgather;
+  e.request.name = name;
+  e.request.dtype = input->dtype();
+  e.request.shape = input->shape().dim_sizes();
+  e.request.device = input->device();
+  e.input = std::move(input);
+  e.hooks = std::move(hooks);
+  std::vector<detail::TensorEntry> entries;
+  entries.push_back(std::move(e));
+  return impl_->enqueue(std::move(entries)).front();
+}
+
+Handle Runtime::barrier_async() {
+  detail::TensorEntry e;
+  e.request.rank = rank();
+  e.request.type = detail::CollectiveType::kBarrier;
+  e.request.name = "chorus.barrier." + std::to_string(impl_->next_barrier());
+  e.request.shape = {0};
+  std::vector<detail::TensorEntry> entries;
+  entries.push_back(std::move(e));
+  return impl_->enqueue(std::move(entries)).front();
+}
+
 Handle Runtime::broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank,
                                 OpHooks hooks) {
   check_name(name, "broadcast");

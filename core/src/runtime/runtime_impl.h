@@ -32,6 +32,8 @@ class RuntimeImpl {
   /// Validates locally and queues; throws chorus::Error on bad input or
   /// after shutdown.
   std::vector<Handle> enqueue(std::vector<TensorEntry> entries);
+  /// Barriers are matched across ranks by how many came before.
+  int64_t next_barrier() { return barriers_++; }
 
  private:
   void thread_main(std::promise<Status>* started);
@@ -46,6 +48,7 @@ class RuntimeImpl {
   std::unique_ptr<BackgroundLoop> loop_;  // created on the background thread
   std::mutex loop_mu_;                    // guards loop_ against shutdown()
   std::atomic<bool> running_{false};
+  std::atomic<int64_t> barriers_{0};
   std::thread thread_;
 };
 

@@ -107,6 +107,23 @@ class LoopbackComm final : public Communicator {
     if (!scale.is_identity()) scale_copy(buffer, buffer, count, dtype, scale.factor, scale.divisor);
     return Status::ok();
   }
+  Status allgatherv(const void* input, void* output, const std::vector<int64_t>& rows, int64_t row_bytes) override {
+    struct Slot {
+      const void* in;
+      void* out;
+    } mine{input, output};
+    world_.rendezvous(rank_, &mine, [&](std::vector<void*>& all) {
+      for (size_t dst = 0; dst < all.size(); ++dst) {
+        char* out = static_cast<char*>(static_cast<Slot*>(all[dst])->out);
+        for (size_t src = 0; src < all.size(); ++src) {
+          const int64_t bytes = rows[src] * row_bytes;
+          if (bytes > 0) std::memcpy(out, static_cast<Slot*>(all[src])->in, static_cast<size_t>(bytes));
+          out += bytes;
+        }
+      }
+    });
+    return Status::ok();
+  }
   Status broadcast(void* buffer, int64_t bytes, int root) override {
     world_.rendezvous(rank_, buffer, [&](std::vector<void*>& all) {
       for (size_t r = 0; r < all.size(); ++r) {

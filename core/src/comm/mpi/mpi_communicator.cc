@@ -1,6 +1,8 @@
 #include "comm/mpi/mpi_communicator.h"
 
 #include <algorithm>
+#include <climits>
+#include <vector>
 #include <string>
 
 #include "algorithms/reduce_kernels.h"
@@ -29,6 +31,34 @@ Status MpiCommunicator::allreduce(const void* input, void* output, int64_t count
   }
   if (!scale.is_identity()) scale_copy(output, output, count, dtype, scale.factor, scale.divisor);
   return Status::ok();
+}
+
+Status MpiCommunicator::allgatherv(const void* input, void* output, const std::vector<int64_t>& rows,
+                                   int64_t row_bytes) {
+  // Counts and displacements are in rows (a contiguous type of row_bytes),
+  // so tensors far past 2^31 bytes still fit MPI's int counts.
+  std::vector<int> counts(rows.size()), displs(rows.size());
+  int64_t offset = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r] > INT_MAX || offset > INT_MAX) {
+      return Status::invalid_argument("allgather of " + std::to_string(offset + rows[r]) +
+                                      " rows exceeds what one MPI_Allgatherv call can address (2^31 rows)");
+    }
+    counts[r] = static_cast<int>(rows[r]);
+    displs[r] = static_cast<int>(offset);
+    offset += rows[r];
+  }
+  if (row_bytes <= 0 || offset == 0) return Status::ok();
+  if (row_bytes > INT_MAX) return Status::invalid_argument("allgather rows of more than 2^31 bytes are not supported");
+  MPI_Datatype row;
+  MPI_Type_contiguous(static_cast<int>(row_bytes), MPI_BYTE, &row);
+  MPI_Type_commit(&row);
+  int rank = 0;
+  MPI_Comm_rank(comm_, &rank);
+  const int rc = MPI_Allgatherv(input, counts[static_cast<size_t>(rank)], row, output, counts.data(), displs.data(),
+                                row, comm_);
+  MPI_Type_free(&row);
+  return rc == MPI_SUCCESS ? Status::ok() : Status::unknown_error("MPI_Allgatherv failed");
 }
 
 Status MpiCommunicator::broadcast(void* buffer, int64_t bytes, int root) {

@@ -16,6 +16,7 @@ class MpiCommunicator final : public Communicator {
   Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
                    PostScale scale) override;
   Status broadcast(void* buffer, int64_t bytes, int root) override;
+  Status allgatherv(const void* input, void* output, const std::vector<int64_t>& rows, int64_t row_bytes) override;
   const char* name() const override { return "mpi"; }
 
  private:

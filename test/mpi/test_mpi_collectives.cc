@@ -1,0 +1,110 @@
+// Allgather and barrier under mpirun: every dtype, first dimensions that
+// differ per rank (zero on some), trailing dimensions kept; mismatches fail
+// on every rank; a barrier holds every rank until the last one arrives.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "chorus/chorus.h"
+#include "typed_values.h"
+
+using namespace chorus;
+using chorus::test::load;
+using chorus::test::store;
+
+namespace {
+
+// Rank r contributes `rows(r)` rows; element (row i of rank r, column c).
+int64_t rows_of(int rank, int variant) { return variant == 0 ? rank + 1 : (rank % 2 == 0 ? 0 : rank + 2); }
+double value(DataType dt, int rank, int64_t row, int64_t col) {
+  if (dt == DataType::kBool) return (rank + row + col) % 2;
+  return double((rank * 7 + row * 3 + col) % 50);
+}
+
+}  // namespace
+
+TEST_CASE("Allgather concatenates every rank's rows in rank order, every dtype", "[mpi][allgather]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  const DataType dtypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64,
+                             DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                             DataType::kFloat64, DataType::kBool};
+  for (DataType dt : dtypes) {
+    for (int variant : {0, 1}) {
+      for (const std::vector<int64_t>& trailing : {std::vector<int64_t>{}, std::vector<int64_t>{3},
+                                                   std::vector<int64_t>{2, 5}}) {
+        int64_t cols = 1;
+        for (int64_t d : trailing) cols *= d;
+        std::vector<int64_t> dims = {rows_of(rank, variant)};
+        dims.insert(dims.end(), trailing.begin(), trailing.end());
+        const TensorShape shape{std::vector<int64_t>(dims)};
+        std::vector<char> in(static_cast<size_t>(shape.num_elements() * dtype_size(dt)) + 1);
+        for (int64_t row = 0; row < dims[0]; ++row) {
+          for (int64_t c = 0; c < cols; ++c) store(in.data(), row * cols + c, dt, value(dt, rank, row, c));
+        }
+        const std::string name = std::string("gather.") + dtype_name(dt) + "." + std::to_string(variant) + "." +
+                                 std::to_string(trailing.size());
+        INFO(name);
+        Handle h = allgather_async(name, std::make_shared<HostTensorView>(in.data(), dt, shape));
+        h.wait(std::chrono::seconds(60));
+        std::shared_ptr<Tensor> out = h.output();
+        REQUIRE(out != nullptr);
+        int64_t total_rows = 0;
+        for (int r = 0; r < size; ++r) total_rows += rows_of(r, variant);
+        REQUIRE(out->shape().dim_size(0) == total_rows);
+        REQUIRE(out->shape().dims() == 1 + static_cast<int>(trailing.size()));
+        REQUIRE(out->dtype() == dt);
+        int64_t wrong = 0, at = 0;
+        for (int r = 0; r < size; ++r) {
+          for (int64_t row = 0; row < rows_of(r, variant); ++row) {
+            for (int64_t c = 0; c < cols; ++c) wrong += load(out->data(), at++, dt) != value(dt, r, row, c);
+          }
+        }
+        REQUIRE(wrong == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("Allgather errors: other trailing dimensions fail on every rank; a scalar is refused", "[mpi][allgather]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  std::vector<float> v(12, 1.0f);
+  const TensorShape shape = rank == size - 1 && size > 1 ? TensorShape{2, 6} : TensorShape{3, 4};
+  Handle h = allgather_async("gather.bad", std::make_shared<HostTensorView>(v.data(), DataType::kFloat32, shape));
+  if (size > 1) {
+    try {
+      h.wait(std::chrono::seconds(60));
+      FAIL("expected InvalidArgumentError");
+    } catch (const InvalidArgumentError& e) {
+      REQUIRE_THAT(std::string(e.what()), Catch::Contains("'gather.bad'") &&
+                                              Catch::Contains("shape after the first dimension differs") &&
+                                              Catch::Contains("[*, 6] on rank " + std::to_string(size - 1)));
+    }
+  } else {
+    h.wait();
+  }
+  float scalar = 1;
+  REQUIRE_THROWS_WITH(allgather_async("gather.scalar",
+                                      std::make_shared<HostTensorView>(&scalar, DataType::kFloat32, TensorShape{})),
+                      Catch::Contains("scalar"));
+}
+
+TEST_CASE("A barrier releases no rank before the last one arrived", "[mpi][barrier]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC: one clock for every process on this host
+  for (int round = 0; round < 3; ++round) {
+    const int late = round % size;
+    if (rank == late) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    const double entered = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+    barrier();
+    const double left = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+    // Everybody's entry time, gathered: nobody may leave before the latest entry.
+    double e = entered;
+    Handle h = allgather_async("barrier.check." + std::to_string(round),
+                               std::make_shared<HostTensorView>(&e, DataType::kFloat64, TensorShape{1}));
+    h.wait();
+    double latest = 0;
+    for (int r = 0; r < size; ++r) latest = std::max(latest, static_cast<const double*>(h.output()->data())[r]);
+    REQUIRE(left >= latest);
+  }
+}
