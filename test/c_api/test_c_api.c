@@ -73,6 +73,57 @@ static void test_broadcast(void) {
   for (i = 0; i < 5; ++i) CHECK(buf[i] == 3.5 * i);
 }
 
+/* The allocation callback: remembers what it handed out. */
+struct gathered {
+  void* memory;
+  int64_t bytes;
+  int64_t rows;
+};
+
+static void* allocate(void* user, int64_t bytes, const int64_t* shape, int ndim) {
+  struct gathered* g = (struct gathered*)user;
+  g->memory = malloc(bytes > 0 ? (size_t)bytes : 1);
+  g->bytes = bytes;
+  g->rows = ndim > 0 ? shape[0] : -1;
+  return g->memory;
+}
+
+static void* refuse(void* user, int64_t bytes, const int64_t* shape, int ndim) {
+  (void)user; (void)bytes; (void)shape; (void)ndim;
+  return NULL;
+}
+
+static void test_allgather_and_barrier(void) {
+  int size = chorus_size();
+  int r, k;
+  int64_t rows = g_rank + 1, shape[2] = {g_rank + 1, 2}, h = 0, want_rows = 0;
+  int32_t in[64];
+  struct gathered g = {NULL, 0, 0};
+  for (k = 0; k < rows * 2; ++k) in[k] = g_rank * 100 + k;
+  CHECK(chorus_allgather_async("c.gather", in, shape, 2, CHORUS_INT32, allocate, &g, &h) == 0);
+  CHECK(chorus_wait(h) == 0);
+  for (r = 0; r < size; ++r) want_rows += r + 1;
+  CHECK(g.rows == want_rows);
+  CHECK(g.bytes == want_rows * 2 * 4);
+  {
+    const int32_t* out = (const int32_t*)g.memory;
+    int64_t at = 0;
+    for (r = 0; r < size; ++r) {
+      for (k = 0; k < (r + 1) * 2; ++k) CHECK(out[at++] == r * 100 + k);
+    }
+  }
+  free(g.memory);
+
+  /* A callback that refuses fails the operation with a message, not a crash. */
+  CHECK(chorus_allgather_async("c.gather.refused", in, shape, 2, CHORUS_INT32, refuse, NULL, &h) == 0);
+  CHECK(chorus_wait(h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "returned NULL") != NULL);
+  CHECK(chorus_allgather_async("c.gather.bad", in, shape, 0, CHORUS_INT32, allocate, &g, &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_allgather_async("c.gather.bad", in, shape, 2, CHORUS_INT32, NULL, &g, &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_barrier() == 0);
+  (void)rows;
+}
+
 static void test_errors(void) {
   int size = chorus_size();
   int64_t h = 0;
@@ -112,6 +163,7 @@ int main(void) {
   test_topology();
   test_allreduce();
   test_broadcast();
+  test_allgather_and_barrier();
   test_errors();
 
   CHECK(chorus_shutdown() == 0);

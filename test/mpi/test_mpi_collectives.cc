@@ -108,3 +108,42 @@ TEST_CASE("A barrier releases no rank before the last one arrived", "[mpi][barri
     REQUIRE(left >= latest);
   }
 }
+
+namespace {
+// An adapter whose allocator fails: out of memory on one rank.
+class RefusingContext final : public OpContext {
+ public:
+  Status allocate_output(const TensorShape& shape, DataType, std::shared_ptr<Tensor>*) override {
+    return Status::invalid_argument("no memory for " + shape.to_string() + " (test)");
+  }
+  Status allocate_zeros(const TensorShape& s, DataType d, std::shared_ptr<Tensor>* out) override {
+    return allocate_output(s, d, out);
+  }
+  Status allocate_persistent(int64_t, std::shared_ptr<PersistentBuffer>*) override {
+    return Status::invalid_argument("none (test)");
+  }
+};
+}  // namespace
+
+TEST_CASE("An allocation that fails on one rank fails there only, and nobody hangs", "[mpi][allgather]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  const int unlucky = size - 1;
+  std::vector<int64_t> v(3, rank);
+  OpHooks hooks;
+  if (rank == unlucky) hooks.context = std::make_shared<RefusingContext>();
+  Handle h = runtime().allgather_async(
+      "gather.oom", std::make_shared<HostTensorView>(v.data(), DataType::kInt64, TensorShape{3}), hooks);
+  if (rank == unlucky) {
+    try {
+      h.wait(std::chrono::seconds(60));
+      FAIL("expected the allocation error");
+    } catch (const InvalidArgumentError& e) {
+      REQUIRE_THAT(std::string(e.what()), Catch::Contains("'gather.oom'") && Catch::Contains("no memory for [" +
+                                                                                            std::to_string(3 * size) + "]"));
+    }
+  } else {
+    h.wait(std::chrono::seconds(60));
+    REQUIRE(static_cast<const int64_t*>(h.output()->data())[3 * size - 1] == size - 1);
+  }
+  barrier();  // everybody still in step
+}

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 1
+#define CHORUS_ABI_VERSION 2  /* 2: chorus_allgather_async, chorus_barrier */
 
 typedef enum {
   CHORUS_UINT8 = 0,
@@ -71,6 +71,23 @@ int chorus_allreduce_async(const char* name, const void* input, void* output, in
                            double postscale, int64_t* handle);
 int chorus_broadcast_async(const char* name, void* buffer, int64_t count, chorus_dtype dtype,
                            int root_rank, int64_t* handle);
+
+/* Allocates the output of an operation whose size is known only after the
+ * ranks agreed (allgather): `bytes` bytes for a tensor of `ndim` dimensions
+ * `shape`. Return the memory (kept alive by the caller until the handle
+ * completed), or NULL to fail the operation. Called on Chorus's background
+ * thread; must not call back into Chorus. */
+typedef void* (*chorus_alloc_fn)(void* user_data, int64_t bytes, const int64_t* shape, int ndim);
+
+/* Allgather along the first dimension: `input` has `ndim` >= 1 dimensions
+ * `shape` (the first may differ per rank, the others must agree); the
+ * output, every rank's rows in rank order, goes to memory from `alloc`.
+ * (ABI version 2) */
+int chorus_allgather_async(const char* name, const void* input, const int64_t* shape, int ndim,
+                           chorus_dtype dtype, chorus_alloc_fn alloc, void* user_data,
+                           int64_t* handle);
+/* Blocks until every rank called its matching chorus_barrier(). (ABI version 2) */
+int chorus_barrier(void);
 
 /* 1 done (successfully or not: chorus_wait tells), 0 pending, < 0 error code
  * (an unknown handle, or the operation failed). */

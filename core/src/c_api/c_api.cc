@@ -3,7 +3,9 @@
 // chorus::Handle in a table; chorus_wait releases them.
 #include "chorus/c_api.h"
 
+#include <cstring>
 #include <mutex>
+#include <vector>
 #include <string>
 #include <unordered_map>
 
@@ -82,6 +84,37 @@ int unknown_handle(int64_t id) {
                                              " (never returned, or already waited for)");
 }
 
+// OpContext over a C allocation callback: the memory belongs to the caller.
+class CallbackOpContext final : public chorus::OpContext {
+ public:
+  CallbackOpContext(chorus_alloc_fn alloc, void* user) : alloc_(alloc), user_(user) {}
+  chorus::Status allocate_output(const chorus::TensorShape& shape, chorus::DataType dtype,
+                                 std::shared_ptr<chorus::Tensor>* out) override {
+    const int64_t bytes = shape.num_elements() * chorus::dtype_size(dtype);
+    const std::vector<int64_t>& dims = shape.dim_sizes();
+    void* p = alloc_(user_, bytes, dims.data(), shape.dims());
+    if (p == nullptr && bytes > 0) {
+      return chorus::Status::invalid_argument("the allocation callback returned NULL for " + std::to_string(bytes) +
+                                              " bytes");
+    }
+    *out = std::make_shared<chorus::HostTensorView>(p, dtype, shape);
+    return chorus::Status::ok();
+  }
+  chorus::Status allocate_zeros(const chorus::TensorShape& shape, chorus::DataType dtype,
+                                std::shared_ptr<chorus::Tensor>* out) override {
+    chorus::Status s = allocate_output(shape, dtype, out);
+    if (s.is_ok() && (*out)->size_bytes() > 0) std::memset((*out)->mutable_data(), 0, static_cast<size_t>((*out)->size_bytes()));
+    return s;
+  }
+  chorus::Status allocate_persistent(int64_t, std::shared_ptr<chorus::PersistentBuffer>*) override {
+    return chorus::Status::precondition_error("the C ABI provides no persistent buffers");
+  }
+
+ private:
+  chorus_alloc_fn alloc_;
+  void* user_;
+};
+
 template <class Getter>
 int topology_value(Getter&& get) {
   return guarded([&]() -> int { return get(); });
@@ -152,6 +185,34 @@ int chorus_broadcast_async(const char* name, void* buffer, int64_t count, chorus
     if (!chorus::is_valid_dtype(dtype)) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "unknown dtype " + std::to_string(dtype));
     auto t = std::make_shared<chorus::HostTensorView>(buffer, static_cast<chorus::DataType>(dtype), chorus::TensorShape{count});
     *handle = handles().add(chorus::broadcast_async(name, t, root_rank));
+    return CHORUS_OK;
+  });
+}
+
+int chorus_allgather_async(const char* name, const void* input, const int64_t* shape, int ndim,
+                           chorus_dtype dtype, chorus_alloc_fn alloc, void* user_data, int64_t* handle) {
+  return guarded([&]() -> int {
+    if (name == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_allgather_async: name is NULL");
+    const std::string what = std::string("chorus_allgather_async('") + name + "'): ";
+    if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
+    if (alloc == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "the allocation callback is NULL");
+    if (ndim < 1 || shape == nullptr) {
+      return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "needs a shape of at least one dimension");
+    }
+    if (!chorus::is_valid_dtype(dtype)) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "unknown dtype " + std::to_string(dtype));
+    chorus::TensorShape s(std::vector<int64_t>(shape, shape + ndim));
+    if (s.num_elements() > 0 && input == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input is NULL");
+    auto in = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), static_cast<chorus::DataType>(dtype), s);
+    chorus::OpHooks hooks;
+    hooks.context = std::make_shared<CallbackOpContext>(alloc, user_data);
+    *handle = handles().add(chorus::runtime().allgather_async(name, in, hooks));
+    return CHORUS_OK;
+  });
+}
+
+int chorus_barrier(void) {
+  return guarded([]() -> int {
+    chorus::barrier();
     return CHORUS_OK;
   });
 }

@@ -141,13 +141,25 @@ Status OperationExecutor::allgather(const Response& response, TensorEntry& e) {
   std::shared_ptr<OpContext> context = e.hooks.context;
   if (!context) context = std::make_shared<HostOpContext>();
   std::shared_ptr<Tensor> out;
-  Status s = context->allocate_output(out_shape, r.dtype, &out);
-  if (!s.is_ok()) return Status(s.code(), what + "allocating the output " + out_shape.to_string() + " failed: " + s.message());
-  if (!out || out->shape().num_elements() != out_shape.num_elements() || out->dtype() != r.dtype) {
-    return Status::unknown_error(what + "the adapter's OpContext returned a tensor of the wrong size or dtype");
+  Status alloc = context->allocate_output(out_shape, r.dtype, &out);
+  if (alloc.is_ok() && (!out || out->shape().num_elements() != out_shape.num_elements() || out->dtype() != r.dtype)) {
+    alloc = Status::unknown_error("the adapter's OpContext returned a tensor of the wrong size or dtype");
   }
-  s = comm_.allgatherv(e.input->data(), out->mutable_data(), response.first_dims, row_elems * dtype_size(r.dtype));
+  // A rank whose allocation failed still takes part, receiving into scratch
+  // memory, so the other ranks never wait for it; then it reports the error.
+  std::vector<char> scratch;
+  void* target = nullptr;
+  if (alloc.is_ok()) {
+    target = out->mutable_data();
+  } else {
+    scratch.resize(static_cast<size_t>(out_shape.num_elements() * dtype_size(r.dtype)) + 1);
+    target = scratch.data();
+  }
+  Status s = comm_.allgatherv(e.input->data(), target, response.first_dims, row_elems * dtype_size(r.dtype));
   if (!s.is_ok()) return Status(s.code(), what + s.message());
+  if (!alloc.is_ok()) {
+    return Status(alloc.code(), what + "allocating the output " + out_shape.to_string() + " failed: " + alloc.message());
+  }
   e.output = out;
   if (e.handle) e.handle->set_output(std::move(out));
   stats_.update([](RuntimeStats& st) { ++st.allgathers; });

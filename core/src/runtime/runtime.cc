@@ -54,6 +54,21 @@ detail::TensorEntry allreduce_entry(const std::string& name, std::shared_ptr<Ten
   return e;
 }
 
+// An entry for one tensor: what every collective's request carries.
+detail::TensorEntry tensor_entry(detail::CollectiveType type, const std::string& name,
+                                 const std::shared_ptr<Tensor>& tensor, int rank, OpHooks hooks) {
+  detail::TensorEntry e;
+  e.request.rank = rank;
+  e.request.type = type;
+  e.request.name = name;
+  e.request.dtype = tensor->dtype();
+  e.request.shape = tensor->shape().dim_sizes();
+  e.request.device = tensor->device();
+  e.input = tensor;
+  e.hooks = std::move(hooks);
+  return e;
+}
+
 }  // namespace
 
 Runtime::Runtime(RuntimeOptions options)
@@ -116,17 +131,8 @@ Handle Runtime::allgather_async(const std::string& name, std::shared_ptr<Tensor>
   for (int64_t d : shape.dim_sizes()) {
     if (d < 0) invalid(what + "negative dimension in shape " + shape.to_string());
   }
-  detail::TensorEntry e;
-  e.request.rank = rank();
-  e.request.type = detail::CollectiveType::kAllgather;
-  e.request.name = name;
-  e.request.dtype = input->dtype();
-  e.request.shape = input->shape().dim_sizes();
-  e.request.device = input->device();
-  e.input = std::move(input);
-  e.hooks = std::move(hooks);
   std::vector<detail::TensorEntry> entries;
-  entries.push_back(std::move(e));
+  entries.push_back(tensor_entry(detail::CollectiveType::kAllgather, name, input, rank(), std::move(hooks)));
   return impl_->enqueue(std::move(entries)).front();
 }
 
@@ -149,19 +155,10 @@ Handle Runtime::broadcast_async(const std::string& name, std::shared_ptr<Tensor>
   if (root_rank < 0 || root_rank >= size()) {
     invalid(what + "root rank " + std::to_string(root_rank) + " is outside 0.." + std::to_string(size() - 1));
   }
-  detail::TensorEntry e;
-  e.request.rank = rank();
-  e.request.type = detail::CollectiveType::kBroadcast;
-  e.request.name = name;
-  e.request.dtype = tensor->dtype();
-  e.request.shape = tensor->shape().dim_sizes();
-  e.request.root_rank = root_rank;
-  e.request.device = tensor->device();
-  e.input = tensor;
-  e.output = std::move(tensor);
-  e.hooks = std::move(hooks);
   std::vector<detail::TensorEntry> entries;
-  entries.push_back(std::move(e));
+  entries.push_back(tensor_entry(detail::CollectiveType::kBroadcast, name, tensor, rank(), std::move(hooks)));
+  entries.back().request.root_rank = root_rank;
+  entries.back().output = std::move(tensor);  // in place
   return impl_->enqueue(std::move(entries)).front();
 }
 
