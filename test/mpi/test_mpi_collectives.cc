@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "chorus/chorus.h"
@@ -20,6 +21,21 @@ int64_t rows_of(int rank, int variant) { return variant == 0 ? rank + 1 : (rank 
 double value(DataType dt, int rank, int64_t row, int64_t col) {
   if (dt == DataType::kBool) return (rank + row + col) % 2;
   return double((rank * 7 + row * 3 + col) % 50);
+}
+
+// Waits for `h`; on more than one rank it must fail with an
+// InvalidArgumentError whose message contains every piece of `expected`.
+void expect_mismatch(const Handle& h, const std::vector<std::string>& expected) {
+  if (chorus::size() == 1) {
+    h.wait();
+    return;
+  }
+  try {
+    h.wait(std::chrono::seconds(60));
+    FAIL("expected InvalidArgumentError");
+  } catch (const InvalidArgumentError& e) {
+    for (const std::string& piece : expected) REQUIRE_THAT(std::string(e.what()), Catch::Contains(piece));
+  }
 }
 
 }  // namespace
@@ -70,19 +86,8 @@ TEST_CASE("Allgather errors: other trailing dimensions fail on every rank; a sca
   const int rank = chorus::rank(), size = chorus::size();
   std::vector<float> v(12, 1.0f);
   const TensorShape shape = rank == size - 1 && size > 1 ? TensorShape{2, 6} : TensorShape{3, 4};
-  Handle h = allgather_async("gather.bad", std::make_shared<HostTensorView>(v.data(), DataType::kFloat32, shape));
-  if (size > 1) {
-    try {
-      h.wait(std::chrono::seconds(60));
-      FAIL("expected InvalidArgumentError");
-    } catch (const InvalidArgumentError& e) {
-      REQUIRE_THAT(std::string(e.what()), Catch::Contains("'gather.bad'") &&
-                                              Catch::Contains("shape after the first dimension differs") &&
-                                              Catch::Contains("[*, 6] on rank " + std::to_string(size - 1)));
-    }
-  } else {
-    h.wait();
-  }
+  expect_mismatch(allgather_async("gather.bad", std::make_shared<HostTensorView>(v.data(), DataType::kFloat32, shape)),
+                  {"'gather.bad'", "shape after the first dimension differs", "[*, 6] on rank " + std::to_string(size - 1)});
   float scalar = 1;
   REQUIRE_THROWS_WITH(allgather_async("gather.scalar",
                                       std::make_shared<HostTensorView>(&scalar, DataType::kFloat32, TensorShape{})),
@@ -146,4 +151,62 @@ TEST_CASE("An allocation that fails on one rank fails there only, and nobody han
     REQUIRE(static_cast<const int64_t*>(h.output()->data())[3 * size - 1] == size - 1);
   }
   barrier();  // everybody still in step
+}
+
+TEST_CASE("Reducescatter: rows not divisible by the rank count, every op, exact values", "[mpi][reducescatter]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  const DataType dtypes[] = {DataType::kInt32, DataType::kInt64, DataType::kFloat16, DataType::kBFloat16,
+                             DataType::kFloat32, DataType::kFloat64, DataType::kUInt8, DataType::kInt8};
+  for (DataType dt : dtypes) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax}) {
+      for (int64_t rows : {int64_t{0}, int64_t{1}, int64_t{size}, int64_t{2 * size + 1}, int64_t{7}}) {
+        const int64_t cols = 3;
+        std::vector<char> in(static_cast<size_t>(rows * cols * dtype_size(dt)) + 1);
+        auto v = [&](int r, int64_t i) { return double((i * 5 + r * 3) % 9 + (op == ReduceOp::kAverage ? r : 0)); };
+        for (int64_t i = 0; i < rows * cols; ++i) store(in.data(), i, dt, v(rank, i));
+        AllreduceOptions o;
+        o.op = op;
+        const std::string name = std::string("rs.") + dtype_name(dt) + "." + reduce_op_name(op) + "." + std::to_string(rows);
+        INFO(name);
+        Handle h = reducescatter_async(name, std::make_shared<HostTensorView>(in.data(), dt, TensorShape{rows, cols}), o);
+        h.wait(std::chrono::seconds(60));
+        auto out = h.output();
+        REQUIRE(out != nullptr);
+        const int64_t base = rows / size, extra = rows % size;
+        const int64_t my_rows = base + (rank < extra ? 1 : 0);
+        const int64_t first_row = rank * base + std::min<int64_t>(rank, extra);
+        REQUIRE(out->shape() == TensorShape({my_rows, cols}));
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < my_rows * cols; ++i) {
+          const int64_t gi = first_row * cols + i;
+          double want = v(0, gi);
+          for (int r = 1; r < size; ++r) {
+            const double x = v(r, gi);
+            if (op == ReduceOp::kSum || op == ReduceOp::kAverage) want += x;
+            if (op == ReduceOp::kMin) want = std::min(want, x);
+            if (op == ReduceOp::kMax) want = std::max(want, x);
+          }
+          if (op == ReduceOp::kAverage) want = is_floating(dt) ? want / size : std::trunc(want / size);
+          const double got = load(out->data(), i, dt);
+          const bool ok = op == ReduceOp::kAverage && is_floating(dt)
+                              ? std::abs(got - want) <= std::abs(want) * chorus::test::tolerance(dt) + 1e-12
+                              : got == want;
+          wrong += !ok;
+        }
+        REQUIRE(wrong == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("Reducescatter errors: shapes that differ fail on every rank; a scalar is refused", "[mpi][reducescatter]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  std::vector<float> v(12, 1.0f);
+  const TensorShape shape = rank == size - 1 && size > 1 ? TensorShape{4, 3} : TensorShape{3, 4};
+  expect_mismatch(reducescatter_async("rs.bad", std::make_shared<HostTensorView>(v.data(), DataType::kFloat32, shape)),
+                  {"'rs.bad'", "shape differs", "[4, 3] on rank " + std::to_string(size - 1)});
+  float scalar = 1;
+  REQUIRE_THROWS_WITH(reducescatter_async("rs.scalar",
+                                          std::make_shared<HostTensorView>(&scalar, DataType::kFloat32, TensorShape{})),
+                      Catch::Contains("scalar"));
 }

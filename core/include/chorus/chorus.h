@@ -53,6 +53,9 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
 Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank);
 /// Asynchronous allgather along the first dimension; the result is Handle::output().
 Handle allgather_async(const std::string& name, std::shared_ptr<Tensor> input);
+/// Asynchronous reducescatter along the first dimension; the result is Handle::output().
+Handle reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input,
+                           const AllreduceOptions& options = {});
 /// Blocks until every rank reached its matching barrier().
 void barrier();
 

@@ -70,6 +70,14 @@ class Runtime {
   /// allocated through `hooks.context` (host memory when none) and returned
   /// by Handle::output() once the handle completed.
   Handle allgather_async(const std::string& name, std::shared_ptr<Tensor> input, OpHooks hooks = {});
+  /// Starts a reducescatter: `input` (same shape on every rank, at least one
+  /// dimension) is reduced over all ranks with `options` (op, scale factors)
+  /// and rank r receives rows [offset_r, offset_r + n_r) of the first
+  /// dimension, where the first (rows mod size) ranks get one row more
+  /// (rows / size + 1) and the rest rows / size. The result is allocated
+  /// through `hooks.context` (host memory when none): Handle::output().
+  Handle reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input,
+                             const AllreduceOptions& options = {}, OpHooks hooks = {});
   /// Starts a barrier: completes once every rank started one. Ranks must call
   /// barriers equally often (they are matched by their count).
   Handle barrier_async();

@@ -32,6 +32,10 @@ class Communicator {
   /// `input`; `output` receives all of them in rank order.
   virtual Status allgatherv(const void* input, void* output, const std::vector<int64_t>& rows,
                             int64_t row_bytes) = 0;
+  /// Reduces `input` (the sum of `counts` elements) over every rank; rank r
+  /// receives elements [sum(counts[0..r)), +counts[r]) of the result in `output`.
+  virtual Status reducescatter(const void* input, void* output, const std::vector<int64_t>& counts,
+                               DataType dtype, ReduceOp op) = 0;
   /// Allreduces run on the pipelined ring so far (0 for plain backends).
   virtual int64_t ring_allreduces() const { return 0; }
   /// Name for logs and --check-build, e.g. "mpi".

@@ -26,6 +26,10 @@ class RingOrFallbackCommunicator final : public Communicator {
   Status allgatherv(const void* input, void* output, const std::vector<int64_t>& rows, int64_t row_bytes) override {
     return fallback_.allgatherv(input, output, rows, row_bytes);
   }
+  Status reducescatter(const void* input, void* output, const std::vector<int64_t>& counts, DataType dtype,
+                       ReduceOp op) override {
+    return fallback_.reducescatter(input, output, counts, dtype, op);
+  }
   const char* name() const override { return "ring+mpi"; }
   int64_t ring_allreduces() const override { return ring_calls_; }
 

@@ -16,6 +16,7 @@ const char* collective_name(CollectiveType type) {
     case CollectiveType::kBroadcast: return "broadcast";
     case CollectiveType::kAllgather: return "allgather";
     case CollectiveType::kBarrier: return "barrier";
+    case CollectiveType::kReducescatter: return "reducescatter";
   }
   return "unknown";
 }
@@ -26,6 +27,7 @@ ResponseType response_type_of(CollectiveType type) {
     case CollectiveType::kBroadcast: return ResponseType::kBroadcast;
     case CollectiveType::kAllgather: return ResponseType::kAllgather;
     case CollectiveType::kBarrier: return ResponseType::kBarrier;
+    case CollectiveType::kReducescatter: return ResponseType::kReducescatter;
   }
   return ResponseType::kError;
 }

@@ -11,8 +11,8 @@
 
 namespace chorus::detail {
 
-enum class CollectiveType : int32_t { kAllreduce = 0, kBroadcast = 1, kAllgather = 2, kBarrier = 3 };
-constexpr int32_t kLastCollectiveType = 3;
+enum class CollectiveType : int32_t { kAllreduce = 0, kBroadcast = 1, kAllgather = 2, kBarrier = 3, kReducescatter = 4 };
+constexpr int32_t kLastCollectiveType = 4;
 const char* collective_name(CollectiveType type);
 
 /// One rank's "tensor `name` is ready here, with these properties".
@@ -70,8 +70,10 @@ struct RequestList {
   }
 };
 
-enum class ResponseType : int32_t { kAllreduce = 0, kBroadcast = 1, kError = 2, kAllgather = 3, kBarrier = 4 };
-constexpr int32_t kLastResponseType = 4;
+enum class ResponseType : int32_t {
+  kAllreduce = 0, kBroadcast = 1, kError = 2, kAllgather = 3, kBarrier = 4, kReducescatter = 5
+};
+constexpr int32_t kLastResponseType = 5;
 
 /// The response type that runs a collective of `type`.
 ResponseType response_type_of(CollectiveType type);

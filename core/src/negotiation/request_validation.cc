@@ -103,7 +103,7 @@ std::string validate_requests(const std::string& name, const std::vector<Request
     check_property("group", requests,
                    [](const Request& r) { return r.group.empty() ? std::string("none") : r.group + " of " + std::to_string(r.group_size); },
                    &problems);
-    if (requests.front().type == CollectiveType::kAllreduce) {
+    if (requests.front().type == CollectiveType::kAllreduce || requests.front().type == CollectiveType::kReducescatter) {
       check_property("reduce op", requests, [](const Request& r) { return std::string(reduce_op_name(r.op)); }, &problems);
       check_property("prescale factor", requests, [](const Request& r) { return number_text(r.prescale); }, &problems);
       check_property("postscale factor", requests, [](const Request& r) { return number_text(r.postscale); }, &problems);

@@ -25,7 +25,7 @@ BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const Runti
       stats_(stats),
       timeline_(timeline),
       topo_(backend.topology()),
-      executor_(backend.data(), topo_.size, stats, timeline),
+      executor_(backend.data(), topo_.rank, topo_.size, stats, timeline),
       waiter_(options, queue),
       cache_(static_cast<size_t>(options.cache_capacity)),
       last_stall_check_(std::chrono::steady_clock::now()) {

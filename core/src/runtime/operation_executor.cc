@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "algorithms/reduce_kernels.h"
+#include "algorithms/ring_allreduce.h"
 
 namespace chorus::detail {
 
@@ -13,6 +14,32 @@ void wait_until_ready(const std::vector<TensorEntry>& entries) {
     if (!e.hooks.ready_event) continue;
     while (!e.hooks.ready_event->ready()) std::this_thread::yield();
   }
+}
+
+// An output allocated through the adapter, or, when that failed, scratch
+// memory: a rank whose allocation failed still takes part in the
+// collective, so the other ranks never wait for it, then reports the error.
+struct OutputSlot {
+  std::shared_ptr<Tensor> tensor;
+  std::vector<char> scratch;
+  Status alloc;
+  void* data() { return alloc.is_ok() ? tensor->mutable_data() : scratch.data(); }
+};
+
+OutputSlot allocate_output(const TensorEntry& e, const TensorShape& shape) {
+  OutputSlot slot;
+  std::shared_ptr<OpContext> context = e.hooks.context;
+  if (!context) context = std::make_shared<HostOpContext>();
+  slot.alloc = context->allocate_output(shape, e.request.dtype, &slot.tensor);
+  if (slot.alloc.is_ok() && (!slot.tensor || slot.tensor->shape().num_elements() != shape.num_elements() ||
+                             slot.tensor->dtype() != e.request.dtype)) {
+    slot.alloc = Status::unknown_error("the adapter's OpContext returned a tensor of the wrong size or dtype");
+  }
+  if (!slot.alloc.is_ok()) {
+    slot.alloc = Status(slot.alloc.code(), "allocating the output " + shape.to_string() + " failed: " + slot.alloc.message());
+    slot.scratch.resize(static_cast<size_t>(shape.num_elements() * dtype_size(e.request.dtype)) + 1);
+  }
+  return slot;
 }
 
 }  // namespace
@@ -35,14 +62,17 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
       break;
     case ResponseType::kBroadcast:
     case ResponseType::kAllgather:
+    case ResponseType::kReducescatter:
       wait_until_ready(entries);
       if (entries.size() != 1) {
         status = Status::unknown_error("internal: a " + std::string(collective_name(entries.front().request.type)) +
                                        " response carries " + std::to_string(entries.size()) + " tensors");
       } else if (response.type == ResponseType::kBroadcast) {
         status = broadcast(entries.front());
-      } else {
+      } else if (response.type == ResponseType::kAllgather) {
         status = allgather(response, entries.front());
+      } else {
+        status = reducescatter(entries.front());
       }
       break;
     case ResponseType::kBarrier:
@@ -138,31 +168,46 @@ Status OperationExecutor::allgather(const Response& response, TensorEntry& e) {
     out_shape.add_dim(r.shape[i]);
     row_elems *= r.shape[i];
   }
-  std::shared_ptr<OpContext> context = e.hooks.context;
-  if (!context) context = std::make_shared<HostOpContext>();
-  std::shared_ptr<Tensor> out;
-  Status alloc = context->allocate_output(out_shape, r.dtype, &out);
-  if (alloc.is_ok() && (!out || out->shape().num_elements() != out_shape.num_elements() || out->dtype() != r.dtype)) {
-    alloc = Status::unknown_error("the adapter's OpContext returned a tensor of the wrong size or dtype");
-  }
-  // A rank whose allocation failed still takes part, receiving into scratch
-  // memory, so the other ranks never wait for it; then it reports the error.
-  std::vector<char> scratch;
-  void* target = nullptr;
-  if (alloc.is_ok()) {
-    target = out->mutable_data();
-  } else {
-    scratch.resize(static_cast<size_t>(out_shape.num_elements() * dtype_size(r.dtype)) + 1);
-    target = scratch.data();
-  }
-  Status s = comm_.allgatherv(e.input->data(), target, response.first_dims, row_elems * dtype_size(r.dtype));
+  OutputSlot out = allocate_output(e, out_shape);
+  Status s = comm_.allgatherv(e.input->data(), out.data(), response.first_dims, row_elems * dtype_size(r.dtype));
   if (!s.is_ok()) return Status(s.code(), what + s.message());
-  if (!alloc.is_ok()) {
-    return Status(alloc.code(), what + "allocating the output " + out_shape.to_string() + " failed: " + alloc.message());
-  }
-  e.output = out;
-  if (e.handle) e.handle->set_output(std::move(out));
+  if (!out.alloc.is_ok()) return Status(out.alloc.code(), what + out.alloc.message());
+  e.output = out.tensor;
+  if (e.handle) e.handle->set_output(std::move(out.tensor));
   stats_.update([](RuntimeStats& st) { ++st.allgathers; });
+  return Status::ok();
+}
+
+// Rank r receives rows ring_chunk(rows, n, r) of the reduced tensor: the
+// first (rows mod n) ranks one row more than the others.
+Status OperationExecutor::reducescatter(TensorEntry& e) {
+  const Request& r = e.request;
+  const std::string what = "reducescatter of tensor '" + r.name + "': ";
+  const int64_t rows = r.shape.front();
+  int64_t row_elems = 1;
+  for (size_t i = 1; i < r.shape.size(); ++i) row_elems *= r.shape[i];
+  std::vector<int64_t> counts(static_cast<size_t>(world_size_));
+  for (int k = 0; k < world_size_; ++k) counts[static_cast<size_t>(k)] = ring_chunk(rows, world_size_, k).length * row_elems;
+  TensorShape out_shape;
+  out_shape.add_dim(ring_chunk(rows, world_size_, rank_).length);
+  for (size_t i = 1; i < r.shape.size(); ++i) out_shape.add_dim(r.shape[i]);
+  OutputSlot out = allocate_output(e, out_shape);
+
+  const void* in = e.input->data();
+  std::vector<char> scaled;  // prescale needs a copy: the input is the caller's
+  if (r.prescale != 1.0) {
+    scaled.resize(static_cast<size_t>(rows * row_elems * dtype_size(r.dtype)) + 1);
+    scale_copy(scaled.data(), in, rows * row_elems, r.dtype, r.prescale, 1);
+    in = scaled.data();
+  }
+  const ReduceOp wire_op = r.op == ReduceOp::kAverage ? ReduceOp::kSum : r.op;
+  Status s = comm_.reducescatter(in, out.data(), counts, r.dtype, wire_op);
+  if (!s.is_ok()) return Status(s.code(), what + s.message());
+  if (!out.alloc.is_ok()) return Status(out.alloc.code(), what + out.alloc.message());
+  const int64_t divisor = r.op == ReduceOp::kAverage ? world_size_ : 1;
+  scale_copy(out.data(), out.data(), out_shape.num_elements(), r.dtype, r.postscale, divisor);
+  e.output = out.tensor;
+  if (e.handle) e.handle->set_output(std::move(out.tensor));
   return Status::ok();
 }
 

@@ -18,8 +18,8 @@ namespace chorus::detail {
 
 class OperationExecutor {
  public:
-  OperationExecutor(Communicator& comm, int world_size, SharedStats& stats, Timeline& timeline)
-      : comm_(comm), world_size_(world_size), stats_(stats), timeline_(timeline) {}
+  OperationExecutor(Communicator& comm, int rank, int world_size, SharedStats& stats, Timeline& timeline)
+      : comm_(comm), rank_(rank), world_size_(world_size), stats_(stats), timeline_(timeline) {}
 
   /// Runs `response` on `entries` (in the response's name order) and
   /// completes each one, successfully or with the error.
@@ -29,11 +29,13 @@ class OperationExecutor {
   Status allreduce(std::vector<TensorEntry>& entries);
   Status broadcast(TensorEntry& entry);
   Status allgather(const Response& response, TensorEntry& entry);
+  Status reducescatter(TensorEntry& entry);
   using Clock = std::chrono::steady_clock;
   void record_allreduce(size_t tensors, int64_t bytes, bool ring, Clock::time_point start, Clock::time_point packed,
                         Clock::time_point reduced);
 
   Communicator& comm_;
+  int rank_;
   int world_size_;
   SharedStats& stats_;
   Timeline& timeline_;

@@ -93,6 +93,10 @@ Handle allgather_async(const std::string& name, std::shared_ptr<Tensor> input) {
   return require_runtime().allgather_async(name, std::move(input));
 }
 
+Handle reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input, const AllreduceOptions& options) {
+  return require_runtime().reducescatter_async(name, std::move(input), options);
+}
+
 void barrier() { require_runtime().barrier_async().wait(); }
 
 }  // namespace chorus

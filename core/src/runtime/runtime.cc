@@ -136,6 +136,27 @@ Handle Runtime::allgather_async(const std::string& name, std::shared_ptr<Tensor>
   return impl_->enqueue(std::move(entries)).front();
 }
 
+Handle Runtime::reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input,
+                                   const AllreduceOptions& options, OpHooks hooks) {
+  check_name(name, "reducescatter");
+  const std::string what = "reducescatter of tensor '" + name + "': ";
+  if (!input) invalid(what + "input is null");
+  if (input->shape().dims() < 1) invalid(what + "a scalar cannot be scattered along a first dimension; reshape it to [1]");
+  if (!detail::reduction_supported(input->dtype(), options.op)) {
+    invalid(what + reduce_op_name(options.op) + " is not defined for " + dtype_name(input->dtype()) +
+            " (bool supports min and max)");
+  }
+  if (input->dtype() == DataType::kBool && (options.prescale_factor != 1.0 || options.postscale_factor != 1.0)) {
+    invalid(what + "bool tensors cannot be scaled");
+  }
+  std::vector<detail::TensorEntry> entries;
+  entries.push_back(tensor_entry(detail::CollectiveType::kReducescatter, name, input, rank(), std::move(hooks)));
+  entries.back().request.op = options.op;
+  entries.back().request.prescale = options.prescale_factor;
+  entries.back().request.postscale = options.postscale_factor;
+  return impl_->enqueue(std::move(entries)).front();
+}
+
 Handle Runtime::barrier_async() {
   detail::TensorEntry e;
   e.request.rank = rank();

@@ -124,6 +124,28 @@ class LoopbackComm final : public Communicator {
     });
     return Status::ok();
   }
+  Status reducescatter(const void* input, void* output, const std::vector<int64_t>& counts, DataType dtype,
+                       ReduceOp op) override {
+    struct Slot {
+      const void* in;
+      void* out;
+    } mine{input, output};
+    int64_t total = 0;
+    for (int64_t c : counts) total += c;
+    const int64_t esize = dtype_size(dtype);
+    world_.rendezvous(rank_, &mine, [&](std::vector<void*>& all) {
+      std::vector<char> sum(static_cast<size_t>(total * esize) + 1);
+      if (total > 0) std::memcpy(sum.data(), static_cast<Slot*>(all[0])->in, static_cast<size_t>(total * esize));
+      for (size_t r = 1; r < all.size(); ++r) reduce_into(sum.data(), static_cast<Slot*>(all[r])->in, total, dtype, op);
+      int64_t offset = 0;
+      for (size_t r = 0; r < all.size(); ++r) {
+        const int64_t bytes = counts[r] * esize;
+        if (bytes > 0) std::memcpy(static_cast<Slot*>(all[r])->out, sum.data() + offset, static_cast<size_t>(bytes));
+        offset += bytes;
+      }
+    });
+    return Status::ok();
+  }
   Status broadcast(void* buffer, int64_t bytes, int root) override {
     world_.rendezvous(rank_, buffer, [&](std::vector<void*>& all) {
       for (size_t r = 0; r < all.size(); ++r) {

@@ -61,6 +61,23 @@ Status MpiCommunicator::allgatherv(const void* input, void* output, const std::v
   return rc == MPI_SUCCESS ? Status::ok() : Status::unknown_error("MPI_Allgatherv failed");
 }
 
+Status MpiCommunicator::reducescatter(const void* input, void* output, const std::vector<int64_t>& counts,
+                                      DataType dtype, ReduceOp op) {
+  std::vector<int> recv(counts.size());
+  int64_t total = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    if (counts[r] > INT_MAX) {
+      return Status::invalid_argument("reducescatter of " + std::to_string(counts[r]) +
+                                      " elements per rank exceeds one MPI_Reduce_scatter call (2^31)");
+    }
+    recv[r] = static_cast<int>(counts[r]);
+    total += counts[r];
+  }
+  if (total == 0) return Status::ok();
+  const int rc = MPI_Reduce_scatter(input, output, recv.data(), types_.datatype(dtype), types_.op(dtype, op), comm_);
+  return rc == MPI_SUCCESS ? Status::ok() : Status::unknown_error("MPI_Reduce_scatter failed");
+}
+
 Status MpiCommunicator::broadcast(void* buffer, int64_t bytes, int root) {
   char* p = static_cast<char*>(buffer);
   for (int64_t done = 0; done < bytes;) {
