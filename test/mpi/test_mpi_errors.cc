@@ -37,6 +37,21 @@ TEST_CASE("Broadcast from every root", "[mpi][broadcast]") {
   }
 }
 
+TEST_CASE("Broadcast out of place from every root leaves the input alone", "[mpi][broadcast]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  for (int root = 0; root < size; ++root) {
+    std::vector<int64_t> in(257, rank * 1000), out(257, -1);
+    auto tin = std::make_shared<HostTensorView>(in.data(), DataType::kInt64, TensorShape{257});
+    auto tout = std::make_shared<HostTensorView>(out.data(), DataType::kInt64, TensorShape{257});
+    broadcast_async("bcast.oop." + std::to_string(root), tin, tout, root).wait();
+    REQUIRE(out.front() == root * 1000);
+    REQUIRE(out.back() == root * 1000);
+    REQUIRE(in.back() == rank * 1000);
+  }
+  std::vector<float> a(4), b(5);
+  REQUIRE_THROWS_WITH(broadcast_async("bcast.sizes", view(a), view(b), 0), Catch::Contains("[5]"));
+}
+
 TEST_CASE("Each kind of mismatch fails on every rank", "[mpi][errors]") {
   const int rank = chorus::rank(), size = chorus::size();
   const int odd = size - 1;  // the rank that disagrees

@@ -51,6 +51,9 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
                                             const AllreduceOptions& options = {});
 /// Asynchronous in-place broadcast from `root_rank`.
 Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank);
+/// Asynchronous out-of-place broadcast: the root's `input` into every rank's `output`.
+Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> input, std::shared_ptr<Tensor> output,
+                       int root_rank);
 /// Asynchronous allgather along the first dimension; the result is Handle::output().
 Handle allgather_async(const std::string& name, std::shared_ptr<Tensor> input);
 /// Asynchronous reducescatter along the first dimension; the result is Handle::output().

@@ -63,6 +63,10 @@ class Runtime {
   /// Starts an in-place broadcast of `tensor` from `root_rank`.
   Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank,
                          OpHooks hooks = {});
+  /// Starts an out-of-place broadcast: root_rank's `input` lands in `output`
+  /// on every rank (the root's too); `input` is left as it is.
+  Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> input, std::shared_ptr<Tensor> output,
+                         int root_rank, OpHooks hooks = {});
 
   /// Starts an allgather: every rank contributes `input` (the first
   /// dimension may differ per rank, the others must not); the result, the

@@ -1,5 +1,6 @@
 #include "runtime/operation_executor.h"
 
+#include <cstring>
 #include <thread>
 
 #include "algorithms/reduce_kernels.h"
@@ -213,6 +214,9 @@ Status OperationExecutor::reducescatter(TensorEntry& e) {
 
 Status OperationExecutor::broadcast(TensorEntry& entry) {
   void* buffer = entry.output->mutable_data();
+  if (rank_ == entry.request.root_rank && entry.input != entry.output && entry.output->size_bytes() > 0) {
+    std::memcpy(buffer, entry.input->data(), static_cast<size_t>(entry.output->size_bytes()));  // out of place
+  }
   Status s = comm_.broadcast(buffer, entry.output->size_bytes(), entry.request.root_rank);
   if (s.is_ok()) stats_.update([](RuntimeStats& st) { ++st.broadcasts; });
   return s;

@@ -89,6 +89,11 @@ Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, 
   return require_runtime().broadcast_async(name, std::move(tensor), root_rank);
 }
 
+Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> input, std::shared_ptr<Tensor> output,
+                       int root_rank) {
+  return require_runtime().broadcast_async(name, std::move(input), std::move(output), root_rank);
+}
+
 Handle allgather_async(const std::string& name, std::shared_ptr<Tensor> input) {
   return require_runtime().allgather_async(name, std::move(input));
 }

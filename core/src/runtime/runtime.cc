@@ -170,16 +170,27 @@ Handle Runtime::barrier_async() {
 
 Handle Runtime::broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank,
                                 OpHooks hooks) {
+  std::shared_ptr<Tensor> output = tensor;  // in place
+  return broadcast_async(name, std::move(tensor), std::move(output), root_rank, std::move(hooks));
+}
+
+Handle Runtime::broadcast_async(const std::string& name, std::shared_ptr<Tensor> input, std::shared_ptr<Tensor> output,
+                                int root_rank, OpHooks hooks) {
   check_name(name, "broadcast");
   const std::string what = "broadcast of tensor '" + name + "': ";
-  if (!tensor) invalid(what + "tensor is null");
+  if (!input) invalid(what + "tensor is null");
+  if (!output) invalid(what + "output is null");
+  if (input->dtype() != output->dtype() || input->shape().num_elements() != output->shape().num_elements()) {
+    invalid(what + "input is " + dtype_name(input->dtype()) + " " + input->shape().to_string() + " but output is " +
+            dtype_name(output->dtype()) + " " + output->shape().to_string());
+  }
   if (root_rank < 0 || root_rank >= size()) {
     invalid(what + "root rank " + std::to_string(root_rank) + " is outside 0.." + std::to_string(size() - 1));
   }
   std::vector<detail::TensorEntry> entries;
-  entries.push_back(tensor_entry(detail::CollectiveType::kBroadcast, name, tensor, rank(), std::move(hooks)));
+  entries.push_back(tensor_entry(detail::CollectiveType::kBroadcast, name, input, rank(), std::move(hooks)));
   entries.back().request.root_rank = root_rank;
-  entries.back().output = std::move(tensor);  // in place
+  entries.back().output = std::move(output);
   return impl_->enqueue(std::move(entries)).front();
 }
 
