@@ -210,3 +210,64 @@ TEST_CASE("Reducescatter errors: shapes that differ fail on every rank; a scalar
                                           std::make_shared<HostTensorView>(&scalar, DataType::kFloat32, TensorShape{})),
                       Catch::Contains("scalar"));
 }
+
+TEST_CASE("Alltoall with explicit and equal splits; received splits returned", "[mpi][alltoall]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  auto split = [](int from, int to) { return int64_t((from + to) % 3); };
+  for (DataType dt : {DataType::kInt32, DataType::kFloat64, DataType::kBFloat16, DataType::kUInt8}) {
+    // Explicit: rank i sends (i + j) % 3 rows to rank j, plus 1 spare row it keeps.
+    std::vector<int64_t> splits;
+    int64_t rows = 1;
+    for (int j = 0; j < size; ++j) {
+      splits.push_back(split(rank, j));
+      rows += split(rank, j);
+    }
+    std::vector<char> in(static_cast<size_t>(rows * 2 * dtype_size(dt)) + 1);
+    for (int64_t i = 0; i < rows * 2; ++i) store(in.data(), i, dt, double((rank * 37 + i) % 100));
+    const std::string name = std::string("a2a.") + dtype_name(dt);
+    INFO(name);
+    Handle h = alltoall_async(name, std::make_shared<HostTensorView>(in.data(), dt, TensorShape{rows, 2}), splits);
+    h.wait(std::chrono::seconds(60));
+    const std::vector<int64_t> got = h.received_splits();
+    REQUIRE(got.size() == static_cast<size_t>(size));
+    int64_t at = 0, wrong = 0;
+    for (int s = 0; s < size; ++s) {
+      REQUIRE(got[static_cast<size_t>(s)] == split(s, rank));
+      int64_t first = 0;  // where s's block for me starts in s's input
+      for (int k = 0; k < rank; ++k) first += split(s, k);
+      for (int64_t i = 0; i < split(s, rank) * 2; ++i) {
+        wrong += load(h.output()->data(), at++, dt) != double((s * 37 + first * 2 + i) % 100);
+      }
+    }
+    REQUIRE(h.output()->shape().dim_size(0) == at / 2);
+    REQUIRE(wrong == 0);
+  }
+  // Equal splits by default.
+  std::vector<int64_t> v(static_cast<size_t>(2 * size));
+  for (int64_t i = 0; i < 2 * size; ++i) v[static_cast<size_t>(i)] = rank * 100 + i;
+  Handle h = alltoall_async("a2a.equal", std::make_shared<HostTensorView>(v.data(), DataType::kInt64, TensorShape{2 * size}));
+  h.wait();
+  const int64_t* out = static_cast<const int64_t*>(h.output()->data());
+  for (int s = 0; s < size; ++s) {
+    REQUIRE(out[2 * s] == s * 100 + 2 * rank);
+    REQUIRE(out[2 * s + 1] == s * 100 + 2 * rank + 1);
+  }
+}
+
+TEST_CASE("Alltoall errors: bad splits are refused locally; other trailing dimensions fail everywhere", "[mpi][alltoall]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  std::vector<float> v(12, 1.0f);
+  auto t = std::make_shared<HostTensorView>(v.data(), DataType::kFloat32, TensorShape{6, 2});
+  std::vector<int64_t> negative(static_cast<size_t>(size), 0);
+  negative[0] = -1;
+  REQUIRE_THROWS_WITH(alltoall_async("a2a.neg", t, negative), Catch::Contains("split 0 is negative"));
+  REQUIRE_THROWS_WITH(alltoall_async("a2a.count", t, std::vector<int64_t>(static_cast<size_t>(size) + 1, 0)),
+                      Catch::Contains("splits given for " + std::to_string(size) + " ranks"));
+  std::vector<int64_t> too_many(static_cast<size_t>(size), 7);
+  REQUIRE_THROWS_WITH(alltoall_async("a2a.sum", t, too_many), Catch::Contains("past the first dimension 6"));
+  if (6 % size != 0) REQUIRE_THROWS_WITH(alltoall_async("a2a.div", t), Catch::Contains("equal splits"));
+  const TensorShape shape = rank == size - 1 && size > 1 ? TensorShape{4, 3} : TensorShape{6, 2};
+  std::vector<int64_t> zeros(static_cast<size_t>(size), 0);
+  expect_mismatch(alltoall_async("a2a.bad", std::make_shared<HostTensorView>(v.data(), DataType::kFloat32, shape), zeros),
+                  {"'a2a.bad'", "shape after the first dimension differs", "[*, 3] on rank " + std::to_string(size - 1)});
+}

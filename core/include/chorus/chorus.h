@@ -59,6 +59,8 @@ Handle allgather_async(const std::string& name, std::shared_ptr<Tensor> input);
 /// Asynchronous reducescatter along the first dimension; the result is Handle::output().
 Handle reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input,
                            const AllreduceOptions& options = {});
+/// Asynchronous alltoall with explicit splits (empty: equal); see Runtime::alltoall_async.
+Handle alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, std::vector<int64_t> splits = {});
 /// Blocks until every rank reached its matching barrier().
 void barrier();
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <vector>
 
 #include "chorus/status.h"
 #include "chorus/tensor.h"
@@ -36,6 +37,8 @@ class Handle {
   /// completed successfully; nullptr before that and for operations that
   /// write into the caller's tensors.
   std::shared_ptr<Tensor> output() const;
+  /// Alltoall: rows received from each rank, in rank order, once completed.
+  std::vector<int64_t> received_splits() const;
 
  private:
   std::shared_ptr<detail::HandleState> state_;

@@ -82,6 +82,16 @@ class Runtime {
   /// through `hooks.context` (host memory when none): Handle::output().
   Handle reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input,
                              const AllreduceOptions& options = {}, OpHooks hooks = {});
+  /// Starts an alltoall: rank i sends rows [sum(splits[0..j)), +splits[j]) of
+  /// `input`'s first dimension to rank j and receives every rank's block for
+  /// it, in rank order. `splits` has one entry per rank, each >= 0, summing
+  /// to at most the first dimension; empty means equal splits (the first
+  /// dimension must then divide by the rank count). The other dimensions
+  /// must agree across ranks. Output through `hooks.context` (host memory
+  /// when none): Handle::output(); rows received from each rank:
+  /// Handle::received_splits().
+  Handle alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, std::vector<int64_t> splits = {},
+                        OpHooks hooks = {});
   /// Starts a barrier: completes once every rank started one. Ranks must call
   /// barriers equally often (they are matched by their count).
   Handle barrier_async();

@@ -32,6 +32,11 @@ class Communicator {
   /// `input`; `output` receives all of them in rank order.
   virtual Status allgatherv(const void* input, void* output, const std::vector<int64_t>& rows,
                             int64_t row_bytes) = 0;
+  /// Sends `send_rows[r]` rows of `row_bytes` bytes (consecutive in `input`,
+  /// in rank order) to each rank r and receives `recv_rows[r]` rows from each
+  /// into `output`, in rank order.
+  virtual Status alltoallv(const void* input, const std::vector<int64_t>& send_rows, void* output,
+                           const std::vector<int64_t>& recv_rows, int64_t row_bytes) = 0;
   /// Reduces `input` (the sum of `counts` elements) over every rank; rank r
   /// receives elements [sum(counts[0..r)), +counts[r]) of the result in `output`.
   virtual Status reducescatter(const void* input, void* output, const std::vector<int64_t>& counts,

@@ -26,6 +26,10 @@ class RingOrFallbackCommunicator final : public Communicator {
   Status allgatherv(const void* input, void* output, const std::vector<int64_t>& rows, int64_t row_bytes) override {
     return fallback_.allgatherv(input, output, rows, row_bytes);
   }
+  Status alltoallv(const void* input, const std::vector<int64_t>& send_rows, void* output,
+                   const std::vector<int64_t>& recv_rows, int64_t row_bytes) override {
+    return fallback_.alltoallv(input, send_rows, output, recv_rows, row_bytes);
+  }
   Status reducescatter(const void* input, void* output, const std::vector<int64_t>& counts, DataType dtype,
                        ReduceOp op) override {
     return fallback_.reducescatter(input, output, counts, dtype, op);

@@ -54,6 +54,14 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
   }
   out.response.type = response_type_of(rank0->type);
   out.response.total_bytes = rank0->num_elements() * dtype_size(rank0->dtype);
+  if (rank0->type == CollectiveType::kAlltoall) {
+    // Who sends how many rows to whom: every receiver needs its column.
+    const size_t n = static_cast<size_t>(world_size_);
+    out.response.splits.assign(n * n, 0);
+    for (const Request& r : entry.requests) {
+      for (size_t k = 0; k < n && k < r.splits.size(); ++k) out.response.splits[static_cast<size_t>(r.rank) * n + k] = r.splits[k];
+    }
+  }
   if (rank0->type == CollectiveType::kAllgather) {
     // Every rank's first dimension, in rank order: the output's layout.
     out.response.first_dims.assign(static_cast<size_t>(world_size_), 0);

@@ -17,6 +17,7 @@ const char* collective_name(CollectiveType type) {
     case CollectiveType::kAllgather: return "allgather";
     case CollectiveType::kBarrier: return "barrier";
     case CollectiveType::kReducescatter: return "reducescatter";
+    case CollectiveType::kAlltoall: return "alltoall";
   }
   return "unknown";
 }
@@ -28,6 +29,7 @@ ResponseType response_type_of(CollectiveType type) {
     case CollectiveType::kAllgather: return ResponseType::kAllgather;
     case CollectiveType::kBarrier: return ResponseType::kBarrier;
     case CollectiveType::kReducescatter: return ResponseType::kReducescatter;
+    case CollectiveType::kAlltoall: return ResponseType::kAlltoall;
   }
   return ResponseType::kError;
 }
@@ -42,7 +44,7 @@ bool Request::operator==(const Request& o) const {
   return rank == o.rank && type == o.type && name == o.name && dtype == o.dtype &&
          shape == o.shape && op == o.op && prescale == o.prescale && postscale == o.postscale &&
          root_rank == o.root_rank && device == o.device && group == o.group &&
-         group_size == o.group_size;
+         group_size == o.group_size && splits == o.splits;
 }
 
 bool same_signature(const Request& a, const Request& b) {
@@ -69,6 +71,7 @@ std::string RequestList::serialize() const {
     w.put(r.device);
     w.put_string(r.group);
     w.put(r.group_size);
+    w.put_int64s(r.splits);
   }
   w.put<uint32_t>(static_cast<uint32_t>(cached.size()));
   for (const CacheKey& k : cached) {
@@ -102,6 +105,7 @@ Status RequestList::parse(const std::string& bytes, RequestList* out) {
     r.get(&q.device);
     r.get_string(&q.group);
     r.get(&q.group_size);
+    r.get_int64s(&q.splits);
     if (!is_valid_dtype(dtype) || !is_valid_reduce_op(op) || type < 0 || type > kLastCollectiveType) {
       return Status::unknown_error("malformed request list (bad enum value)");
     }
@@ -136,6 +140,7 @@ std::string ResponseList::serialize() const {
     w.put_string(r.error_message);
     w.put(r.total_bytes);
     w.put_int64s(r.first_dims);
+    w.put_int64s(r.splits);
   }
   w.put<uint32_t>(static_cast<uint32_t>(resend.size()));
   for (const Resend& x : resend) {
@@ -170,6 +175,7 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out) {
     r.get_string(&p.error_message);
     r.get(&p.total_bytes);
     r.get_int64s(&p.first_dims);
+    r.get_int64s(&p.splits);
     if (type < 0 || type > kLastResponseType) return Status::unknown_error("malformed response list (bad type)");
     p.type = static_cast<ResponseType>(type);
     out->responses.push_back(std::move(p));

@@ -11,8 +11,10 @@
 
 namespace chorus::detail {
 
-enum class CollectiveType : int32_t { kAllreduce = 0, kBroadcast = 1, kAllgather = 2, kBarrier = 3, kReducescatter = 4 };
-constexpr int32_t kLastCollectiveType = 4;
+enum class CollectiveType : int32_t {
+  kAllreduce = 0, kBroadcast = 1, kAllgather = 2, kBarrier = 3, kReducescatter = 4, kAlltoall = 5
+};
+constexpr int32_t kLastCollectiveType = 5;
 const char* collective_name(CollectiveType type);
 
 /// One rank's "tensor `name` is ready here, with these properties".
@@ -30,6 +32,8 @@ struct Request {
   /// Tensors of a grouped allreduce share a group name and know the group size.
   std::string group;
   int32_t group_size = 0;
+  /// Alltoall: rows of the first dimension this rank sends to each rank.
+  std::vector<int64_t> splits;
 
   int64_t num_elements() const;
   bool operator==(const Request& o) const;
@@ -71,9 +75,9 @@ struct RequestList {
 };
 
 enum class ResponseType : int32_t {
-  kAllreduce = 0, kBroadcast = 1, kError = 2, kAllgather = 3, kBarrier = 4, kReducescatter = 5
+  kAllreduce = 0, kBroadcast = 1, kError = 2, kAllgather = 3, kBarrier = 4, kReducescatter = 5, kAlltoall = 6
 };
-constexpr int32_t kLastResponseType = 5;
+constexpr int32_t kLastResponseType = 6;
 
 /// The response type that runs a collective of `type`.
 ResponseType response_type_of(CollectiveType type);
@@ -89,10 +93,13 @@ struct Response {
   /// Allgather: every rank's first dimension, rank-major per tensor
   /// (tensor t, rank r at [t * world_size + r]).
   std::vector<int64_t> first_dims;
+  /// Alltoall: every rank's splits, rank-major (sender s, receiver r at
+  /// [s * world_size + r]).
+  std::vector<int64_t> splits;
 
   bool operator==(const Response& o) const {
     return type == o.type && names == o.names && error_message == o.error_message &&
-           total_bytes == o.total_bytes && first_dims == o.first_dims;
+           total_bytes == o.total_bytes && first_dims == o.first_dims && splits == o.splits;
   }
 };
 

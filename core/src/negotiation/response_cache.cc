@@ -34,7 +34,7 @@ void ResponseCache::fill(int32_t slot, const Request& request) {
 void ResponseCache::put(const Request& request) {
   // An allgather's shape differs per rank: one cached signature cannot stand
   // for every rank's request.
-  if (slots_.empty() || request.type == CollectiveType::kAllgather) return;
+  if (slots_.empty() || request.type == CollectiveType::kAllgather || request.type == CollectiveType::kAlltoall) return;
   auto it = by_name_.find(request.name);
   if (it != by_name_.end()) {
     Slot& s = slots_[static_cast<size_t>(it->second)];

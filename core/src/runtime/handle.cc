@@ -21,9 +21,15 @@ void HandleState::set_result(Status status) {
 
 void HandleState::notify() { cv_.notify_all(); }
 
-void HandleState::set_output(std::shared_ptr<Tensor> output) {
+void HandleState::set_output(std::shared_ptr<Tensor> output, std::vector<int64_t> received_splits) {
   std::lock_guard<std::mutex> lock(mu_);
   output_ = std::move(output);
+  received_splits_ = std::move(received_splits);
+}
+
+std::vector<int64_t> HandleState::received_splits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return received_splits_;
 }
 
 std::shared_ptr<Tensor> HandleState::output() const {
@@ -87,6 +93,11 @@ Status Handle::wait_status() const {
 std::shared_ptr<Tensor> Handle::output() const {
   require_valid(state_);
   return state_->done() ? state_->output() : nullptr;
+}
+
+std::vector<int64_t> Handle::received_splits() const {
+  require_valid(state_);
+  return state_->done() ? state_->received_splits() : std::vector<int64_t>{};
 }
 
 Status Handle::status() const {

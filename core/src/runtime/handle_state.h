@@ -8,6 +8,7 @@
 #include <optional>
 
 #include <memory>
+#include <vector>
 
 #include "chorus/status.h"
 #include "chorus/tensor.h"
@@ -30,8 +31,9 @@ class HandleState {
   Status status() const;
   /// The output allocated during the operation (allgather), set before the
   /// result; nullptr for operations that write into the caller's tensors.
-  void set_output(std::shared_ptr<Tensor> output);
+  void set_output(std::shared_ptr<Tensor> output, std::vector<int64_t> received_splits = {});
   std::shared_ptr<Tensor> output() const;
+  std::vector<int64_t> received_splits() const;
 
  private:
   mutable std::mutex mu_;
@@ -39,6 +41,7 @@ class HandleState {
   bool done_ = false;
   Status status_ = Status::in_progress();
   std::shared_ptr<Tensor> output_;
+  std::vector<int64_t> received_splits_;
 };
 
 }  // namespace chorus::detail

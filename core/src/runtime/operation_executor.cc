@@ -64,6 +64,7 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
     case ResponseType::kBroadcast:
     case ResponseType::kAllgather:
     case ResponseType::kReducescatter:
+    case ResponseType::kAlltoall:
       wait_until_ready(entries);
       if (entries.size() != 1) {
         status = Status::unknown_error("internal: a " + std::string(collective_name(entries.front().request.type)) +
@@ -72,8 +73,10 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
         status = broadcast(entries.front());
       } else if (response.type == ResponseType::kAllgather) {
         status = allgather(response, entries.front());
-      } else {
+      } else if (response.type == ResponseType::kReducescatter) {
         status = reducescatter(entries.front());
+      } else {
+        status = alltoall(response, entries.front());
       }
       break;
     case ResponseType::kBarrier:
@@ -209,6 +212,36 @@ Status OperationExecutor::reducescatter(TensorEntry& e) {
   scale_copy(out.data(), out.data(), out_shape.num_elements(), r.dtype, r.postscale, divisor);
   e.output = out.tensor;
   if (e.handle) e.handle->set_output(std::move(out.tensor));
+  return Status::ok();
+}
+
+Status OperationExecutor::alltoall(const Response& response, TensorEntry& e) {
+  const Request& r = e.request;
+  const std::string what = "alltoall of tensor '" + r.name + "': ";
+  const size_t n = static_cast<size_t>(world_size_);
+  if (response.splits.size() != n * n) {
+    return Status::unknown_error(what + "internal: the response has " + std::to_string(response.splits.size()) +
+                                 " splits for " + std::to_string(world_size_) + " ranks");
+  }
+  std::vector<int64_t> received(n);
+  int64_t rows = 0;
+  for (size_t s = 0; s < n; ++s) {
+    received[s] = response.splits[s * n + static_cast<size_t>(rank_)];
+    rows += received[s];
+  }
+  TensorShape out_shape;
+  out_shape.add_dim(rows);
+  int64_t row_elems = 1;
+  for (size_t i = 1; i < r.shape.size(); ++i) {
+    out_shape.add_dim(r.shape[i]);
+    row_elems *= r.shape[i];
+  }
+  OutputSlot out = allocate_output(e, out_shape);
+  Status s = comm_.alltoallv(e.input->data(), r.splits, out.data(), received, row_elems * dtype_size(r.dtype));
+  if (!s.is_ok()) return Status(s.code(), what + s.message());
+  if (!out.alloc.is_ok()) return Status(out.alloc.code(), what + out.alloc.message());
+  e.output = out.tensor;
+  if (e.handle) e.handle->set_output(std::move(out.tensor), std::move(received));
   return Status::ok();
 }
 

@@ -30,6 +30,7 @@ class OperationExecutor {
   Status broadcast(TensorEntry& entry);
   Status allgather(const Response& response, TensorEntry& entry);
   Status reducescatter(TensorEntry& entry);
+  Status alltoall(const Response& response, TensorEntry& entry);
   using Clock = std::chrono::steady_clock;
   void record_allreduce(size_t tensors, int64_t bytes, bool ring, Clock::time_point start, Clock::time_point packed,
                         Clock::time_point reduced);

@@ -102,6 +102,10 @@ Handle reducescatter_async(const std::string& name, std::shared_ptr<Tensor> inpu
   return require_runtime().reducescatter_async(name, std::move(input), options);
 }
 
+Handle alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, std::vector<int64_t> splits) {
+  return require_runtime().alltoall_async(name, std::move(input), std::move(splits));
+}
+
 void barrier() { require_runtime().barrier_async().wait(); }
 
 }  // namespace chorus

@@ -157,6 +157,38 @@ Handle Runtime::reducescatter_async(const std::string& name, std::shared_ptr<Ten
   return impl_->enqueue(std::move(entries)).front();
 }
 
+Handle Runtime::alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, std::vector<int64_t> splits,
+                               OpHooks hooks) {
+  check_name(name, "alltoall");
+  const std::string what = "alltoall of tensor '" + name + "': ";
+  if (!input) invalid(what + "input is null");
+  const TensorShape shape = input->shape();
+  if (shape.dims() < 1) invalid(what + "a scalar cannot be split along a first dimension; reshape it to [1]");
+  const int64_t rows = shape.dim_size(0);
+  if (splits.empty()) {
+    if (rows % size() != 0) {
+      invalid(what + "the first dimension " + std::to_string(rows) + " does not divide into " + std::to_string(size()) +
+              " equal splits; pass explicit splits");
+    }
+    splits.assign(static_cast<size_t>(size()), rows / size());
+  }
+  if (static_cast<int>(splits.size()) != size()) {
+    invalid(what + std::to_string(splits.size()) + " splits given for " + std::to_string(size()) + " ranks");
+  }
+  int64_t total = 0;
+  for (size_t k = 0; k < splits.size(); ++k) {
+    if (splits[k] < 0) invalid(what + "split " + std::to_string(k) + " is negative (" + std::to_string(splits[k]) + ")");
+    total += splits[k];
+  }
+  if (total > rows) {
+    invalid(what + "the splits sum to " + std::to_string(total) + ", past the first dimension " + std::to_string(rows));
+  }
+  std::vector<detail::TensorEntry> entries;
+  entries.push_back(tensor_entry(detail::CollectiveType::kAlltoall, name, input, rank(), std::move(hooks)));
+  entries.back().request.splits = std::move(splits);
+  return impl_->enqueue(std::move(entries)).front();
+}
+
 Handle Runtime::barrier_async() {
   detail::TensorEntry e;
   e.request.rank = rank();

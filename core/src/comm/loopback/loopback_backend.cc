@@ -124,6 +124,28 @@ class LoopbackComm final : public Communicator {
     });
     return Status::ok();
   }
+  Status alltoallv(const void* input, const std::vector<int64_t>& send_rows, void* output,
+                   const std::vector<int64_t>&, int64_t row_bytes) override {
+    struct Slot {
+      const void* in;
+      const std::vector<int64_t>* send;
+      void* out;
+    } mine{input, &send_rows, output};
+    world_.rendezvous(rank_, &mine, [&](std::vector<void*>& all) {
+      for (size_t dst = 0; dst < all.size(); ++dst) {
+        char* out = static_cast<char*>(static_cast<Slot*>(all[dst])->out);
+        for (size_t src = 0; src < all.size(); ++src) {
+          const Slot* s = static_cast<Slot*>(all[src]);
+          int64_t before = 0;
+          for (size_t k = 0; k < dst; ++k) before += (*s->send)[k];
+          const int64_t bytes = (*s->send)[dst] * row_bytes;
+          if (bytes > 0) std::memcpy(out, static_cast<const char*>(s->in) + before * row_bytes, static_cast<size_t>(bytes));
+          out += bytes;
+        }
+      }
+    });
+    return Status::ok();
+  }
   Status reducescatter(const void* input, void* output, const std::vector<int64_t>& counts, DataType dtype,
                        ReduceOp op) override {
     struct Slot {

@@ -61,6 +61,38 @@ Status MpiCommunicator::allgatherv(const void* input, void* output, const std::v
   return rc == MPI_SUCCESS ? Status::ok() : Status::unknown_error("MPI_Allgatherv failed");
 }
 
+namespace {
+// MPI int counts and displacements, in rows; false past 2^31 rows.
+bool to_int_layout(const std::vector<int64_t>& rows, std::vector<int>* counts, std::vector<int>* displs) {
+  counts->resize(rows.size());
+  displs->resize(rows.size());
+  int64_t offset = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r] > INT_MAX || offset > INT_MAX) return false;
+    (*counts)[r] = static_cast<int>(rows[r]);
+    (*displs)[r] = static_cast<int>(offset);
+    offset += rows[r];
+  }
+  return true;
+}
+}  // namespace
+
+Status MpiCommunicator::alltoallv(const void* input, const std::vector<int64_t>& send_rows, void* output,
+                                  const std::vector<int64_t>& recv_rows, int64_t row_bytes) {
+  std::vector<int> sc, sd, rc, rd;
+  if (!to_int_layout(send_rows, &sc, &sd) || !to_int_layout(recv_rows, &rc, &rd)) {
+    return Status::invalid_argument("alltoall of more than 2^31 rows exceeds one MPI_Alltoallv call");
+  }
+  if (row_bytes <= 0) return Status::ok();
+  if (row_bytes > INT_MAX) return Status::invalid_argument("alltoall rows of more than 2^31 bytes are not supported");
+  MPI_Datatype row;
+  MPI_Type_contiguous(static_cast<int>(row_bytes), MPI_BYTE, &row);
+  MPI_Type_commit(&row);
+  const int result = MPI_Alltoallv(input, sc.data(), sd.data(), row, output, rc.data(), rd.data(), row, comm_);
+  MPI_Type_free(&row);
+  return result == MPI_SUCCESS ? Status::ok() : Status::unknown_error("MPI_Alltoallv failed");
+}
+
 Status MpiCommunicator::reducescatter(const void* input, void* output, const std::vector<int64_t>& counts,
                                       DataType dtype, ReduceOp op) {
   std::vector<int> recv(counts.size());

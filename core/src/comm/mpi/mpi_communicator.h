@@ -17,6 +17,8 @@ class MpiCommunicator final : public Communicator {
                    PostScale scale) override;
   Status broadcast(void* buffer, int64_t bytes, int root) override;
   Status allgatherv(const void* input, void* output, const std::vector<int64_t>& rows, int64_t row_bytes) override;
+  Status alltoallv(const void* input, const std::vector<int64_t>& send_rows, void* output,
+                   const std::vector<int64_t>& recv_rows, int64_t row_bytes) override;
   Status reducescatter(const void* input, void* output, const std::vector<int64_t>& counts, DataType dtype,
                        ReduceOp op) override;
   const char* name() const override { return "mpi"; }
