@@ -43,6 +43,18 @@ OutputSlot allocate_output(const TensorEntry& e, const TensorShape& shape) {
   return slot;
 }
 
+// The shape [rows, shape[1], shape[2], ...] and the elements per row.
+TensorShape with_rows(int64_t rows, const std::vector<int64_t>& shape, int64_t* row_elems) {
+  TensorShape out;
+  out.add_dim(rows);
+  *row_elems = 1;
+  for (size_t i = 1; i < shape.size(); ++i) {
+    out.add_dim(shape[i]);
+    *row_elems *= shape[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 void OperationExecutor::execute(const Response& response, std::vector<TensorEntry> entries) {
@@ -163,15 +175,9 @@ Status OperationExecutor::allgather(const Response& response, TensorEntry& e) {
     return Status::unknown_error(what + "internal: the response has " + std::to_string(response.first_dims.size()) +
                                  " first dimensions for " + std::to_string(world_size_) + " ranks");
   }
-  TensorShape out_shape;
-  int64_t rows = 0;
+  int64_t rows = 0, row_elems = 1;
   for (int64_t d : response.first_dims) rows += d;
-  out_shape.add_dim(rows);
-  int64_t row_elems = 1;
-  for (size_t i = 1; i < r.shape.size(); ++i) {
-    out_shape.add_dim(r.shape[i]);
-    row_elems *= r.shape[i];
-  }
+  const TensorShape out_shape = with_rows(rows, r.shape, &row_elems);
   OutputSlot out = allocate_output(e, out_shape);
   Status s = comm_.allgatherv(e.input->data(), out.data(), response.first_dims, row_elems * dtype_size(r.dtype));
   if (!s.is_ok()) return Status(s.code(), what + s.message());
@@ -189,12 +195,9 @@ Status OperationExecutor::reducescatter(TensorEntry& e) {
   const std::string what = "reducescatter of tensor '" + r.name + "': ";
   const int64_t rows = r.shape.front();
   int64_t row_elems = 1;
-  for (size_t i = 1; i < r.shape.size(); ++i) row_elems *= r.shape[i];
+  const TensorShape out_shape = with_rows(ring_chunk(rows, world_size_, rank_).length, r.shape, &row_elems);
   std::vector<int64_t> counts(static_cast<size_t>(world_size_));
   for (int k = 0; k < world_size_; ++k) counts[static_cast<size_t>(k)] = ring_chunk(rows, world_size_, k).length * row_elems;
-  TensorShape out_shape;
-  out_shape.add_dim(ring_chunk(rows, world_size_, rank_).length);
-  for (size_t i = 1; i < r.shape.size(); ++i) out_shape.add_dim(r.shape[i]);
   OutputSlot out = allocate_output(e, out_shape);
 
   const void* in = e.input->data();
@@ -229,13 +232,8 @@ Status OperationExecutor::alltoall(const Response& response, TensorEntry& e) {
     received[s] = response.splits[s * n + static_cast<size_t>(rank_)];
     rows += received[s];
   }
-  TensorShape out_shape;
-  out_shape.add_dim(rows);
   int64_t row_elems = 1;
-  for (size_t i = 1; i < r.shape.size(); ++i) {
-    out_shape.add_dim(r.shape[i]);
-    row_elems *= r.shape[i];
-  }
+  const TensorShape out_shape = with_rows(rows, r.shape, &row_elems);
   OutputSlot out = allocate_output(e, out_shape);
   Status s = comm_.alltoallv(e.input->data(), r.splits, out.data(), received, row_elems * dtype_size(r.dtype));
   if (!s.is_ok()) return Status(s.code(), what + s.message());
