@@ -122,6 +122,49 @@ static void test_allgather_and_barrier(void) {
   CHECK(chorus_allgather_async("c.gather.bad", in, shape, 2, CHORUS_INT32, NULL, &g, &h) == CHORUS_ERR_INVALID_ARGUMENT);
   CHECK(chorus_barrier() == 0);
   (void)rows;
+
+  /* Reducescatter: 2*size+1 rows of 1 column; rank r keeps its block. */
+  {
+    int64_t rs_shape[1];
+    int32_t rs_in[64];
+    int64_t base, extra, mine, first;
+    rs_shape[0] = 2 * size + 1;
+    for (k = 0; k < rs_shape[0]; ++k) rs_in[k] = k + g_rank;
+    g.memory = NULL;
+    CHECK(chorus_reducescatter_async("c.rs", rs_in, rs_shape, 1, CHORUS_INT32, CHORUS_SUM, 1.0, 1.0, allocate, &g, &h) == 0);
+    CHECK(chorus_wait(h) == 0);
+    base = rs_shape[0] / size;
+    extra = rs_shape[0] % size;
+    mine = base + (g_rank < extra ? 1 : 0);
+    first = g_rank * base + (g_rank < extra ? g_rank : extra);
+    CHECK(g.rows == mine);
+    for (k = 0; k < mine; ++k) CHECK(((int32_t*)g.memory)[k] == size * (first + k) + size * (size - 1) / 2);
+    free(g.memory);
+  }
+  /* Alltoall: rank i sends 1 row to every rank; received splits are all 1. */
+  {
+    int64_t a_shape[1], got[16];
+    int64_t a_in[16];
+    int n;
+    a_shape[0] = size;
+    for (k = 0; k < size; ++k) a_in[k] = g_rank * 10 + k;
+    g.memory = NULL;
+    CHECK(chorus_alltoall_async("c.a2a", a_in, a_shape, 1, CHORUS_INT64, NULL, 0, allocate, &g, &h) == 0);
+    while (chorus_poll(h) == 0) {
+    }
+    n = chorus_received_splits(h, got, 16);
+    CHECK(n == size);
+    for (k = 0; k < n; ++k) CHECK(got[k] == 1);
+    CHECK(chorus_received_splits(h, got, 0) == CHORUS_ERR_INVALID_ARGUMENT);
+    CHECK(chorus_wait(h) == 0);
+    for (k = 0; k < size; ++k) CHECK(((int64_t*)g.memory)[k] == k * 10 + g_rank);
+    free(g.memory);
+    {
+      int64_t bad[1] = {-1};
+      CHECK(chorus_alltoall_async("c.a2a.bad", a_in, a_shape, 1, CHORUS_INT64, bad, 1, allocate, &g, &h) ==
+            CHORUS_ERR_INVALID_ARGUMENT);
+    }
+  }
 }
 
 static void test_errors(void) {

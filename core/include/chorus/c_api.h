@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 2  /* 2: chorus_allgather_async, chorus_barrier */
+#define CHORUS_ABI_VERSION 2  /* 2: allgather, reducescatter, alltoall, barrier */
 
 typedef enum {
   CHORUS_UINT8 = 0,
@@ -86,6 +86,22 @@ typedef void* (*chorus_alloc_fn)(void* user_data, int64_t bytes, const int64_t* 
 int chorus_allgather_async(const char* name, const void* input, const int64_t* shape, int ndim,
                            chorus_dtype dtype, chorus_alloc_fn alloc, void* user_data,
                            int64_t* handle);
+/* Reducescatter along the first dimension (same shape on every rank): rank r
+ * gets its block of rows of the reduced tensor (the first rows mod n ranks one
+ * row more), in memory from `alloc`. (ABI version 2) */
+int chorus_reducescatter_async(const char* name, const void* input, const int64_t* shape, int ndim,
+                               chorus_dtype dtype, chorus_reduce_op op, double prescale, double postscale,
+                               chorus_alloc_fn alloc, void* user_data, int64_t* handle);
+/* Alltoall: rank i sends splits[j] rows of its first dimension to rank j
+ * (splits NULL and nsplits 0: equal splits); the received rows, in rank
+ * order, go to memory from `alloc`. (ABI version 2) */
+int chorus_alltoall_async(const char* name, const void* input, const int64_t* shape, int ndim, chorus_dtype dtype,
+                          const int64_t* splits, int nsplits, chorus_alloc_fn alloc, void* user_data,
+                          int64_t* handle);
+/* After chorus_poll(handle) returned 1 and before chorus_wait: the rows an
+ * alltoall received from each rank, into `splits` (room for `n`); returns
+ * their number. (ABI version 2) */
+int chorus_received_splits(int64_t handle, int64_t* splits, int n);
 /* Blocks until every rank called its matching chorus_barrier(). (ABI version 2) */
 int chorus_barrier(void);
 

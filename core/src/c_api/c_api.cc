@@ -189,24 +189,93 @@ int chorus_broadcast_async(const char* name, void* buffer, int64_t count, chorus
   });
 }
 
+namespace {
+
+// The checks every C collective with a shaped input and an allocation
+// callback shares. Returns 0, or the failure code with the message set.
+int check_shaped_call(const char* function, const char* name, const void* input, const int64_t* shape, int ndim,
+                      chorus_dtype dtype, chorus_alloc_fn alloc, int64_t* handle,
+                      std::shared_ptr<chorus::HostTensorView>* tensor, chorus::OpHooks* hooks, void* user_data) {
+  if (name == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string(function) + ": name is NULL");
+  const std::string what = std::string(function) + "('" + name + "'): ";
+  if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
+  if (alloc == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "the allocation callback is NULL");
+  if (ndim < 1 || shape == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "needs a shape of at least one dimension");
+  if (!chorus::is_valid_dtype(dtype)) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "unknown dtype " + std::to_string(dtype));
+  chorus::TensorShape s(std::vector<int64_t>(shape, shape + ndim));
+  if (s.num_elements() > 0 && input == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input is NULL");
+  *tensor = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), static_cast<chorus::DataType>(dtype), s);
+  hooks->context = std::make_shared<CallbackOpContext>(alloc, user_data);
+  return CHORUS_OK;
+}
+
+}  // namespace
+
 int chorus_allgather_async(const char* name, const void* input, const int64_t* shape, int ndim,
                            chorus_dtype dtype, chorus_alloc_fn alloc, void* user_data, int64_t* handle) {
   return guarded([&]() -> int {
-    if (name == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_allgather_async: name is NULL");
-    const std::string what = std::string("chorus_allgather_async('") + name + "'): ";
-    if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
-    if (alloc == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "the allocation callback is NULL");
-    if (ndim < 1 || shape == nullptr) {
-      return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "needs a shape of at least one dimension");
-    }
-    if (!chorus::is_valid_dtype(dtype)) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "unknown dtype " + std::to_string(dtype));
-    chorus::TensorShape s(std::vector<int64_t>(shape, shape + ndim));
-    if (s.num_elements() > 0 && input == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input is NULL");
-    auto in = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), static_cast<chorus::DataType>(dtype), s);
+    std::shared_ptr<chorus::HostTensorView> in;
     chorus::OpHooks hooks;
-    hooks.context = std::make_shared<CallbackOpContext>(alloc, user_data);
+    const int rc = check_shaped_call("chorus_allgather_async", name, input, shape, ndim, dtype, alloc, handle, &in,
+                                     &hooks, user_data);
+    if (rc != CHORUS_OK) return rc;
     *handle = handles().add(chorus::runtime().allgather_async(name, in, hooks));
     return CHORUS_OK;
+  });
+}
+
+int chorus_reducescatter_async(const char* name, const void* input, const int64_t* shape, int ndim,
+                               chorus_dtype dtype, chorus_reduce_op op, double prescale, double postscale,
+                               chorus_alloc_fn alloc, void* user_data, int64_t* handle) {
+  return guarded([&]() -> int {
+    std::shared_ptr<chorus::HostTensorView> in;
+    chorus::OpHooks hooks;
+    const int rc = check_shaped_call("chorus_reducescatter_async", name, input, shape, ndim, dtype, alloc, handle,
+                                     &in, &hooks, user_data);
+    if (rc != CHORUS_OK) return rc;
+    if (!chorus::is_valid_reduce_op(op)) {
+      return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string("chorus_reducescatter_async('") + name +
+                                                   "'): unknown reduce op " + std::to_string(op));
+    }
+    chorus::AllreduceOptions options;
+    options.op = static_cast<chorus::ReduceOp>(op);
+    options.prescale_factor = prescale;
+    options.postscale_factor = postscale;
+    *handle = handles().add(chorus::runtime().reducescatter_async(name, in, options, hooks));
+    return CHORUS_OK;
+  });
+}
+
+int chorus_alltoall_async(const char* name, const void* input, const int64_t* shape, int ndim, chorus_dtype dtype,
+                          const int64_t* splits, int nsplits, chorus_alloc_fn alloc, void* user_data,
+                          int64_t* handle) {
+  return guarded([&]() -> int {
+    std::shared_ptr<chorus::HostTensorView> in;
+    chorus::OpHooks hooks;
+    const int rc = check_shaped_call("chorus_alltoall_async", name, input, shape, ndim, dtype, alloc, handle, &in,
+                                     &hooks, user_data);
+    if (rc != CHORUS_OK) return rc;
+    if (splits == nullptr && nsplits != 0) {
+      return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string("chorus_alltoall_async('") + name + "'): splits is NULL");
+    }
+    std::vector<int64_t> s = splits ? std::vector<int64_t>(splits, splits + nsplits) : std::vector<int64_t>{};
+    *handle = handles().add(chorus::runtime().alltoall_async(name, in, std::move(s), hooks));
+    return CHORUS_OK;
+  });
+}
+
+int chorus_received_splits(int64_t handle, int64_t* splits, int n) {
+  return guarded([&]() -> int {
+    chorus::Handle h;
+    if (!handles().find(handle, &h)) return unknown_handle(handle);
+    if (!h.poll()) return fail(CHORUS_ERR_PRECONDITION, "chorus_received_splits: the operation has not completed");
+    const std::vector<int64_t> got = h.received_splits();
+    if (splits == nullptr || n < static_cast<int>(got.size())) {
+      return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_received_splits: room for " + std::to_string(n) + " splits, " +
+                                                   std::to_string(got.size()) + " needed");
+    }
+    for (size_t i = 0; i < got.size(); ++i) splits[i] = got[i];
+    return static_cast<int>(got.size());
   });
 }
 
