@@ -160,3 +160,47 @@ TEST_CASE("Stalled tensors list who submitted and who is missing", "[coordinator
   REQUIRE(stalled[0].missing_ranks == std::vector<int>{1, 3});
   REQUIRE(stalled[0].waiting_seconds == Approx(60));
 }
+
+TEST_CASE("Join: allreduces complete without joined ranks, other collectives fail, all joined answers", "[coordinator][join]") {
+  Coordinator c(3);
+  Request join;
+  join.type = CollectiveType::kJoin;
+  join.name = join_tensor_name();
+  join.rank = 2;
+  Request x;
+  x.name = "x";
+  x.shape = {4};
+  x.rank = 0;
+  c.add(x);
+  c.add(join);  // rank 2 is out of data
+  REQUIRE(c.take_ready().empty());
+  x.rank = 1;
+  c.add(x);
+  auto ready = c.take_ready();
+  REQUIRE(ready.size() == 1);
+  REQUIRE(ready[0].response.type == ResponseType::kAllreduce);
+  REQUIRE(ready[0].response.joined_specs.size() == 1);
+  REQUIRE(ready[0].response.joined_specs[0].shape == std::vector<int64_t>{4});
+
+  Request b;
+  b.type = CollectiveType::kBroadcast;
+  b.name = "b";
+  for (int r : {0, 1}) {
+    b.rank = r;
+    c.add(b);
+  }
+  ready = c.take_ready();
+  REQUIRE(ready.size() == 1);
+  REQUIRE(ready[0].response.type == ResponseType::kError);
+  REQUIRE_THAT(ready[0].response.error_message, Catch::Contains("rank(s) 2 called join()"));
+
+  for (int r : {1, 0}) {
+    join.rank = r;
+    c.add(join);
+  }
+  ready = c.take_ready();
+  REQUIRE(ready.size() == 1);
+  REQUIRE(ready[0].response.type == ResponseType::kJoin);
+  REQUIRE(ready[0].response.last_joined_rank == 0);
+  REQUIRE(c.idle());
+}

@@ -61,6 +61,9 @@ Handle reducescatter_async(const std::string& name, std::shared_ptr<Tensor> inpu
                            const AllreduceOptions& options = {});
 /// Asynchronous alltoall with explicit splits (empty: equal); see Runtime::alltoall_async.
 Handle alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, std::vector<int64_t> splits = {});
+/// This rank is out of data (see Runtime::join_async); blocks until every
+/// rank joined and returns the last rank to join.
+int join();
 /// Blocks until every rank reached its matching barrier().
 void barrier();
 

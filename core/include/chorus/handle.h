@@ -39,6 +39,8 @@ class Handle {
   std::shared_ptr<Tensor> output() const;
   /// Alltoall: rows received from each rank, in rank order, once completed.
   std::vector<int64_t> received_splits() const;
+  /// Join: the last rank that joined, once completed (-1 otherwise).
+  int last_joined_rank() const;
 
  private:
   std::shared_ptr<detail::HandleState> state_;

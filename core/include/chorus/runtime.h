@@ -92,6 +92,12 @@ class Runtime {
   /// Handle::received_splits().
   Handle alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, std::vector<int64_t> splits = {},
                         OpHooks hooks = {});
+  /// This rank is out of data: until every rank joined, allreduces the other
+  /// ranks start run with zeros from this one (Average still divides by the
+  /// full rank count), and any other collective fails on every rank. The
+  /// handle completes once every rank joined; Handle::last_joined_rank()
+  /// tells which joined last.
+  Handle join_async();
   /// Starts a barrier: completes once every rank started one. Ranks must call
   /// barriers equally often (they are matched by their count).
   Handle barrier_async();

@@ -43,6 +43,7 @@ std::vector<Response> plan_fusion(std::vector<ReadyTensor> ready, int64_t thresh
     Response& r = plan[target->output_index];
     r.names.push_back(t.response.names.front());
     r.total_bytes += t.response.total_bytes;
+    r.joined_specs.insert(r.joined_specs.end(), t.response.joined_specs.begin(), t.response.joined_specs.end());
   }
   return plan;
 }

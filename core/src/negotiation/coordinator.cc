@@ -6,6 +6,10 @@ namespace chorus::detail {
 
 void Coordinator::add(const Request& request, Clock::time_point now) {
   if (request.rank < 0 || request.rank >= world_size_) return;  // not a rank of this job
+  if (request.type == CollectiveType::kJoin) {
+    add_join(request);
+    return;
+  }
   auto [it, inserted] = table_.try_emplace(request.name);
   Entry& e = it->second;
   if (inserted) {
@@ -16,9 +20,44 @@ void Coordinator::add(const Request& request, Clock::time_point now) {
   // that complete() reports it instead of the tensor waiting forever.
   e.seen[static_cast<size_t>(request.rank)] = true;
   e.requests.push_back(request);
-  if (static_cast<int>(e.requests.size()) < world_size_) return;
+  if (covered(e)) finish(it);
+}
 
-  ReadyTensor ready = complete(request.name, e);
+bool Coordinator::covered(const Entry& e) const {
+  size_t count = e.requests.size();
+  for (size_t r = 0; r < joined_.size(); ++r) count += joined_[r] && !e.seen[r];
+  return static_cast<int>(count) >= world_size_;
+}
+
+void Coordinator::add_join(const Request& request) {
+  const size_t r = static_cast<size_t>(request.rank);
+  if (!joined_[r]) {
+    joined_[r] = true;
+    ++joined_count_;
+  }
+  last_joined_ = request.rank;
+  // Tensors that waited only for this rank can go now, oldest first.
+  std::vector<std::unordered_map<std::string, Entry>::iterator> now_covered;
+  for (auto it = table_.begin(); it != table_.end(); ++it) {
+    if (covered(it->second)) now_covered.push_back(it);
+  }
+  std::sort(now_covered.begin(), now_covered.end(),
+            [](const auto& a, const auto& b) { return a->second.first_seen < b->second.first_seen; });
+  for (auto it : now_covered) finish(it);
+  if (joined_count_ < world_size_) return;
+  ReadyTensor done;
+  done.request = request;
+  done.response.type = ResponseType::kJoin;
+  done.response.names = {join_tensor_name()};
+  done.response.last_joined_rank = last_joined_;
+  ready_.push_back(std::move(done));
+  joined_.assign(joined_.size(), false);
+  joined_count_ = 0;
+  last_joined_ = -1;
+}
+
+void Coordinator::finish(std::unordered_map<std::string, Entry>::iterator it) {
+  ReadyTensor ready = complete(it->first, it->second);
   table_.erase(it);
   const std::string group = ready.request.group;
   if (group.empty()) {
@@ -40,12 +79,23 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
   out.request = *rank0;
   out.response.names = {name};
   std::string error;
-  bool duplicate = false;
-  for (size_t i = 0; i < entry.seen.size(); ++i) duplicate |= !entry.seen[i];
+  std::vector<int> absent_joined;  // joined ranks that did not submit this tensor
+  for (size_t i = 0; i < entry.seen.size(); ++i) {
+    if (!entry.seen[i] && joined_[i]) absent_joined.push_back(static_cast<int>(i));
+  }
+  const int expected = world_size_ - static_cast<int>(absent_joined.size());
+  bool duplicate = static_cast<int>(entry.requests.size()) > expected;
+  for (size_t i = 0; i < entry.seen.size(); ++i) duplicate |= !(entry.seen[i] || joined_[i]);
   if (duplicate) {
     error = "Tensor '" + name + "' was submitted twice by one rank before it completed";
   } else {
-    error = validate_requests(name, entry.requests, world_size_);
+    error = validate_requests(name, entry.requests, expected);
+  }
+  if (error.empty() && !absent_joined.empty() && rank0->type != CollectiveType::kAllreduce) {
+    std::string ranks;
+    for (int r : absent_joined) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    error = std::string(collective_name(rank0->type)) + " of tensor '" + name + "' cannot run: rank(s) " + ranks +
+            " called join(); until every rank joined, only allreduce runs (with zeros from the joined ranks)";
   }
   if (!error.empty()) {
     out.response.type = ResponseType::kError;
@@ -54,6 +104,7 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
   }
   out.response.type = response_type_of(rank0->type);
   out.response.total_bytes = rank0->num_elements() * dtype_size(rank0->dtype);
+  if (!absent_joined.empty()) out.response.joined_specs = {*rank0};  // the joined ranks add zeros of this shape
   if (rank0->type == CollectiveType::kAlltoall) {
     // Who sends how many rows to whom: every receiver needs its column.
     const size_t n = static_cast<size_t>(world_size_);
@@ -111,7 +162,8 @@ std::vector<StalledTensor> Coordinator::stalled(Clock::time_point now, double th
     s.name = name;
     s.waiting_seconds = waited;
     for (int r = 0; r < world_size_; ++r) {
-      (e.seen[static_cast<size_t>(r)] ? s.submitted_ranks : s.missing_ranks).push_back(r);
+      const bool in = e.seen[static_cast<size_t>(r)] || joined_[static_cast<size_t>(r)];
+      (in ? s.submitted_ranks : s.missing_ranks).push_back(r);
     }
     out.push_back(std::move(s));
   }

@@ -31,7 +31,7 @@ struct StalledTensor {
 class Coordinator {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit Coordinator(int world_size) : world_size_(world_size) {}
+  explicit Coordinator(int world_size) : world_size_(world_size), joined_(static_cast<size_t>(world_size), false) {}
 
   /// Records one rank's request.
   void add(const Request& request, Clock::time_point now = Clock::now());
@@ -57,8 +57,17 @@ class Coordinator {
 
   ReadyTensor complete(const std::string& name, Entry& entry);
   void release_group(const std::string& group);
+  /// Every rank submitted the tensor or has joined.
+  bool covered(const Entry& entry) const;
+  void finish(std::unordered_map<std::string, Entry>::iterator it);
+  void add_join(const Request& request);
 
   int world_size_;
+  // Join: ranks out of data. Allreduces complete without them (they add
+  // zeros); other collectives fail; when all joined, a join response.
+  std::vector<bool> joined_;
+  int joined_count_ = 0;
+  int32_t last_joined_ = -1;
   std::unordered_map<std::string, Entry> table_;
   std::vector<std::string> completed_;  // names complete this round, in order
   std::map<std::string, PendingGroup> groups_;

@@ -18,6 +18,7 @@ const char* collective_name(CollectiveType type) {
     case CollectiveType::kBarrier: return "barrier";
     case CollectiveType::kReducescatter: return "reducescatter";
     case CollectiveType::kAlltoall: return "alltoall";
+    case CollectiveType::kJoin: return "join";
   }
   return "unknown";
 }
@@ -30,6 +31,7 @@ ResponseType response_type_of(CollectiveType type) {
     case CollectiveType::kBarrier: return ResponseType::kBarrier;
     case CollectiveType::kReducescatter: return ResponseType::kReducescatter;
     case CollectiveType::kAlltoall: return ResponseType::kAlltoall;
+    case CollectiveType::kJoin: return ResponseType::kJoin;
   }
   return ResponseType::kError;
 }
@@ -53,26 +55,54 @@ bool same_signature(const Request& a, const Request& b) {
          a.device == b.device && a.group == b.group && a.group_size == b.group_size;
 }
 
+namespace {
+
+void put_request(WireWriter& w, const Request& r) {
+  w.put(r.rank);
+  w.put(static_cast<int32_t>(r.type));
+  w.put_string(r.name);
+  w.put(static_cast<int32_t>(r.dtype));
+  w.put_int64s(r.shape);
+  w.put(static_cast<int32_t>(r.op));
+  w.put(r.prescale);
+  w.put(r.postscale);
+  w.put(r.root_rank);
+  w.put(r.device);
+  w.put_string(r.group);
+  w.put(r.group_size);
+  w.put_int64s(r.splits);
+}
+
+bool get_request(WireReader& r, Request* q) {
+  int32_t type = 0, dtype = 0, op = 0;
+  r.get(&q->rank);
+  r.get(&type);
+  r.get_string(&q->name);
+  r.get(&dtype);
+  r.get_int64s(&q->shape);
+  r.get(&op);
+  r.get(&q->prescale);
+  r.get(&q->postscale);
+  r.get(&q->root_rank);
+  r.get(&q->device);
+  r.get_string(&q->group);
+  r.get(&q->group_size);
+  r.get_int64s(&q->splits);
+  if (!is_valid_dtype(dtype) || !is_valid_reduce_op(op) || type < 0 || type > kLastCollectiveType) return false;
+  q->type = static_cast<CollectiveType>(type);
+  q->dtype = static_cast<DataType>(dtype);
+  q->op = static_cast<ReduceOp>(op);
+  return true;
+}
+
+}  // namespace
+
 std::string RequestList::serialize() const {
   WireWriter w;
   w.put(kRequestMagic);
   w.put<uint8_t>(shutdown ? 1 : 0);
   w.put<uint32_t>(static_cast<uint32_t>(requests.size()));
-  for (const Request& r : requests) {
-    w.put(r.rank);
-    w.put(static_cast<int32_t>(r.type));
-    w.put_string(r.name);
-    w.put(static_cast<int32_t>(r.dtype));
-    w.put_int64s(r.shape);
-    w.put(static_cast<int32_t>(r.op));
-    w.put(r.prescale);
-    w.put(r.postscale);
-    w.put(r.root_rank);
-    w.put(r.device);
-    w.put_string(r.group);
-    w.put(r.group_size);
-    w.put_int64s(r.splits);
-  }
+  for (const Request& r : requests) put_request(w, r);
   w.put<uint32_t>(static_cast<uint32_t>(cached.size()));
   for (const CacheKey& k : cached) {
     w.put(k.slot);
@@ -92,26 +122,7 @@ Status RequestList::parse(const std::string& bytes, RequestList* out) {
   out->requests.clear();
   for (uint32_t i = 0; i < count && r.ok(); ++i) {
     Request q;
-    int32_t type = 0, dtype = 0, op = 0;
-    r.get(&q.rank);
-    r.get(&type);
-    r.get_string(&q.name);
-    r.get(&dtype);
-    r.get_int64s(&q.shape);
-    r.get(&op);
-    r.get(&q.prescale);
-    r.get(&q.postscale);
-    r.get(&q.root_rank);
-    r.get(&q.device);
-    r.get_string(&q.group);
-    r.get(&q.group_size);
-    r.get_int64s(&q.splits);
-    if (!is_valid_dtype(dtype) || !is_valid_reduce_op(op) || type < 0 || type > kLastCollectiveType) {
-      return Status::unknown_error("malformed request list (bad enum value)");
-    }
-    q.type = static_cast<CollectiveType>(type);
-    q.dtype = static_cast<DataType>(dtype);
-    q.op = static_cast<ReduceOp>(op);
+    if (!get_request(r, &q) && r.ok()) return Status::unknown_error("malformed request list (bad enum value)");
     out->requests.push_back(std::move(q));
   }
   uint32_t cached = 0;
@@ -141,6 +152,9 @@ std::string ResponseList::serialize() const {
     w.put(r.total_bytes);
     w.put_int64s(r.first_dims);
     w.put_int64s(r.splits);
+    w.put<uint32_t>(static_cast<uint32_t>(r.joined_specs.size()));
+    for (const Request& q : r.joined_specs) put_request(w, q);
+    w.put(r.last_joined_rank);
   }
   w.put<uint32_t>(static_cast<uint32_t>(resend.size()));
   for (const Resend& x : resend) {
@@ -176,6 +190,14 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out) {
     r.get(&p.total_bytes);
     r.get_int64s(&p.first_dims);
     r.get_int64s(&p.splits);
+    uint32_t specs = 0;
+    r.get(&specs);
+    for (uint32_t k = 0; k < specs && r.ok(); ++k) {
+      Request q;
+      if (!get_request(r, &q) && r.ok()) return Status::unknown_error("malformed response list (bad spec)");
+      p.joined_specs.push_back(std::move(q));
+    }
+    r.get(&p.last_joined_rank);
     if (type < 0 || type > kLastResponseType) return Status::unknown_error("malformed response list (bad type)");
     p.type = static_cast<ResponseType>(type);
     out->responses.push_back(std::move(p));

@@ -12,9 +12,12 @@
 namespace chorus::detail {
 
 enum class CollectiveType : int32_t {
-  kAllreduce = 0, kBroadcast = 1, kAllgather = 2, kBarrier = 3, kReducescatter = 4, kAlltoall = 5
+  kAllreduce = 0, kBroadcast = 1, kAllgather = 2, kBarrier = 3, kReducescatter = 4, kAlltoall = 5, kJoin = 6
 };
-constexpr int32_t kLastCollectiveType = 5;
+constexpr int32_t kLastCollectiveType = 6;
+
+/// The name every rank's join request carries.
+inline const char* join_tensor_name() { return "chorus.join"; }
 const char* collective_name(CollectiveType type);
 
 /// One rank's "tensor `name` is ready here, with these properties".
@@ -75,9 +78,10 @@ struct RequestList {
 };
 
 enum class ResponseType : int32_t {
-  kAllreduce = 0, kBroadcast = 1, kError = 2, kAllgather = 3, kBarrier = 4, kReducescatter = 5, kAlltoall = 6
+  kAllreduce = 0, kBroadcast = 1, kError = 2, kAllgather = 3, kBarrier = 4, kReducescatter = 5, kAlltoall = 6,
+  kJoin = 7
 };
-constexpr int32_t kLastResponseType = 6;
+constexpr int32_t kLastResponseType = 7;
 
 /// The response type that runs a collective of `type`.
 ResponseType response_type_of(CollectiveType type);
@@ -96,10 +100,16 @@ struct Response {
   /// Alltoall: every rank's splits, rank-major (sender s, receiver r at
   /// [s * world_size + r]).
   std::vector<int64_t> splits;
+  /// Allreduces completed while some ranks had joined: each tensor's
+  /// request, so a joined rank can take part with zeros of that shape.
+  std::vector<Request> joined_specs;
+  /// Join: the last rank to join.
+  int32_t last_joined_rank = -1;
 
   bool operator==(const Response& o) const {
     return type == o.type && names == o.names && error_message == o.error_message &&
-           total_bytes == o.total_bytes && first_dims == o.first_dims && splits == o.splits;
+           total_bytes == o.total_bytes && first_dims == o.first_dims && splits == o.splits &&
+           joined_specs == o.joined_specs && last_joined_rank == o.last_joined_rank;
   }
 };
 

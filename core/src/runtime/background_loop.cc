@@ -203,10 +203,10 @@ void BackgroundLoop::execute(const ResponseList& list) {
     for (const std::string& name : response.names) {
       TensorEntry e;
       sent_keys_.erase(name);
-      if (queue_.take(name, &e)) {
+      if (queue_.take(name, &e) || stand_in_for_joined(response, name, &e)) {
         requests.push_back(e.request);
         entries.push_back(std::move(e));
-      } else {
+      } else if (response.type != ResponseType::kError) {  // errors may name tensors a joined rank never had
         CHORUS_LOG(logger_, kError) << "internal: response for tensor '" << name
                                     << "', which is not in flight on this rank";
       }
@@ -224,6 +224,23 @@ void BackgroundLoop::execute(const ResponseList& list) {
   if (list.shutdown) {
     finish(Status::aborted("Chorus was shut down (" + list.shutdown_reason + ")"));
   }
+}
+
+// This rank joined and never submitted `name`: it takes part with zeros of
+// the shape the other ranks agreed on, so their allreduce can run.
+bool BackgroundLoop::stand_in_for_joined(const Response& response, const std::string& name, TensorEntry* out) {
+  for (const Request& spec : response.joined_specs) {
+    if (spec.name != name) continue;
+    std::shared_ptr<Tensor> zeros;
+    if (!HostOpContext().allocate_zeros(TensorShape(spec.shape), spec.dtype, &zeros).is_ok()) return false;
+    out->request = spec;
+    out->request.rank = topo_.rank;
+    out->input = zeros;
+    out->output = zeros;
+    out->enqueued = std::chrono::steady_clock::now();
+    return true;
+  }
+  return false;
 }
 
 void BackgroundLoop::resend_stale(const std::vector<Resend>& resend) {

@@ -46,6 +46,7 @@ class BackgroundLoop {
   void add_requests(int from_rank, const RequestList& list);
   void use_cache_keys(RequestList* list);
   void resend_stale(const std::vector<Resend>& resend);
+  bool stand_in_for_joined(const Response& response, const std::string& name, TensorEntry* out);
   void check_stalls();
   std::vector<ReadyTensor> take_fusable_burst();
   void execute(const ResponseList& list);

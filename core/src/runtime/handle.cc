@@ -27,6 +27,16 @@ void HandleState::set_output(std::shared_ptr<Tensor> output, std::vector<int64_t
   received_splits_ = std::move(received_splits);
 }
 
+void HandleState::set_last_joined_rank(int rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_joined_rank_ = rank;
+}
+
+int HandleState::last_joined_rank() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_joined_rank_;
+}
+
 std::vector<int64_t> HandleState::received_splits() const {
   std::lock_guard<std::mutex> lock(mu_);
   return received_splits_;
@@ -98,6 +108,11 @@ std::shared_ptr<Tensor> Handle::output() const {
 std::vector<int64_t> Handle::received_splits() const {
   require_valid(state_);
   return state_->done() ? state_->received_splits() : std::vector<int64_t>{};
+}
+
+int Handle::last_joined_rank() const {
+  require_valid(state_);
+  return state_->done() ? state_->last_joined_rank() : -1;
 }
 
 Status Handle::status() const {

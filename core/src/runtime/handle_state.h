@@ -34,6 +34,9 @@ class HandleState {
   void set_output(std::shared_ptr<Tensor> output, std::vector<int64_t> received_splits = {});
   std::shared_ptr<Tensor> output() const;
   std::vector<int64_t> received_splits() const;
+  /// Join: the last rank to join.
+  void set_last_joined_rank(int rank);
+  int last_joined_rank() const;
 
  private:
   mutable std::mutex mu_;
@@ -42,6 +45,7 @@ class HandleState {
   Status status_ = Status::in_progress();
   std::shared_ptr<Tensor> output_;
   std::vector<int64_t> received_splits_;
+  int last_joined_rank_ = -1;
 };
 
 }  // namespace chorus::detail

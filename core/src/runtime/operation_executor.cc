@@ -93,6 +93,11 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
       break;
     case ResponseType::kBarrier:
       break;  // every rank had arrived when the coordinator answered: that is the barrier
+    case ResponseType::kJoin:
+      for (auto& e : entries) {
+        if (e.handle) e.handle->set_last_joined_rank(response.last_joined_rank);
+      }
+      break;
   }
   if (!status.is_ok()) stats_.update([&](RuntimeStats& st) { st.errors += static_cast<int64_t>(entries.size()); });
   CompletionBatch batch;  // wakes every waiter once all are complete

@@ -108,4 +108,10 @@ Handle alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, st
 
 void barrier() { require_runtime().barrier_async().wait(); }
 
+int join() {
+  Handle h = require_runtime().join_async();
+  h.wait();
+  return h.last_joined_rank();
+}
+
 }  // namespace chorus

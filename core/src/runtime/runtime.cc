@@ -189,6 +189,17 @@ Handle Runtime::alltoall_async(const std::string& name, std::shared_ptr<Tensor> 
   return impl_->enqueue(std::move(entries)).front();
 }
 
+Handle Runtime::join_async() {
+  detail::TensorEntry e;
+  e.request.rank = rank();
+  e.request.type = detail::CollectiveType::kJoin;
+  e.request.name = detail::join_tensor_name();
+  e.request.shape = {0};
+  std::vector<detail::TensorEntry> entries;
+  entries.push_back(std::move(e));
+  return impl_->enqueue(std::move(entries)).front();
+}
+
 Handle Runtime::barrier_async() {
   detail::TensorEntry e;
   e.request.rank = rank();

@@ -1,0 +1,66 @@
+// Join for uneven data under mpirun: each rank in turn runs out first; the
+// others' allreduces complete with zeros from the joined ranks (Sum counts
+// the ranks still active, Average divides by all ranks); join returns the
+// last rank to join; other collectives fail on every active rank while a
+// rank has joined.
+#include <catch2/catch.hpp>
+
+#include "chorus/chorus.h"
+
+using namespace chorus;
+
+namespace {
+std::shared_ptr<HostTensorView> scalar_view(float* v) {
+  return std::make_shared<HostTensorView>(v, DataType::kFloat32, TensorShape{1});
+}
+}  // namespace
+
+TEST_CASE("Join: every rank takes a turn at running out first", "[mpi][join]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  for (int first = 0; first < size; ++first) {
+    // `first` has 2 steps, the next rank 3, ..., the rank before it size + 1.
+    auto steps_of = [&](int r) { return 2 + ((r - first + size) % size); };
+    for (int i = 0; i < steps_of(rank); ++i) {
+      int active = 0;
+      for (int r = 0; r < size; ++r) active += steps_of(r) > i;
+      float sum = 1.0f, avg = 1.0f;
+      AllreduceOptions s;
+      s.op = ReduceOp::kSum;
+      Handle hs = allreduce_async("join." + std::to_string(first) + ".sum." + std::to_string(i), scalar_view(&sum),
+                                  scalar_view(&sum), s);
+      Handle ha = allreduce_async("join." + std::to_string(first) + ".avg." + std::to_string(i), scalar_view(&avg),
+                                  scalar_view(&avg));
+      hs.wait(std::chrono::seconds(60));
+      ha.wait(std::chrono::seconds(60));
+      REQUIRE(sum == float(active));
+      REQUIRE(avg == Approx(double(active) / size));
+    }
+    const int last = join();
+    REQUIRE(last == (size == 1 ? 0 : (first - 1 + size) % size));
+  }
+}
+
+TEST_CASE("Join: other collectives fail while a rank has joined", "[mpi][join]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  if (size == 1) return;
+  const int joiner = size - 1;
+  if (rank != joiner) {
+    float v = 1.0f;
+    try {
+      allgather_async("join.gather", scalar_view(&v)).wait(std::chrono::seconds(60));
+      FAIL("expected InvalidArgumentError");
+    } catch (const InvalidArgumentError& e) {
+      REQUIRE_THAT(std::string(e.what()), Catch::Contains("'join.gather'") &&
+                                              Catch::Contains("rank(s) " + std::to_string(joiner) + " called join()"));
+    }
+  }
+  const int last = join();
+  REQUIRE(last >= 0);
+  REQUIRE(last < size);
+  // Everything works again afterwards.
+  float v = 1.0f;
+  AllreduceOptions s;
+  s.op = ReduceOp::kSum;
+  allreduce_async("join.after", scalar_view(&v), scalar_view(&v), s).wait();
+  REQUIRE(v == float(size));
+}
