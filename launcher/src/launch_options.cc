@@ -39,14 +39,16 @@ std::string check_knob_value(const Knob& k, const std::string& v, std::string* o
     case Kind::kNonNegNumber: {
       std::istringstream in(v);
       double d = 0;
-      if (!(in >> d) || !in.eof() || d < 0) return "expects a number >= 0";
+      if (!(in >> d) || !in.eof() || d < 0 || d > 1e9) return "expects a number >= 0 (and at most 1e9)";
       if (std::string(k.flag) == "fusion-threshold-mb") {
         *out = std::to_string(static_cast<long long>(d * 1024 * 1024));
       }
       return "";
     }
     case Kind::kWholeNumber: {
-      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) return "expects a whole number >= 0";
+      if (v.empty() || v.size() > 8 || v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) > (1 << 24)) {
+        return "expects a whole number in 0..16777216";
+      }
       return "";
     }
     case Kind::kAlgo:

@@ -92,3 +92,13 @@ TEST_CASE("The same updates give the same keys on every rank", "[cache]") {
     if (k0) REQUIRE(*k0 == *k1);
   }
 }
+
+TEST_CASE("A key whose name hash does not match is stale (caches that drifted apart)", "[cache]") {
+  ResponseCache cache(2);
+  cache.put(req("a"));
+  CacheKey key = *cache.lookup(req("a"));
+  REQUIRE(key.name_hash == name_hash("a"));
+  REQUIRE(cache.resolve(key) != nullptr);
+  key.name_hash ^= 1;
+  REQUIRE(cache.resolve(key) == nullptr);
+}

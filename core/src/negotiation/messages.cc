@@ -49,6 +49,12 @@ bool Request::operator==(const Request& o) const {
          group_size == o.group_size && splits == o.splits;
 }
 
+uint32_t name_hash(const std::string& name) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : name) h = (h ^ c) * 16777619u;
+  return h;
+}
+
 bool same_signature(const Request& a, const Request& b) {
   return a.type == b.type && a.dtype == b.dtype && a.shape == b.shape && a.op == b.op &&
          a.prescale == b.prescale && a.postscale == b.postscale && a.root_rank == b.root_rank &&
@@ -107,6 +113,7 @@ std::string RequestList::serialize() const {
   for (const CacheKey& k : cached) {
     w.put(k.slot);
     w.put(k.generation);
+    w.put(k.name_hash);
   }
   return w.take();
 }
@@ -132,6 +139,7 @@ Status RequestList::parse(const std::string& bytes, RequestList* out) {
     CacheKey k;
     r.get(&k.slot);
     r.get(&k.generation);
+    r.get(&k.name_hash);
     out->cached.push_back(k);
   }
   if (!r.ok() || !r.at_end()) return Status::unknown_error("malformed request list (truncated)");
@@ -161,6 +169,7 @@ std::string ResponseList::serialize() const {
     w.put(x.rank);
     w.put(x.key.slot);
     w.put(x.key.generation);
+    w.put(x.key.name_hash);
   }
   return w.take();
 }
@@ -210,6 +219,7 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out) {
     r.get(&x.rank);
     r.get(&x.key.slot);
     r.get(&x.key.generation);
+    r.get(&x.key.name_hash);
     out->resend.push_back(x);
   }
   if (!r.ok() || !r.at_end()) return Status::unknown_error("malformed response list (truncated)");

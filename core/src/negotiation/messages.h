@@ -52,8 +52,14 @@ bool same_signature(const Request& a, const Request& b);
 struct CacheKey {
   int32_t slot = -1;
   uint32_t generation = 0;
-  bool operator==(const CacheKey& o) const { return slot == o.slot && generation == o.generation; }
+  uint32_t name_hash = 0;  ///< guards against caches that drifted apart: a mismatch is treated as stale
+  bool operator==(const CacheKey& o) const {
+    return slot == o.slot && generation == o.generation && name_hash == o.name_hash;
+  }
 };
+
+/// 32-bit FNV-1a of a tensor name.
+uint32_t name_hash(const std::string& name);
 
 /// A rank's cache-keyed request the coordinator could not resolve (the slot
 /// was refilled meanwhile): that rank sends the full request again.

@@ -11,13 +11,13 @@ std::optional<CacheKey> ResponseCache::lookup(const Request& request) const {
   if (it == by_name_.end()) return std::nullopt;
   const Slot& s = slots_[static_cast<size_t>(it->second)];
   if (!same_signature(s.request, request)) return std::nullopt;
-  return CacheKey{it->second, s.generation};
+  return CacheKey{it->second, s.generation, name_hash(request.name)};
 }
 
 const Request* ResponseCache::resolve(CacheKey key) const {
   if (key.slot < 0 || key.slot >= static_cast<int32_t>(slots_.size())) return nullptr;
   const Slot& s = slots_[static_cast<size_t>(key.slot)];
-  return s.used && s.generation == key.generation ? &s.request : nullptr;
+  return s.used && s.generation == key.generation && name_hash(s.request.name) == key.name_hash ? &s.request : nullptr;
 }
 
 void ResponseCache::fill(int32_t slot, const Request& request) {
@@ -34,7 +34,11 @@ void ResponseCache::fill(int32_t slot, const Request& request) {
 void ResponseCache::put(const Request& request) {
   // An allgather's shape differs per rank: one cached signature cannot stand
   // for every rank's request.
-  if (slots_.empty() || request.type == CollectiveType::kAllgather || request.type == CollectiveType::kAlltoall) return;
+  // Barriers have a new name every time: caching them would only evict.
+  if (slots_.empty() || request.type == CollectiveType::kAllgather || request.type == CollectiveType::kAlltoall ||
+      request.type == CollectiveType::kBarrier) {
+    return;
+  }
   auto it = by_name_.find(request.name);
   if (it != by_name_.end()) {
     Slot& s = slots_[static_cast<size_t>(it->second)];

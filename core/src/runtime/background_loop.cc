@@ -126,9 +126,9 @@ Status BackgroundLoop::coordinate(bool* progressed) {
     add_requests(from, list);
     *progressed = true;
   }
+  check_stalls();  // first: a stall shutdown must not fail a burst that is ready everywhere
   ResponseList out;
   out.responses = plan_fusion(take_fusable_burst(), options_.fusion_threshold_bytes);
-  check_stalls();
   if (!global_shutdown_reason_.empty()) {
     out.shutdown = true;
     out.shutdown_reason = global_shutdown_reason_;

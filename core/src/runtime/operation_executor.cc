@@ -1,5 +1,6 @@
 #include "runtime/operation_executor.h"
 
+#include <climits>
 #include <cstring>
 #include <thread>
 
@@ -230,6 +231,20 @@ Status OperationExecutor::alltoall(const Response& response, TensorEntry& e) {
   if (response.splits.size() != n * n) {
     return Status::unknown_error(what + "internal: the response has " + std::to_string(response.splits.size()) +
                                  " splits for " + std::to_string(world_size_) + " ranks");
+  }
+  // Every rank checks the whole matrix (the same on every rank), so all
+  // refuse together instead of some entering MPI and waiting forever.
+  for (size_t a = 0; a < n; ++a) {
+    int64_t sent = 0, got = 0;
+    for (size_t b = 0; b < n; ++b) {
+      sent += response.splits[a * n + b];
+      got += response.splits[b * n + a];
+    }
+    if (sent > INT_MAX || got > INT_MAX) {
+      return Status::invalid_argument(what + "rank " + std::to_string(a) + " would move " +
+                                      std::to_string(std::max(sent, got)) +
+                                      " rows, more than one MPI_Alltoallv call can address (2^31)");
+    }
   }
   std::vector<int64_t> received(n);
   int64_t rows = 0;

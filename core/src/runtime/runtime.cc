@@ -178,10 +178,11 @@ Handle Runtime::alltoall_async(const std::string& name, std::shared_ptr<Tensor> 
   int64_t total = 0;
   for (size_t k = 0; k < splits.size(); ++k) {
     if (splits[k] < 0) invalid(what + "split " + std::to_string(k) + " is negative (" + std::to_string(splits[k]) + ")");
-    total += splits[k];
+    if (splits[k] > rows - total) total = rows + 1;  // past the end; also keeps the sum from overflowing
+    else total += splits[k];
   }
   if (total > rows) {
-    invalid(what + "the splits sum to " + std::to_string(total) + ", past the first dimension " + std::to_string(rows));
+    invalid(what + "the splits sum past the first dimension " + std::to_string(rows));
   }
   std::vector<detail::TensorEntry> entries;
   entries.push_back(tensor_entry(detail::CollectiveType::kAlltoall, name, input, rank(), std::move(hooks)));

@@ -2,6 +2,8 @@
 #include <mpi.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "comm/backend.h"
 #include "comm/mpi/mpi_communicator.h"
@@ -15,6 +17,29 @@
 namespace chorus::detail {
 
 namespace {
+
+// Settings that change what every rank does on the wire (which algorithm,
+// segment sizes, cache slots) must agree, or ranks would wait on each other
+// forever. Every rank checks the same gathered digests, so all fail together.
+Status check_settings_agree(MPI_Comm comm, int size, const RuntimeOptions& o) {
+  uint64_t digest = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { digest = (digest ^ v) * 1099511628211ull; };
+  mix(static_cast<uint64_t>(o.allreduce_algorithm));
+  mix(static_cast<uint64_t>(o.ring_threshold_bytes));
+  mix(static_cast<uint64_t>(o.ring_segment_bytes));
+  mix(static_cast<uint64_t>(o.cache_capacity));
+  std::vector<uint64_t> all(static_cast<size_t>(size));
+  MPI_Allgather(&digest, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm);
+  std::string differing;
+  for (int r = 1; r < size; ++r) {
+    if (all[static_cast<size_t>(r)] != all[0]) differing += (differing.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (differing.empty()) return Status::ok();
+  return Status::invalid_argument(
+      "CHORUS_ALLREDUCE_ALGO, CHORUS_RING_THRESHOLD_BYTES, CHORUS_RING_SEGMENT_BYTES and CHORUS_CACHE_CAPACITY "
+      "must be the same on every rank, but rank(s) " + differing + " differ from rank 0 "
+      "(chorusrun's flags set them on every rank)");
+}
 
 class MpiBackend final : public Backend {
  public:
@@ -30,6 +55,11 @@ class MpiBackend final : public Backend {
     MPI_Comm_dup(MPI_COMM_WORLD, &ring_comm_);
     MPI_Comm_rank(MPI_COMM_WORLD, &topo_.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &topo_.size);
+    s = check_settings_agree(control_comm_, topo_.size, options_);
+    if (!s.is_ok()) {
+      stop();
+      return s;
+    }
     // local: the ranks that share this host's memory; cross: the ranks with
     // the same local rank on every host.
     MPI_Comm local, cross;
