@@ -250,7 +250,14 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
       return r;
     }
   }
-  if (vm.count("ssh-identity-file")) o.ssh_identity = vm["ssh-identity-file"].as<std::string>();
+  if (vm.count("ssh-identity-file")) {
+    o.ssh_identity = vm["ssh-identity-file"].as<std::string>();
+    // mpirun splits plm_rsh_args on white space: such a path cannot get through intact.
+    if (o.ssh_identity->find_first_of(" \t\n") != std::string::npos) {
+      r.error = "-i '" + *o.ssh_identity + "': mpirun cannot pass an identity file path containing spaces to ssh";
+      return r;
+    }
+  }
   if (vm.count("start-timeout")) {
     o.start_timeout_seconds = vm["start-timeout"].as<int>();
     if (*o.start_timeout_seconds <= 0) {

@@ -130,6 +130,7 @@ TEST_CASE("Bad input gets one clear error", "[launcher][options]") {
   REQUIRE_THAT(parse({"-np", "2", "--fusion-threshold-mb", "-1", "prog"}).error, Catch::Contains(">= 0"));
   REQUIRE_THAT(parse({"-np", "2", "-x", "1BAD=2", "prog"}).error, Catch::Contains("not a variable name"));
   REQUIRE_THAT(parse({"-np", "2", "-p", "70000", "prog"}).error, Catch::Contains("not a port"));
+  REQUIRE_THAT(parse({"-np", "2", "-i", "/my keys/id", "prog"}).error, Catch::Contains("containing spaces"));
   REQUIRE_THAT(parse({"-np", "2", "--mpi-args", "'unclosed", "prog"}).error, Catch::Contains("--mpi-args"));
   REQUIRE_THAT(parse({"-np", "2", "--no-stall-check", "--stall-check-warning-time-seconds", "5", "prog"}).error,
                Catch::Contains("contradicts"));
