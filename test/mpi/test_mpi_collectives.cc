@@ -214,7 +214,8 @@ TEST_CASE("Reducescatter errors: shapes that differ fail on every rank; a scalar
 TEST_CASE("Alltoall with explicit and equal splits; received splits returned", "[mpi][alltoall]") {
   const int rank = chorus::rank(), size = chorus::size();
   auto split = [](int from, int to) { return int64_t((from + to) % 3); };
-  for (DataType dt : {DataType::kInt32, DataType::kFloat64, DataType::kBFloat16, DataType::kUInt8}) {
+  for (DataType dt : {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64, DataType::kFloat16,
+                      DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64, DataType::kBool}) {
     // Explicit: rank i sends (i + j) % 3 rows to rank j, plus 1 spare row it keeps.
     std::vector<int64_t> splits;
     int64_t rows = 1;
@@ -223,7 +224,8 @@ TEST_CASE("Alltoall with explicit and equal splits; received splits returned", "
       rows += split(rank, j);
     }
     std::vector<char> in(static_cast<size_t>(rows * 2 * dtype_size(dt)) + 1);
-    for (int64_t i = 0; i < rows * 2; ++i) store(in.data(), i, dt, double((rank * 37 + i) % 100));
+    auto value = [dt](int r, int64_t i) { return dt == DataType::kBool ? double((r + i) % 2) : double((r * 37 + i) % 100); };
+    for (int64_t i = 0; i < rows * 2; ++i) store(in.data(), i, dt, value(rank, i));
     const std::string name = std::string("a2a.") + dtype_name(dt);
     INFO(name);
     Handle h = alltoall_async(name, std::make_shared<HostTensorView>(in.data(), dt, TensorShape{rows, 2}), splits);
@@ -236,7 +238,7 @@ TEST_CASE("Alltoall with explicit and equal splits; received splits returned", "
       int64_t first = 0;  // where s's block for me starts in s's input
       for (int k = 0; k < rank; ++k) first += split(s, k);
       for (int64_t i = 0; i < split(s, rank) * 2; ++i) {
-        wrong += load(h.output()->data(), at++, dt) != double((s * 37 + first * 2 + i) % 100);
+        wrong += load(h.output()->data(), at++, dt) != value(s, first * 2 + i);
       }
     }
     REQUIRE(h.output()->shape().dim_size(0) == at / 2);
