@@ -1,6 +1,7 @@
 #include "common/env_params.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -40,6 +41,17 @@ bool parse_bool(const std::string& text, bool* out) {
   return true;
 }
 
+// A whole number in [lo, hi]; the message says the range.
+std::string set_int64_in(const std::string& text, int64_t* field, int64_t lo, int64_t hi, const char* unit) {
+  int64_t v;
+  if (!parse_int64(text, &v) || v < lo || v > hi) {
+    const std::string range = hi == INT64_MAX ? ">= " + std::to_string(lo) : "in " + std::to_string(lo) + ".." + std::to_string(hi);
+    return "expected a whole number of " + std::string(unit) + " " + range;
+  }
+  *field = v;
+  return "";
+}
+
 std::string set_nonneg_double(const std::string& text, double* field, const char* unit) {
   double v;
   if (!parse_double(text, &v) || v < 0) return std::string("expected a number >= 0 of ") + unit;
@@ -50,11 +62,8 @@ std::string set_nonneg_double(const std::string& text, double* field, const char
 const std::vector<EnvParam> kParams = {
     {"FUSION_THRESHOLD", "134217728",
      "Largest fused allreduce buffer in bytes; 0 turns tensor fusion off.",
-     [](const std::string& t, RuntimeOptions* o) -> std::string {
-       int64_t v;
-       if (!parse_int64(t, &v) || v < 0) return "expected a whole number of bytes >= 0";
-       o->fusion_threshold_bytes = v;
-       return "";
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_int64_in(t, &o->fusion_threshold_bytes, 0, INT64_MAX, "bytes");
      }},
     {"FUSION_WAIT_US", "200",
      "Microseconds the coordinator holds ready tensors while others are still arriving, to fuse a burst.",
@@ -94,11 +103,8 @@ const std::vector<EnvParam> kParams = {
      }},
     {"CACHE_CAPACITY", "1024",
      "Entries of the response cache (tensors negotiated by key once known everywhere); 0 turns it off.",
-     [](const std::string& t, RuntimeOptions* o) -> std::string {
-       int64_t v;
-       if (!parse_int64(t, &v) || v < 0 || v > (int64_t{1} << 24)) return "expected a whole number in 0..16777216";
-       o->cache_capacity = v;
-       return "";
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_int64_in(t, &o->cache_capacity, 0, int64_t{1} << 24, "entries");
      }},
     {"ALLREDUCE_ALGO", "auto",
      "auto: MPI's allreduce for small buffers, the pipelined ring from RING_THRESHOLD_BYTES on; ring; mpi.",
@@ -111,19 +117,13 @@ const std::vector<EnvParam> kParams = {
      }},
     {"RING_THRESHOLD_BYTES", "524288",
      "With ALLREDUCE_ALGO=auto, allreduces of at least this many bytes take the ring.",
-     [](const std::string& t, RuntimeOptions* o) -> std::string {
-       int64_t v;
-       if (!parse_int64(t, &v) || v < 0) return "expected a whole number of bytes >= 0";
-       o->ring_threshold_bytes = v;
-       return "";
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_int64_in(t, &o->ring_threshold_bytes, 0, INT64_MAX, "bytes");
      }},
     {"RING_SEGMENT_BYTES", "1048576",
      "Bytes per pipelined ring segment (at most 1 GiB).",
-     [](const std::string& t, RuntimeOptions* o) -> std::string {
-       int64_t v;
-       if (!parse_int64(t, &v) || v <= 0 || v > (int64_t{1} << 30)) return "expected a whole number of bytes in 1..2^30";
-       o->ring_segment_bytes = v;
-       return "";
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_int64_in(t, &o->ring_segment_bytes, 1, int64_t{1} << 30, "bytes");
      }},
     {"TIMELINE", "(off)",
      "Write a Chrome-trace timeline of every tensor to this file (rank r > 0 appends .rank<r>).",

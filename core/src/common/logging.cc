@@ -1,6 +1,7 @@
 #include "common/logging.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cctype>
 #include <cstdio>
 
@@ -28,6 +29,12 @@ void Logger::write(LogLevel level, const std::string& message) const {
   } else {
     std::fprintf(stderr, "[chorus %s] %s\n", short_name(level), message.c_str());
   }
+}
+
+void Logger::fatal(const std::string& message) const {
+  write(LogLevel::kFatal, message + "; aborting this rank so the job ends instead of hanging");
+  std::fflush(stderr);
+  std::abort();
 }
 
 bool parse_log_level(const std::string& text, LogLevel* out) {

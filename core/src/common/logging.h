@@ -16,6 +16,10 @@ class Logger {
   void set_rank(int rank) { rank_.store(rank); }
   bool enabled(LogLevel level) const { return level >= level_; }
   void write(LogLevel level, const std::string& message) const;
+  /// For the one case a rank cannot go on without leaving the others waiting
+  /// inside a collective (no memory to take part in it): writes the message
+  /// and aborts this process, which makes mpirun end every rank.
+  [[noreturn]] void fatal(const std::string& message) const;
 
  private:
   LogLevel level_;

@@ -1,5 +1,7 @@
 #include "negotiation/messages.h"
 
+#include <algorithm>
+
 #include "common/wire.h"
 
 namespace chorus::detail {
@@ -55,8 +57,19 @@ uint32_t name_hash(const std::string& name) {
   return h;
 }
 
+bool first_dim_varies(CollectiveType type) {
+  return type == CollectiveType::kAllgather || type == CollectiveType::kAlltoall;
+}
+
+namespace {
+bool shapes_agree(const Request& a, const Request& b) {
+  if (!first_dim_varies(a.type) || a.shape.empty() || b.shape.empty()) return a.shape == b.shape;
+  return a.shape.size() == b.shape.size() && std::equal(a.shape.begin() + 1, a.shape.end(), b.shape.begin() + 1);
+}
+}  // namespace
+
 bool same_signature(const Request& a, const Request& b) {
-  return a.type == b.type && a.dtype == b.dtype && a.shape == b.shape && a.op == b.op &&
+  return a.type == b.type && a.dtype == b.dtype && shapes_agree(a, b) && a.op == b.op &&
          a.prescale == b.prescale && a.postscale == b.postscale && a.root_rank == b.root_rank &&
          a.device == b.device && a.group == b.group && a.group_size == b.group_size;
 }
@@ -77,6 +90,18 @@ void put_request(WireWriter& w, const Request& r) {
   w.put_string(r.group);
   w.put(r.group_size);
   w.put_int64s(r.splits);
+}
+
+void put_key(WireWriter& w, const CacheKey& k) {
+  w.put(k.slot);
+  w.put(k.generation);
+  w.put(k.name_hash);
+}
+
+void get_key(WireReader& r, CacheKey* k) {
+  r.get(&k->slot);
+  r.get(&k->generation);
+  r.get(&k->name_hash);
 }
 
 bool get_request(WireReader& r, Request* q) {
@@ -110,11 +135,7 @@ std::string RequestList::serialize() const {
   w.put<uint32_t>(static_cast<uint32_t>(requests.size()));
   for (const Request& r : requests) put_request(w, r);
   w.put<uint32_t>(static_cast<uint32_t>(cached.size()));
-  for (const CacheKey& k : cached) {
-    w.put(k.slot);
-    w.put(k.generation);
-    w.put(k.name_hash);
-  }
+  for (const CacheKey& k : cached) put_key(w, k);
   return w.take();
 }
 
@@ -137,9 +158,7 @@ Status RequestList::parse(const std::string& bytes, RequestList* out) {
   out->cached.clear();
   for (uint32_t i = 0; i < cached && r.ok(); ++i) {
     CacheKey k;
-    r.get(&k.slot);
-    r.get(&k.generation);
-    r.get(&k.name_hash);
+    get_key(r, &k);
     out->cached.push_back(k);
   }
   if (!r.ok() || !r.at_end()) return Status::unknown_error("malformed request list (truncated)");
@@ -167,9 +186,7 @@ std::string ResponseList::serialize() const {
   w.put<uint32_t>(static_cast<uint32_t>(resend.size()));
   for (const Resend& x : resend) {
     w.put(x.rank);
-    w.put(x.key.slot);
-    w.put(x.key.generation);
-    w.put(x.key.name_hash);
+    put_key(w, x.key);
   }
   return w.take();
 }
@@ -217,9 +234,7 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out) {
   for (uint32_t i = 0; i < resends && r.ok(); ++i) {
     Resend x;
     r.get(&x.rank);
-    r.get(&x.key.slot);
-    r.get(&x.key.generation);
-    r.get(&x.key.name_hash);
+    get_key(r, &x.key);
     out->resend.push_back(x);
   }
   if (!r.ok() || !r.at_end()) return Status::unknown_error("malformed response list (truncated)");

@@ -42,8 +42,13 @@ struct Request {
   bool operator==(const Request& o) const;
 };
 
+/// True for collectives whose first dimension may differ per rank
+/// (allgather, alltoall): only the other dimensions must agree.
+bool first_dim_varies(CollectiveType type);
+
 /// True when two requests describe the same operation (everything but the
-/// rank and the name): what ranks must agree on, and what a cache hit needs.
+/// rank and the name; for first_dim_varies types, not the first dimension
+/// either): what ranks must agree on.
 bool same_signature(const Request& a, const Request& b);
 
 /// Names one insertion into the response cache (negotiation/response_cache.h):

@@ -59,25 +59,15 @@ void check_property(const char* property, const std::vector<Request>& requests,
 // Every property the ranks must agree on, compared directly: the common
 // case (they agree) costs a few comparisons, not a formatted report.
 bool all_agree(const std::vector<Request>& requests) {
-  const Request& a = requests.front();
   for (const Request& b : requests) {
-    if (a.type == CollectiveType::kAllgather || a.type == CollectiveType::kAlltoall) {
-      // The first dimension may differ; the rest must not.
-      Request x = a, y = b;
-      if (!x.shape.empty() && !y.shape.empty()) x.shape.front() = y.shape.front() = 0;
-      if (!same_signature(x, y)) return false;
-    } else if (!same_signature(a, b)) {
-      return false;
-    }
+    if (!same_signature(requests.front(), b)) return false;
   }
   return true;
 }
 
-// What must agree of a shape: all of it, or for allgather all but the first dimension.
+// What must agree of a shape: all of it, or all but the first dimension.
 std::string agreed_shape_text(const Request& r) {
-  if ((r.type != CollectiveType::kAllgather && r.type != CollectiveType::kAlltoall) || r.shape.empty()) {
-    return shape_text(r.shape);
-  }
+  if (!first_dim_varies(r.type) || r.shape.empty()) return shape_text(r.shape);
   std::vector<int64_t> rest(r.shape.begin() + 1, r.shape.end());
   return "[*" + std::string(rest.empty() ? "" : ", ") + shape_text(rest).substr(1);
 }
@@ -97,9 +87,7 @@ std::string validate_requests(const std::string& name, const std::vector<Request
   check_property("operation", requests, [](const Request& r) { return std::string(collective_name(r.type)); }, &problems);
   if (problems.empty()) {
     check_property("dtype", requests, [](const Request& r) { return std::string(dtype_name(r.dtype)); }, &problems);
-    const bool first_free =
-        requests.front().type == CollectiveType::kAllgather || requests.front().type == CollectiveType::kAlltoall;
-    check_property(first_free ? "shape after the first dimension" : "shape",
+    check_property(first_dim_varies(requests.front().type) ? "shape after the first dimension" : "shape",
                    requests, [](const Request& r) { return agreed_shape_text(r); }, &problems);
     check_property("device", requests,
                    [](const Request& r) { return r.device == kCpuDevice ? std::string("cpu") : "device " + std::to_string(r.device); },

@@ -32,13 +32,9 @@ void ResponseCache::fill(int32_t slot, const Request& request) {
 }
 
 void ResponseCache::put(const Request& request) {
-  // An allgather's shape differs per rank: one cached signature cannot stand
-  // for every rank's request.
-  // Barriers have a new name every time: caching them would only evict.
-  if (slots_.empty() || request.type == CollectiveType::kAllgather || request.type == CollectiveType::kAlltoall ||
-      request.type == CollectiveType::kBarrier) {
-    return;
-  }
+  // Shapes that differ per rank cannot share one cached signature; barriers
+  // have a new name every time, so caching them would only evict.
+  if (slots_.empty() || first_dim_varies(request.type) || request.type == CollectiveType::kBarrier) return;
   auto it = by_name_.find(request.name);
   if (it != by_name_.end()) {
     Slot& s = slots_[static_cast<size_t>(it->second)];

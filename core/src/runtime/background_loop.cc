@@ -25,7 +25,7 @@ BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const Runti
       stats_(stats),
       timeline_(timeline),
       topo_(backend.topology()),
-      executor_(backend.data(), topo_.rank, topo_.size, stats, timeline),
+      executor_(backend.data(), topo_.rank, topo_.size, stats, timeline, logger),
       waiter_(options, queue),
       cache_(static_cast<size_t>(options.cache_capacity)),
       last_stall_check_(std::chrono::steady_clock::now()) {
@@ -198,26 +198,22 @@ Status BackgroundLoop::receive_responses(bool* progressed) {
 void BackgroundLoop::execute(const ResponseList& list) {
   for (const Response& response : list.responses) {
     std::vector<TensorEntry> entries;
-    std::vector<Request> requests;  // kept for the cache: the entries move on
     entries.reserve(response.names.size());
+    const bool failed = response.type == ResponseType::kError;
     for (const std::string& name : response.names) {
       TensorEntry e;
       sent_keys_.erase(name);
+      // Every rank updates its cache here, in response order: identical caches.
+      if (failed) cache_.erase(name);
       if (queue_.take(name, &e) || stand_in_for_joined(response, name, &e)) {
-        requests.push_back(e.request);
+        if (!failed) cache_.put(e.request);
         entries.push_back(std::move(e));
-      } else if (response.type != ResponseType::kError) {  // errors may name tensors a joined rank never had
+      } else if (!failed) {  // errors may name tensors a joined rank never had
         CHORUS_LOG(logger_, kError) << "internal: response for tensor '" << name
                                     << "', which is not in flight on this rank";
       }
     }
     if (!entries.empty()) executor_.execute(response, std::move(entries));
-    // Every rank updates its cache here, in response order: identical caches.
-    if (response.type == ResponseType::kError) {
-      for (const std::string& name : response.names) cache_.erase(name);
-    } else {
-      for (const Request& r : requests) cache_.put(r);
-    }
   }
   resend_stale(list.resend);
   stats_.update([](RuntimeStats& st) { ++st.negotiation_rounds; });
@@ -232,7 +228,15 @@ bool BackgroundLoop::stand_in_for_joined(const Response& response, const std::st
   for (const Request& spec : response.joined_specs) {
     if (spec.name != name) continue;
     std::shared_ptr<Tensor> zeros;
-    if (!HostOpContext().allocate_zeros(TensorShape(spec.shape), spec.dtype, &zeros).is_ok()) return false;
+    try {
+      if (!HostOpContext().allocate_zeros(TensorShape(spec.shape), spec.dtype, &zeros).is_ok()) zeros.reset();
+    } catch (const std::bad_alloc&) {
+      zeros.reset();
+    }
+    if (!zeros) {  // the other ranks are about to run this allreduce with us
+      logger_.fatal("allreduce of tensor '" + name + "' " + TensorShape(spec.shape).to_string() +
+                    ": this rank joined and has no memory for its stand-in zeros");
+    }
     out->request = spec;
     out->request.rank = topo_.rank;
     out->input = zeros;

@@ -1,6 +1,7 @@
 #include "runtime/operation_executor.h"
 
 #include <climits>
+#include <new>
 #include <cstring>
 #include <thread>
 
@@ -23,23 +24,32 @@ void wait_until_ready(const std::vector<TensorEntry>& entries) {
 // collective, so the other ranks never wait for it, then reports the error.
 struct OutputSlot {
   std::shared_ptr<Tensor> tensor;
-  std::vector<char> scratch;
+  std::unique_ptr<char[]> scratch;
   Status alloc;
-  void* data() { return alloc.is_ok() ? tensor->mutable_data() : scratch.data(); }
+  void* data() { return alloc.is_ok() ? tensor->mutable_data() : scratch.get(); }
 };
 
-OutputSlot allocate_output(const TensorEntry& e, const TensorShape& shape) {
+OutputSlot allocate_output(const TensorEntry& e, const TensorShape& shape, const Logger& logger) {
   OutputSlot slot;
   std::shared_ptr<OpContext> context = e.hooks.context;
   if (!context) context = std::make_shared<HostOpContext>();
-  slot.alloc = context->allocate_output(shape, e.request.dtype, &slot.tensor);
+  try {  // adapters may throw (a framework's out-of-memory error)
+    slot.alloc = context->allocate_output(shape, e.request.dtype, &slot.tensor);
+  } catch (const std::exception& ex) {
+    slot.alloc = Status::unknown_error(ex.what());
+  }
   if (slot.alloc.is_ok() && (!slot.tensor || slot.tensor->shape().num_elements() != shape.num_elements() ||
                              slot.tensor->dtype() != e.request.dtype)) {
     slot.alloc = Status::unknown_error("the adapter's OpContext returned a tensor of the wrong size or dtype");
   }
   if (!slot.alloc.is_ok()) {
     slot.alloc = Status(slot.alloc.code(), "allocating the output " + shape.to_string() + " failed: " + slot.alloc.message());
-    slot.scratch.resize(static_cast<size_t>(shape.num_elements() * dtype_size(e.request.dtype)) + 1);
+    const size_t bytes = static_cast<size_t>(shape.num_elements() * dtype_size(e.request.dtype)) + 1;
+    slot.scratch.reset(new (std::nothrow) char[bytes]);  // not zeroed: it is only written to
+    if (!slot.scratch) {
+      logger.fatal(std::string(collective_name(e.request.type)) + " of tensor '" + e.name() + "': " +
+                   slot.alloc.message() + ", and no memory is left to take part in it");
+    }
   }
   return slot;
 }
@@ -184,7 +194,7 @@ Status OperationExecutor::allgather(const Response& response, TensorEntry& e) {
   int64_t rows = 0, row_elems = 1;
   for (int64_t d : response.first_dims) rows += d;
   const TensorShape out_shape = with_rows(rows, r.shape, &row_elems);
-  OutputSlot out = allocate_output(e, out_shape);
+  OutputSlot out = allocate_output(e, out_shape, logger_);
   Status s = comm_.allgatherv(e.input->data(), out.data(), response.first_dims, row_elems * dtype_size(r.dtype));
   if (!s.is_ok()) return Status(s.code(), what + s.message());
   if (!out.alloc.is_ok()) return Status(out.alloc.code(), what + out.alloc.message());
@@ -204,7 +214,7 @@ Status OperationExecutor::reducescatter(TensorEntry& e) {
   const TensorShape out_shape = with_rows(ring_chunk(rows, world_size_, rank_).length, r.shape, &row_elems);
   std::vector<int64_t> counts(static_cast<size_t>(world_size_));
   for (int k = 0; k < world_size_; ++k) counts[static_cast<size_t>(k)] = ring_chunk(rows, world_size_, k).length * row_elems;
-  OutputSlot out = allocate_output(e, out_shape);
+  OutputSlot out = allocate_output(e, out_shape, logger_);
 
   const void* in = e.input->data();
   std::vector<char> scaled;  // prescale needs a copy: the input is the caller's
@@ -254,7 +264,7 @@ Status OperationExecutor::alltoall(const Response& response, TensorEntry& e) {
   }
   int64_t row_elems = 1;
   const TensorShape out_shape = with_rows(rows, r.shape, &row_elems);
-  OutputSlot out = allocate_output(e, out_shape);
+  OutputSlot out = allocate_output(e, out_shape, logger_);
   Status s = comm_.alltoallv(e.input->data(), r.splits, out.data(), received, row_elems * dtype_size(r.dtype));
   if (!s.is_ok()) return Status(s.code(), what + s.message());
   if (!out.alloc.is_ok()) return Status(out.alloc.code(), what + out.alloc.message());

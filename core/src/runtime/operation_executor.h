@@ -18,8 +18,9 @@ namespace chorus::detail {
 
 class OperationExecutor {
  public:
-  OperationExecutor(Communicator& comm, int rank, int world_size, SharedStats& stats, Timeline& timeline)
-      : comm_(comm), rank_(rank), world_size_(world_size), stats_(stats), timeline_(timeline) {}
+  OperationExecutor(Communicator& comm, int rank, int world_size, SharedStats& stats, Timeline& timeline,
+                    const Logger& logger)
+      : comm_(comm), rank_(rank), world_size_(world_size), stats_(stats), timeline_(timeline), logger_(logger) {}
 
   /// Runs `response` on `entries` (in the response's name order) and
   /// completes each one, successfully or with the error.
@@ -40,6 +41,7 @@ class OperationExecutor {
   int world_size_;
   SharedStats& stats_;
   Timeline& timeline_;
+  const Logger& logger_;
   FusionBuffer fusion_;
 };
 

@@ -17,6 +17,22 @@ void check_name(const std::string& name, const char* what) {
   if (name.empty()) invalid(std::string(what) + ": the tensor name is empty; every rank must use the same name");
 }
 
+// An entry for one tensor: what every collective's request carries.
+detail::TensorEntry tensor_entry(detail::CollectiveType type, const std::string& name,
+                                 const std::shared_ptr<Tensor>& tensor, int rank, OpHooks hooks) {
+  detail::TensorEntry e;
+  e.request.rank = rank;
+  e.request.type = type;
+  e.request.name = name;
+  e.request.dtype = tensor->dtype();
+  e.request.shape = tensor->shape().dim_sizes();
+  e.request.device = tensor->device();
+  e.input = tensor;
+  e.hooks = std::move(hooks);
+  return e;
+}
+
+
 detail::TensorEntry allreduce_entry(const std::string& name, std::shared_ptr<Tensor> input,
                                     std::shared_ptr<Tensor> output, const AllreduceOptions& options,
                                     int rank) {
@@ -39,33 +55,11 @@ detail::TensorEntry allreduce_entry(const std::string& name, std::shared_ptr<Ten
   if (input->dtype() == DataType::kBool && (options.prescale_factor != 1.0 || options.postscale_factor != 1.0)) {
     invalid(what + "bool tensors cannot be scaled");
   }
-  detail::TensorEntry e;
-  e.request.rank = rank;
-  e.request.type = detail::CollectiveType::kAllreduce;
-  e.request.name = name;
-  e.request.dtype = input->dtype();
-  e.request.shape = input->shape().dim_sizes();
+  detail::TensorEntry e = tensor_entry(detail::CollectiveType::kAllreduce, name, input, rank, {});
   e.request.op = options.op;
   e.request.prescale = options.prescale_factor;
   e.request.postscale = options.postscale_factor;
-  e.request.device = input->device();
-  e.input = std::move(input);
   e.output = std::move(output);
-  return e;
-}
-
-// An entry for one tensor: what every collective's request carries.
-detail::TensorEntry tensor_entry(detail::CollectiveType type, const std::string& name,
-                                 const std::shared_ptr<Tensor>& tensor, int rank, OpHooks hooks) {
-  detail::TensorEntry e;
-  e.request.rank = rank;
-  e.request.type = type;
-  e.request.name = name;
-  e.request.dtype = tensor->dtype();
-  e.request.shape = tensor->shape().dim_sizes();
-  e.request.device = tensor->device();
-  e.input = tensor;
-  e.hooks = std::move(hooks);
   return e;
 }
 
