@@ -1,0 +1,95 @@
+#pragma once
+/// \file distributed_optimizer.h
+/// DistributedOptimizer: wraps a torch::optim::Optimizer so that every
+/// gradient is allreduced across ranks, overlapped with backward.
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/ordered_dict.h>
+
+#include "chorus/options.h"
+#include "chorus/torch/compression.h"
+
+namespace chorus {
+
+struct DistributedOptimizerOptions {
+  /// Average (default) or Sum; Min and Max work too.
+  ReduceOp op = ReduceOp::kAverage;
+  /// What goes on the wire; none by default. Compression::fp16() / bf16().
+  std::shared_ptr<Compression> compression;
+  /// Backward passes per step(): gradients accumulate locally and are
+  /// allreduced on the last pass only.
+  int backward_passes_per_step = 1;
+  /// With backward_passes_per_step = k > 1, divide the accumulated gradient
+  /// by k (true: k passes over batches of B equal one pass over a batch of
+  /// k x B with a mean loss) or keep the sum (false: Horovod's behaviour).
+  bool average_backward_passes = true;
+  /// Average only: divide by this before the allreduce and by size/this after
+  /// (guards low-precision sums against overflow). 1 = plain average.
+  double gradient_predivide_factor = 1.0;
+  /// Prefix of the collective names of the gradients ("<prefix><param name>").
+  /// Two DistributedOptimizers over different parameters need different prefixes
+  /// only when parameter names collide.
+  std::string name_prefix = "grad.";
+};
+
+/// Every rank constructs it (the parameter lists are compared across ranks
+/// there, and a mismatch throws on every rank). The gradient of each
+/// parameter is allreduced as soon as autograd has accumulated it, so the
+/// communication overlaps the rest of backward; step() waits for all of
+/// them, then runs the wrapped optimizer.
+///
+/// Parameters that got no gradient in a step are allreduced as zeros in
+/// synchronize(), so no rank ever waits on another. Not thread-safe: one
+/// training loop drives it.
+class DistributedOptimizer {
+ public:
+  /// `named_parameters` must cover every parameter of `optimizer` (names
+  /// unique, the same on every rank); usually module->named_parameters().
+  DistributedOptimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
+                       const torch::OrderedDict<std::string, torch::Tensor>& named_parameters,
+                       DistributedOptimizerOptions options = {});
+  DistributedOptimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
+                       const std::vector<std::pair<std::string, torch::Tensor>>& named_parameters,
+                       DistributedOptimizerOptions options = {});
+  /// Removes the gradient hooks. Pending allreduces are waited for.
+  ~DistributedOptimizer();
+  DistributedOptimizer(const DistributedOptimizer&) = delete;
+  DistributedOptimizer& operator=(const DistributedOptimizer&) = delete;
+
+  /// Waits for (and starts, for parameters whose gradient never came) every
+  /// gradient allreduce and writes the results into the gradients. Call it
+  /// before clipping or inspecting gradients, then call skip_synchronize()
+  /// so the next step() does not wait again. Until the next gradient
+  /// arrives, calling it again does nothing (reduced gradients are never
+  /// reduced twice). Collective: every rank calls it as often.
+  void synchronize();
+  /// The next step() skips its synchronize() (you called it yourself).
+  void skip_synchronize();
+  /// synchronize() (unless skipped), then the wrapped optimizer's step().
+  torch::Tensor step(torch::optim::Optimizer::LossClosure closure = nullptr);
+  /// The wrapped optimizer's zero_grad(); throws chorus::PreconditionError
+  /// while allreduces of this step are still pending (call step() or
+  /// synchronize() first).
+  void zero_grad();
+
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  const DistributedOptimizerOptions& options() const { return options_; }
+  /// Names of the parameters, in the order allreduces are named.
+  std::vector<std::string> parameter_names() const;
+
+  class State;  // gradient hooks and in-flight allreduces (distributed_optimizer.cc)
+
+ private:
+  std::shared_ptr<torch::optim::Optimizer> optimizer_;
+  DistributedOptimizerOptions options_;
+  std::shared_ptr<State> state_;
+  bool skip_next_synchronize_ = false;
+};
+
+}  // namespace chorus

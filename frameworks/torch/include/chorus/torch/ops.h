@@ -1,0 +1,114 @@
+#pragma once
+/// \file ops.h
+/// Collectives on torch::Tensor. Every call takes an optional name; ranks
+/// match operations by name, so pass the same name everywhere, or leave it
+/// empty and call the same operations in the same order on every rank (the
+/// adapter then names them "<op>.noname.<n>", counted per operation kind).
+///
+/// Inputs may be non-contiguous (a contiguous copy is sent and, for in-place
+/// calls, copied back). Supported dtypes: uint8, int8, int32, int64, float16,
+/// bfloat16, float32, float64, bool; others (int16, complex, ...) throw
+/// chorus::InvalidArgumentError naming the tensor. Host tensors only in this
+/// build. Errors from the core (e.g. ranks disagreeing on a shape) throw the
+/// matching chorus::Error with the core's message.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "chorus/chorus.h"
+#include "chorus/torch/compression.h"
+
+namespace chorus {
+
+/// Horovod's op names.
+constexpr ReduceOp Average = ReduceOp::kAverage;
+constexpr ReduceOp Sum = ReduceOp::kSum;
+constexpr ReduceOp Min = ReduceOp::kMin;
+constexpr ReduceOp Max = ReduceOp::kMax;
+constexpr ReduceOp Product = ReduceOp::kProduct;
+
+/// An operation on torch tensors running in the background. Cheap to copy.
+class TensorHandle {
+ public:
+  using Finisher = std::function<torch::Tensor(const Handle&)>;
+  TensorHandle() = default;
+  TensorHandle(Handle handle, Finisher finish) : handle_(std::move(handle)), finish_(std::move(finish)) {}
+
+  /// True once the operation finished (successfully or not). Never blocks.
+  bool poll() const { return handle_.poll(); }
+  /// Waits, throws chorus::Error on failure, and returns the result (the
+  /// in-place tensor for in-place calls).
+  torch::Tensor wait() const;
+  /// Alltoall: rows received from each rank, once completed.
+  std::vector<int64_t> received_splits() const { return handle_.received_splits(); }
+  /// The core's handle underneath.
+  const Handle& handle() const { return handle_; }
+  bool valid() const { return handle_.valid(); }
+
+ private:
+  Handle handle_;
+  Finisher finish_;
+};
+
+/// Horovod's spelling of TensorHandle::wait() and ::poll().
+torch::Tensor synchronize(const TensorHandle& handle);
+bool poll(const TensorHandle& handle);
+
+/// Allreduce into a new tensor. `compression` (none by default) applies to
+/// floating tensors.
+torch::Tensor allreduce(const torch::Tensor& tensor, const std::string& name = "",
+                        const AllreduceOptions& options = {},
+                        const std::shared_ptr<Compression>& compression = nullptr);
+/// Allreduce in place; returns `tensor`.
+torch::Tensor allreduce_(torch::Tensor& tensor, const std::string& name = "", const AllreduceOptions& options = {});
+TensorHandle allreduce_async(const torch::Tensor& tensor, const std::string& name = "",
+                             const AllreduceOptions& options = {},
+                             const std::shared_ptr<Compression>& compression = nullptr);
+TensorHandle allreduce_async_(torch::Tensor& tensor, const std::string& name = "",
+                              const AllreduceOptions& options = {});
+
+/// Several allreduces negotiated, fused and completed together; results in
+/// input order. `name` names the group (tensor i is "<name>.<i>").
+std::vector<torch::Tensor> grouped_allreduce(const std::vector<torch::Tensor>& tensors, const std::string& name = "",
+                                             const AllreduceOptions& options = {});
+std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tensor>& tensors,
+                                                  const std::string& name = "", const AllreduceOptions& options = {});
+
+/// Concatenation of every rank's tensor along the first dimension, in rank
+/// order (the first dimension may differ per rank).
+torch::Tensor allgather(const torch::Tensor& tensor, const std::string& name = "");
+TensorHandle allgather_async(const torch::Tensor& tensor, const std::string& name = "");
+
+/// root_rank's tensor, as a new tensor on every rank.
+torch::Tensor broadcast(const torch::Tensor& tensor, int root_rank, const std::string& name = "");
+/// root_rank's tensor written into `tensor` on every rank; returns `tensor`.
+torch::Tensor broadcast_(torch::Tensor& tensor, int root_rank, const std::string& name = "");
+TensorHandle broadcast_async(const torch::Tensor& tensor, int root_rank, const std::string& name = "");
+TensorHandle broadcast_async_(torch::Tensor& tensor, int root_rank, const std::string& name = "");
+
+/// Result of an alltoall: the received rows and how many came from each rank.
+struct AlltoallResult {
+  torch::Tensor output;
+  std::vector<int64_t> received_splits;
+};
+/// Rank i sends rows [sum(splits[0..j)), +splits[j]) of the first dimension to
+/// rank j; empty splits mean equal ones.
+AlltoallResult alltoall(const torch::Tensor& tensor, const std::vector<int64_t>& splits = {},
+                        const std::string& name = "");
+TensorHandle alltoall_async(const torch::Tensor& tensor, const std::vector<int64_t>& splits = {},
+                            const std::string& name = "");
+
+/// Reduction over all ranks, rank r keeping its block of the first dimension
+/// (the first rows mod size ranks get one row more). Op: options.op.
+torch::Tensor reducescatter(const torch::Tensor& tensor, const std::string& name = "",
+                            const AllreduceOptions& options = {});
+TensorHandle reducescatter_async(const torch::Tensor& tensor, const std::string& name = "",
+                                 const AllreduceOptions& options = {});
+
+// barrier() and join() come from chorus.h.
+
+}  // namespace chorus

@@ -1,0 +1,136 @@
+// Broadcasting parameters, optimizer state and objects from one root.
+#include "chorus/torch/broadcast_state.h"
+
+#include <torch/torch.h>
+
+#include "auto_name.h"
+#include "chorus/torch/ops.h"
+#include "rank_agreement.h"
+
+namespace chorus {
+
+namespace {
+
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+void check_root(int root_rank, const char* what) {
+  if (root_rank < 0 || root_rank >= size()) {
+    throw InvalidArgumentError(Status::invalid_argument(std::string(what) + ": root rank " + std::to_string(root_rank) +
+                                                        " is outside [0, " + std::to_string(size()) + ")"));
+  }
+}
+
+// Waits for all, even after a failure, then throws the first error.
+void wait_all(const std::vector<TensorHandle>& handles) {
+  Status first_error;
+  for (const TensorHandle& h : handles) {
+    Status s = h.handle().wait_status();
+    if (s.is_ok()) {
+      h.wait();  // copies non-contiguous results back
+    } else if (first_error.is_ok()) {
+      first_error = s;
+    }
+  }
+  throw_if_error(first_error);
+}
+
+// The optimizer's layout: what must agree before its state can travel.
+std::vector<std::string> optimizer_layout(const torch::optim::Optimizer& optimizer) {
+  std::vector<std::string> layout;
+  for (size_t g = 0; g < optimizer.param_groups().size(); ++g) {
+    for (const torch::Tensor& p : optimizer.param_groups()[g].params()) {
+      layout.push_back("group " + std::to_string(g) + ": " + c10::str(p.sizes()) + c10::toString(p.scalar_type()));
+    }
+  }
+  return layout;
+}
+
+// LibTorch's optimizer serialization carries each parameter's state (matched
+// to parameters by position on load) but, in 1.13, load() does not restore
+// the param groups' options; they travel beside it through their own
+// serialize().
+std::string save_optimizer(const torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive archive, state;
+  optimizer.save(state);
+  archive.write("state", state);
+  for (size_t g = 0; g < optimizer.param_groups().size(); ++g) {
+    torch::serialize::OutputArchive options;
+    optimizer.param_groups()[g].options().serialize(options);
+    archive.write("group_options/" + std::to_string(g), options);
+  }
+  std::ostringstream os;
+  archive.save_to(os);
+  return os.str();
+}
+
+void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes) {
+  std::istringstream is(bytes);
+  torch::serialize::InputArchive archive, state;
+  archive.load_from(is);
+  archive.read("state", state);
+  optimizer.state().clear();  // state the root does not have must not survive
+  optimizer.load(state);
+  for (size_t g = 0; g < optimizer.param_groups().size(); ++g) {
+    torch::serialize::InputArchive options;
+    archive.read("group_options/" + std::to_string(g), options);
+    optimizer.param_groups()[g].options().serialize(options);
+  }
+}
+
+}  // namespace
+
+void broadcast_parameters(const NamedTensors& named_tensors, int root_rank) {
+  check_root(root_rank, "broadcast_parameters");
+  std::vector<std::string> names;
+  for (const auto& item : named_tensors) names.push_back(item.first);
+  torch_adapter::check_same_on_all_ranks(names, "broadcast_parameters");
+  // Parameters are leaves that require grad: writing them is not part of any graph.
+  torch::NoGradGuard no_grad;
+  std::vector<TensorHandle> handles;
+  for (const auto& [name, tensor] : named_tensors) {
+    torch::Tensor t = tensor;
+    handles.push_back(broadcast_async_(t, root_rank, "broadcast_parameters." + name));
+  }
+  wait_all(handles);
+}
+
+void broadcast_parameters(const torch::OrderedDict<std::string, torch::Tensor>& named_tensors, int root_rank) {
+  NamedTensors v;
+  for (const auto& item : named_tensors) v.emplace_back(item.key(), item.value());
+  broadcast_parameters(v, root_rank);
+}
+
+void broadcast_parameters(const torch::nn::Module& module, int root_rank) {
+  NamedTensors v;
+  for (const auto& item : module.named_parameters(true)) v.emplace_back("parameter." + item.key(), item.value());
+  for (const auto& item : module.named_buffers(true)) v.emplace_back("buffer." + item.key(), item.value());
+  broadcast_parameters(v, root_rank);
+}
+
+void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root_rank) {
+  check_root(root_rank, "broadcast_optimizer_state");
+  torch_adapter::check_same_on_all_ranks(optimizer_layout(optimizer), "broadcast_optimizer_state");
+  std::string bytes;
+  if (rank() == root_rank) bytes = save_optimizer(optimizer);
+  bytes = broadcast_bytes(bytes, root_rank, "broadcast_optimizer_state");
+  if (rank() != root_rank) load_optimizer(optimizer, bytes);
+}
+
+void broadcast_optimizer_state(DistributedOptimizer& optimizer, int root_rank) {
+  broadcast_optimizer_state(optimizer.optimizer(), root_rank);
+}
+
+std::string broadcast_bytes(const std::string& bytes, int root_rank, const std::string& name) {
+  check_root(root_rank, "broadcast_bytes");
+  const std::string n = torch_adapter::name_or_auto(name, "broadcast_object");
+  torch::Tensor length = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
+  broadcast_(length, root_rank, n + ".length");
+  const int64_t count = length.item<int64_t>();
+  if (count == 0) return std::string();
+  torch::Tensor data = torch::empty({count}, torch::kUInt8);
+  if (rank() == root_rank) std::memcpy(data.data_ptr(), bytes.data(), bytes.size());
+  broadcast_(data, root_rank, n + ".bytes");
+  return std::string(static_cast<const char*>(data.data_ptr()), static_cast<size_t>(count));
+}
+
+}  // namespace chorus

@@ -1,0 +1,282 @@
+// DistributedOptimizer: a post hook on each parameter's gradient
+// accumulator starts that gradient's allreduce as soon as autograd has
+// written it (Horovod's design), so communication overlaps the rest of
+// backward; step() waits for them all.
+#include "chorus/torch/distributed_optimizer.h"
+
+#include <mutex>
+#include <unordered_map>
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/torch.h>
+
+#include "chorus/chorus.h"
+#include "rank_agreement.h"
+#include "torch_tensor.h"
+
+namespace chorus {
+
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw InvalidArgumentError(Status::invalid_argument(message));
+}
+
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+void check_options(const DistributedOptimizerOptions& o) {
+  if (o.backward_passes_per_step < 1) {
+    invalid("DistributedOptimizer: backward_passes_per_step must be at least 1, got " +
+            std::to_string(o.backward_passes_per_step));
+  }
+  if (!(o.gradient_predivide_factor > 0)) {
+    invalid("DistributedOptimizer: gradient_predivide_factor must be positive, got " +
+            std::to_string(o.gradient_predivide_factor));
+  }
+  if (o.gradient_predivide_factor != 1.0 && o.op != ReduceOp::kAverage) {
+    invalid(std::string("DistributedOptimizer: gradient_predivide_factor needs op Average, got ") +
+            reduce_op_name(o.op));
+  }
+  if (o.op == ReduceOp::kProduct) invalid("DistributedOptimizer: op Product makes no sense for gradients");
+}
+
+// The optimizer's parameters with their names, in named_parameters order.
+NamedTensors optimized_parameters(const torch::optim::Optimizer& optimizer, const NamedTensors& named) {
+  std::unordered_map<const void*, std::string> name_of;
+  std::unordered_map<std::string, const void*> tensor_named;
+  for (const auto& [name, tensor] : named) {
+    auto [it, fresh] = tensor_named.emplace(name, tensor.unsafeGetTensorImpl());
+    if (!fresh && it->second != tensor.unsafeGetTensorImpl()) {
+      invalid("DistributedOptimizer: two parameters are named '" + name + "'; names must be unique");
+    }
+    name_of.emplace(tensor.unsafeGetTensorImpl(), name);
+  }
+  std::unordered_map<const void*, bool> optimized;
+  for (size_t g = 0; g < optimizer.param_groups().size(); ++g) {
+    for (const torch::Tensor& p : optimizer.param_groups()[g].params()) {
+      if (!name_of.count(p.unsafeGetTensorImpl())) {
+        invalid("DistributedOptimizer: param group " + std::to_string(g) + " holds a parameter of shape " +
+                c10::str(p.sizes()) + " that named_parameters does not name");
+      }
+      optimized[p.unsafeGetTensorImpl()] = true;
+    }
+  }
+  NamedTensors out;
+  for (const auto& [name, tensor] : named) {
+    if (optimized.count(tensor.unsafeGetTensorImpl()) && tensor.requires_grad()) {
+      optimized.erase(tensor.unsafeGetTensorImpl());  // a tensor named twice is hooked once
+      out.emplace_back(name, tensor);
+    }
+  }
+  return out;
+}
+
+NamedTensors to_vector(const torch::OrderedDict<std::string, torch::Tensor>& dict) {
+  NamedTensors out;
+  for (const auto& item : dict) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+}  // namespace
+
+class DistributedOptimizer::State : public std::enable_shared_from_this<DistributedOptimizer::State> {
+ public:
+  struct Param {
+    std::string name;  // the collective's name
+    torch::Tensor tensor;
+    std::shared_ptr<torch::autograd::Node> accumulator;  // kept alive: the hook lives on it
+    uintptr_t hook_key = 0;
+    int passes = 0;  // backward passes since the last allreduce
+    Handle handle;   // the gradient's allreduce in flight
+    std::shared_ptr<torch_adapter::TorchTensor> wire;  // what the allreduce works on
+    torch::Dtype original_dtype = torch::kFloat32;
+  };
+
+  // `options` are checked and carry a compression.
+  explicit State(DistributedOptimizerOptions options) : options_(std::move(options)) {
+    const double k = options_.backward_passes_per_step;
+    allreduce_.op = options_.op;
+    allreduce_.prescale_factor = 1.0 / options_.gradient_predivide_factor;
+    if (options_.average_backward_passes) allreduce_.prescale_factor /= k;
+    allreduce_.postscale_factor = options_.gradient_predivide_factor;
+  }
+
+  void add(const std::string& name, const torch::Tensor& tensor);
+  void remove_hooks();
+  void on_gradient(size_t index);
+  void synchronize();
+  std::vector<std::string> pending() const;
+  std::vector<std::string> names() const;
+
+ private:
+  void start_allreduce(Param& p);
+
+  DistributedOptimizerOptions options_;
+  AllreduceOptions allreduce_;
+  mutable std::mutex mu_;  // hooks may run on autograd's worker threads
+  std::vector<Param> params_;
+  // True from a completed synchronize() until the next gradient arrives:
+  // synchronizing again must not reduce the reduced gradients once more.
+  bool synchronized_ = false;
+};
+
+namespace {
+
+// Runs after the parameter's AccumulateGrad wrote .grad.
+class GradientReadyHook final : public torch::autograd::FunctionPostHook {
+ public:
+  GradientReadyHook(std::weak_ptr<DistributedOptimizer::State> state, size_t index)
+      : state_(std::move(state)), index_(index) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    if (auto state = state_.lock()) state->on_gradient(index_);
+    return outputs;
+  }
+
+ private:
+  std::weak_ptr<DistributedOptimizer::State> state_;
+  size_t index_;
+};
+
+}  // namespace
+
+void DistributedOptimizer::State::add(const std::string& name, const torch::Tensor& tensor) {
+  if (!tensor.is_leaf()) invalid("DistributedOptimizer: parameter '" + name + "' is not a leaf tensor");
+  torch_adapter::check_tensor(tensor, "DistributedOptimizer: parameter '" + name + "'");
+  Param p;
+  p.name = options_.name_prefix + name;
+  p.tensor = tensor;
+  p.accumulator = torch::autograd::impl::grad_accumulator(tensor);
+  p.hook_key = p.accumulator->add_post_hook(std::make_unique<GradientReadyHook>(weak_from_this(), params_.size()));
+  params_.push_back(std::move(p));
+}
+
+void DistributedOptimizer::State::remove_hooks() {
+  for (Param& p : params_) p.accumulator->del_post_hook(p.hook_key);
+}
+
+void DistributedOptimizer::State::on_gradient(size_t index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Param& p = params_[index];
+  synchronized_ = false;
+  if (p.handle.valid()) {
+    throw PreconditionError(Status::precondition_error(
+        "DistributedOptimizer: parameter '" + p.name + "' got a gradient while its allreduce is still pending: more than " +
+        std::to_string(options_.backward_passes_per_step) +
+        " backward passes before step(); call step() (or synchronize()) after every backward_passes_per_step passes"));
+  }
+  if (++p.passes >= options_.backward_passes_per_step) start_allreduce(p);
+}
+
+void DistributedOptimizer::State::start_allreduce(Param& p) {
+  torch::Tensor& grad = p.tensor.mutable_grad();
+  // No gradient this step (unused in the graph): zeros, so ranks still match up.
+  if (!grad.defined()) grad = torch::zeros_like(p.tensor, torch::MemoryFormat::Contiguous);
+  torch::Tensor sent = options_.compression->compress(grad, &p.original_dtype);
+  p.wire = torch_adapter::wrap(sent);  // grad itself when it can be reduced in place
+  p.handle = runtime().allreduce_async(p.name, p.wire, p.wire, allreduce_);
+  p.passes = 0;
+}
+
+void DistributedOptimizer::State::synchronize() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (synchronized_) return;
+  for (Param& p : params_) {
+    if (!p.handle.valid()) start_allreduce(p);
+  }
+  // Wait for every allreduce, even after a failure: none may stay in flight.
+  Status first_error;
+  for (Param& p : params_) {
+    Status s = p.handle.wait_status();
+    if (s.is_ok()) {
+      torch::Tensor& grad = p.tensor.mutable_grad();
+      if (!p.wire->tensor().is_same(grad)) {
+        torch::NoGradGuard no_grad;
+        grad.copy_(options_.compression->decompress(p.wire->tensor(), p.original_dtype));
+      }
+    } else if (first_error.is_ok()) {
+      first_error = s;
+    }
+    p.handle = Handle();
+    p.wire.reset();
+  }
+  synchronized_ = first_error.is_ok();
+  throw_if_error(first_error);
+}
+
+std::vector<std::string> DistributedOptimizer::State::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const Param& p : params_) {
+    if (p.handle.valid()) out.push_back(p.name);
+  }
+  return out;
+}
+
+std::vector<std::string> DistributedOptimizer::State::names() const {
+  std::vector<std::string> out;
+  for (const Param& p : params_) out.push_back(p.name);
+  return out;
+}
+
+DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
+                                           const torch::OrderedDict<std::string, torch::Tensor>& named_parameters,
+                                           DistributedOptimizerOptions options)
+    : DistributedOptimizer(std::move(optimizer), to_vector(named_parameters), std::move(options)) {}
+
+DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
+                                           const std::vector<std::pair<std::string, torch::Tensor>>& named_parameters,
+                                           DistributedOptimizerOptions options)
+    : optimizer_(std::move(optimizer)), options_(std::move(options)) {
+  if (!optimizer_) invalid("DistributedOptimizer: the optimizer is null");
+  check_options(options_);
+  if (!options_.compression) options_.compression = Compression::none();
+  const NamedTensors params = optimized_parameters(*optimizer_, named_parameters);
+  std::vector<std::string> signature;
+  for (const auto& [name, tensor] : params) {
+    signature.push_back(name + c10::str(tensor.sizes()) + c10::toString(tensor.scalar_type()));
+  }
+  torch_adapter::check_same_on_all_ranks(signature, "DistributedOptimizer(" + options_.name_prefix + "*)");
+  state_ = std::make_shared<State>(options_);
+  for (const auto& [name, tensor] : params) state_->add(name, tensor);
+}
+
+DistributedOptimizer::~DistributedOptimizer() {
+  state_->remove_hooks();
+  if (!state_->pending().empty()) {
+    try {
+      state_->synchronize();
+    } catch (const std::exception&) {
+      // A destructor cannot report it; the operations are finished either way.
+    }
+  }
+}
+
+void DistributedOptimizer::synchronize() { state_->synchronize(); }
+
+void DistributedOptimizer::skip_synchronize() { skip_next_synchronize_ = true; }
+
+torch::Tensor DistributedOptimizer::step(torch::optim::Optimizer::LossClosure closure) {
+  if (!skip_next_synchronize_) synchronize();
+  skip_next_synchronize_ = false;
+  return optimizer_->step(std::move(closure));
+}
+
+void DistributedOptimizer::zero_grad() {
+  const std::vector<std::string> pending = state_->pending();
+  if (!pending.empty()) {
+    std::string names;
+    for (size_t i = 0; i < pending.size() && i < 3; ++i) names += (i ? ", '" : "'") + pending[i] + "'";
+    if (pending.size() > 3) names += " and " + std::to_string(pending.size() - 3) + " more";
+    throw PreconditionError(Status::precondition_error(
+        "DistributedOptimizer::zero_grad: " + std::to_string(pending.size()) + " gradient allreduces are still pending (" +
+        names + "); call step() or synchronize() first"));
+  }
+  optimizer_->zero_grad();
+}
+
+std::vector<std::string> DistributedOptimizer::parameter_names() const { return state_->names(); }
+
+}  // namespace chorus

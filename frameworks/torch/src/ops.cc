@@ -1,0 +1,187 @@
+// Collectives on torch::Tensor: wrap, enqueue on the process-wide runtime,
+// and say in a finisher how the result becomes a torch::Tensor.
+#include "chorus/torch/ops.h"
+
+#include <torch/torch.h>
+
+#include "auto_name.h"
+#include "torch_tensor.h"
+
+namespace chorus {
+
+using torch_adapter::check_tensor;
+using torch_adapter::name_or_auto;
+using torch_adapter::TorchTensor;
+using torch_adapter::unwrap;
+using torch_adapter::wrap;
+
+namespace {
+
+std::string describe(const char* op, const std::string& name) {
+  return std::string(op) + " of tensor '" + name + "'";
+}
+
+OpHooks torch_allocation() {
+  OpHooks hooks;
+  hooks.context = std::make_shared<torch_adapter::TorchOpContext>();
+  return hooks;
+}
+
+std::shared_ptr<TorchTensor> empty_like(const std::shared_ptr<TorchTensor>& t) {
+  return std::make_shared<TorchTensor>(torch::empty(t->tensor().sizes(), t->tensor().options()));
+}
+
+// The result is what the core allocated (allgather, alltoall, reducescatter).
+TensorHandle::Finisher allocated_output() {
+  return [](const Handle& h) { return unwrap(h.output()); };
+}
+
+// An in-place collective on `tensor`: directly when contiguous, else on a
+// contiguous copy that is copied back when the caller waits.
+template <typename Enqueue>
+TensorHandle in_place(torch::Tensor& tensor, Enqueue enqueue) {
+  auto buffer = wrap(tensor);
+  Handle h = enqueue(buffer);
+  torch::Tensor target = tensor;
+  torch::Tensor result = buffer->tensor();
+  return TensorHandle(h, [target, result](const Handle&) mutable {
+    if (!result.is_same(target)) target.copy_(result);
+    return target;
+  });
+}
+
+}  // namespace
+
+torch::Tensor TensorHandle::wait() const {
+  handle_.wait();
+  return finish_ ? finish_(handle_) : torch::Tensor();
+}
+
+torch::Tensor synchronize(const TensorHandle& handle) { return handle.wait(); }
+bool poll(const TensorHandle& handle) { return handle.poll(); }
+
+TensorHandle allreduce_async(const torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options,
+                             const std::shared_ptr<Compression>& compression) {
+  const std::string n = name_or_auto(name, "allreduce");
+  check_tensor(tensor, describe("allreduce", n));
+  torch::Dtype original = tensor.scalar_type();
+  torch::Tensor sent = compression ? compression->compress(tensor, &original) : tensor;
+  auto input = wrap(sent);
+  // A compressed copy is ours to reduce in place; the caller's tensor is not.
+  auto output = input->tensor().is_same(tensor) ? empty_like(input) : input;
+  Handle h = runtime().allreduce_async(n, input, output, options);
+  return TensorHandle(h, [output, compression, original](const Handle&) {
+    return compression ? compression->decompress(output->tensor(), original) : output->tensor();
+  });
+}
+
+TensorHandle allreduce_async_(torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options) {
+  const std::string n = name_or_auto(name, "allreduce");
+  check_tensor(tensor, describe("allreduce", n));
+  return in_place(tensor, [&](const std::shared_ptr<TorchTensor>& t) {
+    return runtime().allreduce_async(n, t, t, options);
+  });
+}
+
+torch::Tensor allreduce(const torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options,
+                        const std::shared_ptr<Compression>& compression) {
+  return allreduce_async(tensor, name, options, compression).wait();
+}
+
+torch::Tensor allreduce_(torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options) {
+  return allreduce_async_(tensor, name, options).wait();
+}
+
+std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tensor>& tensors, const std::string& name,
+                                                  const AllreduceOptions& options) {
+  const std::string group = name_or_auto(name, "grouped_allreduce");
+  std::vector<std::string> names;
+  std::vector<std::shared_ptr<Tensor>> inputs, outputs;
+  std::vector<std::shared_ptr<TorchTensor>> results;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    names.push_back(group + "." + std::to_string(i));
+    check_tensor(tensors[i], describe("grouped allreduce", names.back()));
+    auto input = wrap(tensors[i]);
+    auto output = empty_like(input);
+    inputs.push_back(input);
+    outputs.push_back(output);
+    results.push_back(output);
+  }
+  std::vector<Handle> handles = runtime().grouped_allreduce_async(names, inputs, outputs, options);
+  std::vector<TensorHandle> out;
+  for (size_t i = 0; i < handles.size(); ++i) {
+    auto result = results[i];
+    out.emplace_back(handles[i], [result](const Handle&) { return result->tensor(); });
+  }
+  return out;
+}
+
+std::vector<torch::Tensor> grouped_allreduce(const std::vector<torch::Tensor>& tensors, const std::string& name,
+                                             const AllreduceOptions& options) {
+  std::vector<torch::Tensor> results;
+  for (const TensorHandle& h : grouped_allreduce_async(tensors, name, options)) results.push_back(h.wait());
+  return results;
+}
+
+TensorHandle allgather_async(const torch::Tensor& tensor, const std::string& name) {
+  const std::string n = name_or_auto(name, "allgather");
+  check_tensor(tensor, describe("allgather", n));
+  return TensorHandle(runtime().allgather_async(n, wrap(tensor), torch_allocation()), allocated_output());
+}
+
+torch::Tensor allgather(const torch::Tensor& tensor, const std::string& name) {
+  return allgather_async(tensor, name).wait();
+}
+
+TensorHandle broadcast_async(const torch::Tensor& tensor, int root_rank, const std::string& name) {
+  const std::string n = name_or_auto(name, "broadcast");
+  check_tensor(tensor, describe("broadcast", n));
+  auto input = wrap(tensor);
+  auto output = empty_like(input);
+  Handle h = runtime().broadcast_async(n, input, output, root_rank);
+  return TensorHandle(h, [output](const Handle&) { return output->tensor(); });
+}
+
+TensorHandle broadcast_async_(torch::Tensor& tensor, int root_rank, const std::string& name) {
+  const std::string n = name_or_auto(name, "broadcast");
+  check_tensor(tensor, describe("broadcast", n));
+  return in_place(tensor, [&](const std::shared_ptr<TorchTensor>& t) {
+    return runtime().broadcast_async(n, t, root_rank);
+  });
+}
+
+torch::Tensor broadcast(const torch::Tensor& tensor, int root_rank, const std::string& name) {
+  return broadcast_async(tensor, root_rank, name).wait();
+}
+
+torch::Tensor broadcast_(torch::Tensor& tensor, int root_rank, const std::string& name) {
+  return broadcast_async_(tensor, root_rank, name).wait();
+}
+
+TensorHandle alltoall_async(const torch::Tensor& tensor, const std::vector<int64_t>& splits, const std::string& name) {
+  const std::string n = name_or_auto(name, "alltoall");
+  check_tensor(tensor, describe("alltoall", n));
+  return TensorHandle(runtime().alltoall_async(n, wrap(tensor), splits, torch_allocation()), allocated_output());
+}
+
+AlltoallResult alltoall(const torch::Tensor& tensor, const std::vector<int64_t>& splits, const std::string& name) {
+  TensorHandle h = alltoall_async(tensor, splits, name);
+  AlltoallResult result;
+  result.output = h.wait();
+  result.received_splits = h.received_splits();
+  return result;
+}
+
+TensorHandle reducescatter_async(const torch::Tensor& tensor, const std::string& name,
+                                 const AllreduceOptions& options) {
+  const std::string n = name_or_auto(name, "reducescatter");
+  check_tensor(tensor, describe("reducescatter", n));
+  return TensorHandle(runtime().reducescatter_async(n, wrap(tensor), options, torch_allocation()),
+                      allocated_output());
+}
+
+torch::Tensor reducescatter(const torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options) {
+  return reducescatter_async(tensor, name, options).wait();
+}
+
+}  // namespace chorus

@@ -1,0 +1,120 @@
+#include "torch_tensor.h"
+
+#include <torch/torch.h>
+
+#include "chorus/error.h"
+
+namespace chorus {
+namespace torch_adapter {
+
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw InvalidArgumentError(Status::invalid_argument(message));
+}
+
+std::vector<int64_t> dims(const TensorShape& shape) { return shape.dim_sizes(); }
+
+// Memory kept across operations, owned by a LibTorch byte tensor.
+class TorchPersistentBuffer final : public PersistentBuffer {
+ public:
+  explicit TorchPersistentBuffer(int64_t bytes) : bytes_(torch::empty({bytes}, torch::kUInt8)) {}
+  void* data() override { return bytes_.data_ptr(); }
+  int64_t size_bytes() const override { return bytes_.numel(); }
+
+ private:
+  torch::Tensor bytes_;
+};
+
+// LibTorch allocation failures are exceptions; the core wants a Status.
+template <typename Allocate>
+Status allocate(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out, Allocate how) {
+  try {
+    *out = std::make_shared<TorchTensor>(how(dims(shape), torch::TensorOptions().dtype(to_torch_dtype(dtype))));
+    return Status::ok();
+  } catch (const std::exception& e) {
+    return Status::unknown_error("LibTorch could not allocate a " + std::string(dtype_name(dtype)) + " tensor of shape " +
+                                 shape.to_string() + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+DataType to_chorus_dtype(torch::Dtype dtype, const std::string& what) {
+  switch (dtype) {
+    case torch::kUInt8: return DataType::kUInt8;
+    case torch::kInt8: return DataType::kInt8;
+    case torch::kInt32: return DataType::kInt32;
+    case torch::kInt64: return DataType::kInt64;
+    case torch::kFloat16: return DataType::kFloat16;
+    case torch::kBFloat16: return DataType::kBFloat16;
+    case torch::kFloat32: return DataType::kFloat32;
+    case torch::kFloat64: return DataType::kFloat64;
+    case torch::kBool: return DataType::kBool;
+    default:
+      invalid(what + ": dtype " + std::string(c10::toString(dtype)) +
+              " is not supported (supported: uint8, int8, int32, int64, float16, bfloat16, float32, float64, bool)");
+  }
+}
+
+torch::Dtype to_torch_dtype(DataType dtype) {
+  switch (dtype) {
+    case DataType::kUInt8: return torch::kUInt8;
+    case DataType::kInt8: return torch::kInt8;
+    case DataType::kInt32: return torch::kInt32;
+    case DataType::kInt64: return torch::kInt64;
+    case DataType::kFloat16: return torch::kFloat16;
+    case DataType::kBFloat16: return torch::kBFloat16;
+    case DataType::kFloat32: return torch::kFloat32;
+    case DataType::kFloat64: return torch::kFloat64;
+    case DataType::kBool: return torch::kBool;
+  }
+  invalid("unknown chorus dtype " + std::to_string(static_cast<int>(dtype)));
+}
+
+void check_tensor(const torch::Tensor& tensor, const std::string& what) {
+  if (!tensor.defined()) invalid(what + ": the tensor is undefined");
+  if (!tensor.device().is_cpu()) {
+    invalid(what + ": the tensor is on " + tensor.device().str() + "; this build of Chorus moves host (CPU) tensors only");
+  }
+  if (tensor.is_sparse()) invalid(what + ": sparse tensors are not supported; pass a dense tensor");
+  to_chorus_dtype(tensor.scalar_type(), what);
+}
+
+TorchTensor::TorchTensor(torch::Tensor tensor)
+    : tensor_(std::move(tensor)), dtype_(to_chorus_dtype(tensor_.scalar_type(), "tensor")) {}
+
+TensorShape TorchTensor::shape() const {
+  const auto sizes = tensor_.sizes();
+  return TensorShape(std::vector<int64_t>(sizes.begin(), sizes.end()));
+}
+
+std::shared_ptr<TorchTensor> wrap(const torch::Tensor& tensor) {
+  return std::make_shared<TorchTensor>(tensor.is_contiguous() ? tensor : tensor.contiguous());
+}
+
+torch::Tensor unwrap(const std::shared_ptr<Tensor>& tensor) {
+  auto* t = dynamic_cast<TorchTensor*>(tensor.get());
+  if (!t) throw Error(Status::unknown_error("internal: the core returned a tensor the LibTorch adapter did not allocate"));
+  return t->tensor();
+}
+
+Status TorchOpContext::allocate_output(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out) {
+  return allocate(shape, dtype, out, [](std::vector<int64_t> d, torch::TensorOptions o) { return torch::empty(d, o); });
+}
+
+Status TorchOpContext::allocate_zeros(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out) {
+  return allocate(shape, dtype, out, [](std::vector<int64_t> d, torch::TensorOptions o) { return torch::zeros(d, o); });
+}
+
+Status TorchOpContext::allocate_persistent(int64_t size_bytes, std::shared_ptr<PersistentBuffer>* out) {
+  try {
+    *out = std::make_shared<TorchPersistentBuffer>(size_bytes);
+    return Status::ok();
+  } catch (const std::exception& e) {
+    return Status::unknown_error("LibTorch could not allocate " + std::to_string(size_bytes) + " bytes: " + e.what());
+  }
+}
+
+}  // namespace torch_adapter
+}  // namespace chorus

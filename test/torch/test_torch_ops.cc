@@ -1,0 +1,164 @@
+// Tensor ops on torch::Tensor under mpirun: values against exact
+// expectations, non-contiguous inputs, dtypes, names, errors.
+#include "torch_test_util.h"
+
+using namespace chorus;
+
+namespace {
+
+torch::Tensor rank_filled(std::vector<int64_t> shape, torch::Dtype dtype, int offset = 1) {
+  return torch::full(shape, chorus::rank() + offset, torch::TensorOptions().dtype(dtype));
+}
+
+double sum_of_ranks(int offset = 1) {
+  const int n = chorus::size();
+  return n * (n - 1) / 2.0 + offset * n;
+}
+
+}  // namespace
+
+TEST_CASE("torch allreduce: ops and dtypes", "[torch][ops]") {
+  const int n = chorus::size();
+  const std::vector<torch::Dtype> dtypes = {torch::kUInt8, torch::kInt8, torch::kInt32, torch::kInt64, torch::kFloat16,
+                                            torch::kBFloat16, torch::kFloat32, torch::kFloat64};
+  for (torch::Dtype dtype : dtypes) {
+    const std::string d = c10::toString(dtype);
+    torch::Tensor t = rank_filled({3, 5}, dtype);
+    AllreduceOptions sum;
+    sum.op = Sum;
+    torch::Tensor s = allreduce(t, "ops.sum." + d, sum);
+    CHECK(s.scalar_type() == dtype);
+    CHECK(s.sizes() == t.sizes());
+    CHECK(s.to(torch::kFloat64).eq(sum_of_ranks()).all().item<bool>());
+    CHECK(t.eq(chorus::rank() + 1).all().item<bool>());  // out of place leaves the input alone
+    AllreduceOptions mn, mx;
+    mn.op = Min;
+    mx.op = Max;
+    CHECK(allreduce(t, "ops.min." + d, mn).to(torch::kFloat64).eq(1).all().item<bool>());
+    CHECK(allreduce(t, "ops.max." + d, mx).to(torch::kFloat64).eq(n).all().item<bool>());
+  }
+  torch::Tensor avg = allreduce(rank_filled({7}, torch::kFloat32), "ops.avg");
+  CHECK(avg.eq(float(sum_of_ranks() / n)).all().item<bool>());
+  torch::Tensor flags = torch::full({4}, chorus::rank() == 0, torch::kBool);
+  AllreduceOptions mx;
+  mx.op = Max;
+  CHECK(allreduce(flags, "ops.bool.max", mx).all().item<bool>());
+}
+
+TEST_CASE("torch allreduce in place, non-contiguous, async", "[torch][ops]") {
+  torch::Tensor base = rank_filled({4, 6}, torch::kFloat32);
+  torch::Tensor column = base.t();  // non-contiguous view
+  REQUIRE_FALSE(column.is_contiguous());
+  AllreduceOptions sum;
+  sum.op = Sum;
+  torch::Tensor out = allreduce_(column, "ops.inplace.noncontig", sum);
+  CHECK(out.is_same(column));
+  CHECK(base.eq(float(sum_of_ranks())).all().item<bool>());  // written through the view
+
+  torch::Tensor strided = rank_filled({10}, torch::kFloat64).slice(0, 0, 10, 3);
+  TensorHandle h = allreduce_async(strided, "ops.async.strided", sum);
+  torch::Tensor r = synchronize(h);
+  CHECK(poll(h));
+  CHECK(r.numel() == 4);
+  CHECK(r.eq(sum_of_ranks()).all().item<bool>());
+}
+
+TEST_CASE("torch grouped allreduce and unnamed ops", "[torch][ops]") {
+  std::vector<torch::Tensor> ts = {rank_filled({2}, torch::kFloat32), rank_filled({3, 3}, torch::kInt64),
+                                   rank_filled({1}, torch::kFloat64)};
+  AllreduceOptions sum;
+  sum.op = Sum;
+  auto out = grouped_allreduce(ts, "ops.group", sum);
+  REQUIRE(out.size() == 3);
+  for (const auto& t : out) CHECK(t.to(torch::kFloat64).eq(sum_of_ranks()).all().item<bool>());
+  // Unnamed calls get the same names on every rank when made in the same order.
+  for (int i = 0; i < 3; ++i) CHECK(allreduce(rank_filled({5}, torch::kFloat32), "", sum).eq(float(sum_of_ranks())).all().item<bool>());
+}
+
+TEST_CASE("torch allgather, broadcast, alltoall, reducescatter", "[torch][ops]") {
+  const int r = chorus::rank(), n = chorus::size();
+  // allgather: rank r contributes r+1 rows of [r, r, r].
+  torch::Tensor mine = torch::full({r + 1, 3}, r, torch::kInt32);
+  torch::Tensor all = allgather(mine, "ops.allgather");
+  REQUIRE(all.size(0) == n * (n + 1) / 2);
+  int64_t row = 0;
+  for (int k = 0; k < n; ++k) {
+    for (int i = 0; i <= k; ++i, ++row) CHECK(all[row].eq(k).all().item<bool>());
+  }
+  // broadcast from every root, out of place and in place (non-contiguous).
+  for (int root = 0; root < n; ++root) {
+    torch::Tensor t = rank_filled({2, 3}, torch::kFloat32, 10);
+    torch::Tensor b = broadcast(t, root, "ops.bcast." + std::to_string(root));
+    CHECK(b.eq(root + 10).all().item<bool>());
+    CHECK(t.eq(r + 10).all().item<bool>());
+    torch::Tensor view = t.t();
+    broadcast_(view, root, "ops.bcast_." + std::to_string(root));
+    CHECK(t.eq(root + 10).all().item<bool>());
+  }
+  // alltoall: rank r sends j+1 rows of value 100r+j to rank j.
+  std::vector<int64_t> splits;
+  std::vector<torch::Tensor> blocks;
+  for (int j = 0; j < n; ++j) {
+    splits.push_back(j + 1);
+    blocks.push_back(torch::full({j + 1, 2}, 100 * r + j, torch::kInt64));
+  }
+  AlltoallResult a = alltoall(torch::cat(blocks), splits, "ops.alltoall");
+  REQUIRE(a.received_splits == std::vector<int64_t>(static_cast<size_t>(n), r + 1));
+  for (int src = 0; src < n; ++src) {
+    CHECK(a.output.slice(0, src * (r + 1), (src + 1) * (r + 1)).eq(100 * src + r).all().item<bool>());
+  }
+  // reducescatter: 2n+1 rows; the first rank gets one row more.
+  torch::Tensor rows = torch::arange(0, 2 * n + 1, torch::kFloat32).unsqueeze(1).repeat({1, 2}) + r;
+  AllreduceOptions sum;
+  sum.op = Sum;
+  torch::Tensor part = reducescatter(rows, "ops.reducescatter", sum);
+  const int64_t mine_rows = 2 + (r == 0 ? 1 : 0), first = 2 * r + (r > 0 ? 1 : 0);
+  REQUIRE(part.size(0) == mine_rows);
+  for (int64_t i = 0; i < mine_rows; ++i) {
+    CHECK(part[i][0].item<float>() == float(n * (first + i) + n * (n - 1) / 2));
+  }
+}
+
+TEST_CASE("torch ops: errors name the tensor", "[torch][ops][errors]") {
+  torch::Tensor shorts = torch::ones({3}, torch::kInt16);
+  REQUIRE_THROWS_AS(allreduce(shorts, "ops.err.short"), InvalidArgumentError);
+  REQUIRE_THROWS_WITH(allreduce(shorts, "ops.err.short"), Catch::Contains("ops.err.short") && Catch::Contains("Short"));
+  REQUIRE_THROWS_WITH(allreduce(torch::ones({2}, torch::kComplexFloat), "ops.err.complex"),
+                      Catch::Contains("ComplexFloat"));
+  REQUIRE_THROWS_WITH(allreduce(torch::Tensor(), "ops.err.undefined"), Catch::Contains("undefined"));
+  // A shape that differs on the last rank: the core's error on every rank.
+  const int odd = chorus::size() - 1;
+  torch::Tensor t = torch::ones({chorus::rank() == odd ? 5 : 4});
+  try {
+    allreduce(t, "ops.err.shape");
+    FAIL("expected an error");
+  } catch (const InvalidArgumentError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("ops.err.shape") && Catch::Contains("rank " + std::to_string(odd)));
+  }
+}
+
+TEST_CASE("Compression round trips", "[torch][compression]") {
+  torch::manual_seed(3);
+  torch::Tensor x = torch::randn({1000}, torch::kFloat32);
+  for (const auto& [c, tolerance] : {std::pair{Compression::fp16(), 1e-3}, std::pair{Compression::bf16(), 8e-3}}) {
+    torch::Dtype original;
+    torch::Tensor wire = c->compress(x, &original);
+    CHECK(wire.element_size() == 2);
+    torch::Tensor back = c->decompress(wire, original);
+    CHECK(back.scalar_type() == torch::kFloat32);
+    // Relative error of a 16-bit float: 2^-11 (fp16), 2^-8 (bf16).
+    CHECK(((back - x).abs() / x.abs().clamp_min(1e-3)).max().item<double>() < tolerance);
+    torch::Tensor ints = torch::arange(10, torch::kInt64);
+    CHECK(c->compress(ints, &original).is_same(ints));  // only floating tensors are compressed
+  }
+  torch::Dtype original;
+  CHECK(Compression::from_name("none")->compress(x, &original).is_same(x));
+  REQUIRE_THROWS_WITH(Compression::from_name("zip"), Catch::Contains("zip"));
+  // Compressed allreduce: fp16 on the wire, float32 back, close to the exact sum.
+  AllreduceOptions sum;
+  sum.op = Sum;
+  torch::Tensor exact = allreduce(x * (chorus::rank() + 1), "comp.exact", sum);
+  torch::Tensor approx = allreduce(x * (chorus::rank() + 1), "comp.fp16", sum, Compression::fp16());
+  CHECK(approx.scalar_type() == torch::kFloat32);
+  CHECK(((approx - exact).abs() / exact.abs().clamp_min(1e-2)).max().item<double>() < 4e-3);
+}
