@@ -42,6 +42,18 @@ std::shared_ptr<torch::optim::Optimizer> adam(Net& net) {
   return std::make_shared<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(0.01));
 }
 
+std::shared_ptr<torch::optim::Optimizer> adamw(Net& net) {
+  return std::make_shared<torch::optim::AdamW>(net->parameters(), torch::optim::AdamWOptions(0.01).weight_decay(0.1));
+}
+
+std::shared_ptr<torch::optim::Optimizer> rmsprop(Net& net) {
+  return std::make_shared<torch::optim::RMSprop>(net->parameters(), torch::optim::RMSpropOptions(0.01).momentum(0.5));
+}
+
+std::shared_ptr<torch::optim::Optimizer> adagrad(Net& net) {
+  return std::make_shared<torch::optim::Adagrad>(net->parameters(), torch::optim::AdagradOptions(0.1));
+}
+
 void backward_on(Net& net, const Data& d, int64_t first, int64_t rows) {
   auto x = d.x.slice(0, first, first + rows), y = d.y.slice(0, first, first + rows);
   torch::mse_loss(net->forward(x), y).backward();
@@ -86,6 +98,12 @@ TEST_CASE("Data-parallel SGD with momentum equals one process on the union", "[t
 
 TEST_CASE("Data-parallel Adam equals one process on the union", "[torch][optimizer]") {
   CHECK(distributed_vs_single(adam, 5, 4, 1) < 1e-5);
+}
+
+TEST_CASE("Data-parallel AdamW, RMSprop and Adagrad equal one process on the union", "[torch][optimizer]") {
+  CHECK(distributed_vs_single(adamw, 4, 4, 1) < 1e-5);
+  CHECK(distributed_vs_single(rmsprop, 4, 4, 1) < 1e-5);
+  CHECK(distributed_vs_single(adagrad, 4, 4, 1) < 1e-5);
 }
 
 TEST_CASE("backward_passes_per_step = k equals a batch k times larger", "[torch][optimizer]") {
