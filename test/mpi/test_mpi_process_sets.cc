@@ -238,14 +238,16 @@ TEST_CASE("Removing a process set ends its pending operations; registrations tha
   if (size < 2) return;
   const ProcessSet set = add_process_set({0, 1});
   REQUIRE(runtime().process_set(set.id()).ranks() == std::vector<int>({0, 1}));
+  std::vector<float> v(2, 1.0f);
+  auto t = std::make_shared<HostTensorView>(v.data(), DataType::kFloat32, TensorShape{2});
+  Handle pending;
+  if (rank == 0) pending = runtime().allreduce_async("ps.never", t, t, {}, in(set));  // rank 1 never submits it
+  barrier();  // enqueued before the removal
+  if (rank == 1) remove_process_set(set);
   if (rank == 0) {
-    std::vector<float> v(2, 1.0f);
-    auto t = std::make_shared<HostTensorView>(v.data(), DataType::kFloat32, TensorShape{2});
-    Handle pending = runtime().allreduce_async("ps.never", t, t, {}, in(set));  // rank 1 never submits it
     const std::string m = error_of([&] { pending.wait(kWait); });
     REQUIRE_THAT(m, Catch::Contains("rank 1 removed process set " + std::to_string(set.id())));
   }
-  if (rank == 1) remove_process_set(set);
   barrier();
   if (rank != 1) remove_process_set(set);
   REQUIRE_THROWS_WITH(barrier(set), Catch::Contains("is not registered"));

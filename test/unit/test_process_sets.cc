@@ -105,7 +105,7 @@ TEST_CASE("Every collective inside a process set, with the members' global ranks
   run_ranks(3, [](Runtime& rt, int rank) {
     const ProcessSet set = rt.add_process_set({0, 2});
     if (rank == 1) {
-      rt.barrier_async().wait();
+      rt.barrier_async().wait(std::chrono::seconds(30));
       return;
     }
     const int me = set.rank_of(rank);  // 0 or 1
@@ -145,7 +145,7 @@ TEST_CASE("Every collective inside a process set, with the members' global ranks
     RANK_CHECK(x.received_splits() == std::vector<int64_t>({1, 1}));
     const double* got = static_cast<const double*>(x.output()->data());
     RANK_CHECK(got[0] == 0.0 + me && got[1] == 20.0 + me);
-    rt.barrier_async().wait();
+    rt.barrier_async().wait(std::chrono::seconds(30));
   });
 }
 
@@ -206,15 +206,17 @@ TEST_CASE("Removing a process set ends its pending operations on every member", 
     const ProcessSet set = rt.add_process_set({0, 2});
     RANK_CHECK(rt.process_sets().size() == 1);
     RANK_CHECK(rt.process_set(set.id()).ranks() == set.ranks());
+    // Rank 2 never submits "never": removing the set on rank 2 ends it on rank 0.
+    std::vector<float> never(2, 1.0f);
+    Handle pending;
+    if (rank == 0) pending = rt.allreduce_async("never", view(never), view(never), {}, in(set));
+    rt.barrier_async().wait(std::chrono::seconds(30));  // enqueued before the removal
+    if (rank == 2) rt.remove_process_set(set);
     if (rank == 0) {
-      // Rank 2 never submits this: removing the set on rank 2 ends it here.
-      std::vector<float> v(2, 1.0f);
-      Handle pending = rt.allreduce_async("never", view(v), view(v), {}, in(set));
       const std::string m = error_of([&] { pending.wait(std::chrono::seconds(30)); });
       RANK_CHECK(contains(m, "rank 2 removed process set 1 (ranks 0, 2)"));
     }
-    if (rank == 2) rt.remove_process_set(set);
-    rt.barrier_async().wait();
+    rt.barrier_async().wait(std::chrono::seconds(30));
     if (rank != 2) rt.remove_process_set(set);
     RANK_CHECK(rt.process_sets().empty());
     std::vector<float> v(2, 1.0f);
