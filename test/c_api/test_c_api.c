@@ -1,6 +1,6 @@
 /* The C ABI from a plain C program, under mpirun: lifecycle, topology,
  * allreduce and broadcast values, error codes with messages (a mismatch
- * across ranks, bad arguments, unknown handles), re-init. Exits non-zero
+ * across ranks, bad arguments, unknown handles), process sets, re-init. Exits non-zero
  * on the first failure, naming it. */
 #include <chorus/c_api.h>
 
@@ -198,6 +198,74 @@ static void test_errors(void) {
   CHECK(chorus_last_error()[0] == '\0');
 }
 
+/* Process sets: even and odd ranks in sets of their own, collectives inside
+ * each, errors from outside, removal. */
+static void test_process_sets(void) {
+  int size = chorus_size();
+  int even[8], odd[8], n_even = 0, n_odd = 0, r, k;
+  int set_even, set_odd = -1, mine, n_mine, members_sum = 0;
+  int64_t h = 0;
+  for (r = 0; r < size && r < 16; ++r) {
+    if (r % 2 == 0) even[n_even++] = r;
+    else odd[n_odd++] = r;
+  }
+  set_even = chorus_add_process_set(even, n_even);
+  CHECK(set_even == 1);
+  if (n_odd > 0) {
+    set_odd = chorus_add_process_set(odd, n_odd);
+    CHECK(set_odd == 2);
+  }
+  mine = g_rank % 2 == 0 ? set_even : set_odd;
+  n_mine = g_rank % 2 == 0 ? n_even : n_odd;
+  CHECK(chorus_process_set_size(mine) == n_mine);
+  CHECK(chorus_process_set_rank(mine) == g_rank / 2);
+  for (r = g_rank % 2; r < size; r += 2) members_sum += r;
+  {
+    int32_t v[4] = {g_rank, g_rank, g_rank, 1};
+    CHECK(chorus_allreduce_async_in_set(mine, "c.ps.sum", v, v, 4, CHORUS_INT32, CHORUS_SUM, 1.0, 1.0, &h) == 0);
+    CHECK(chorus_wait(h) == 0);
+    CHECK(v[0] == members_sum && v[3] == n_mine);
+  }
+  {
+    double b[3];
+    int root = g_rank % 2; /* the set's lowest global rank */
+    for (k = 0; k < 3; ++k) b[k] = g_rank == root ? 1.5 * k : -1.0;
+    CHECK(chorus_broadcast_async_in_set(mine, "c.ps.bcast", b, 3, CHORUS_FLOAT64, root, &h) == 0);
+    CHECK(chorus_wait(h) == 0);
+    for (k = 0; k < 3; ++k) CHECK(b[k] == 1.5 * k);
+  }
+  {
+    int64_t shape[1] = {1};
+    int64_t in[1];
+    struct gathered g = {NULL, 0, 0};
+    in[0] = g_rank;
+    CHECK(chorus_allgather_async_in_set(mine, "c.ps.gather", in, shape, 1, CHORUS_INT64, allocate, &g, &h) == 0);
+    CHECK(chorus_wait(h) == 0);
+    CHECK(g.rows == n_mine);
+    for (k = 0; k < n_mine; ++k) CHECK(((int64_t*)g.memory)[k] == g_rank % 2 + 2 * k);
+    free(g.memory);
+  }
+  CHECK(chorus_barrier_in_set(mine) == 0);
+  /* From outside the set: an error on this rank, naming the set and the rank. */
+  if (set_odd > 0) {
+    int other = g_rank % 2 == 0 ? set_odd : set_even;
+    float x = 1;
+    CHECK(chorus_allreduce_async_in_set(other, "c.ps.outside", &x, &x, 1, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, &h) ==
+          CHORUS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(chorus_last_error(), "is not a member of process set") != NULL);
+    CHECK(chorus_process_set_rank(other) == CHORUS_ERR_INVALID_ARGUMENT);
+  }
+  CHECK(chorus_barrier_in_set(42) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "process set 42 is not registered") != NULL);
+  CHECK(chorus_add_process_set(even, 0) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_remove_process_set(0) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_remove_process_set(set_even) == 0);
+  if (set_odd > 0) CHECK(chorus_remove_process_set(set_odd) == 0);
+  CHECK(chorus_process_set_size(set_even) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_process_set_size(0) == size);
+  (void)odd;
+}
+
 int main(void) {
   test_before_init();
   CHECK(chorus_init() == 0);
@@ -208,6 +276,7 @@ int main(void) {
   test_broadcast();
   test_allgather_and_barrier();
   test_errors();
+  test_process_sets();
 
   CHECK(chorus_shutdown() == 0);
   CHECK(chorus_is_initialized() == 0);

@@ -64,3 +64,39 @@ TEST_CASE("Errors and broadcasts pass through in order, unfused", "[fusion]") {
   REQUIRE(names_of(plan) == std::vector<std::vector<std::string>>{{"a", "b"}, {"e"}, {"p"}, {"q"}});
   REQUIRE(plan[1].type == ResponseType::kError);
 }
+
+namespace {
+// An allgather ready everywhere: `dims` holds each rank's first dimension
+// of a tensor with `cols` elements per row.
+ReadyTensor gathered(const std::string& name, std::vector<int64_t> dims, int64_t cols,
+                     DataType dtype = DataType::kFloat32) {
+  ReadyTensor t = ready(name, 0, dtype, ResponseType::kAllgather);
+  t.request.type = CollectiveType::kAllgather;
+  t.request.shape = {dims.front(), cols};
+  t.response.total_bytes = 0;
+  for (int64_t d : dims) t.response.total_bytes += d * cols * dtype_size(dtype);
+  t.response.first_dims = std::move(dims);
+  return t;
+}
+}  // namespace
+
+TEST_CASE("Allgathers fuse up to the threshold, their first dimensions concatenated per tensor", "[fusion]") {
+  // Two ranks; each tensor's output is (1 + 2) rows of 2 floats = 24 bytes.
+  auto plan = plan_fusion({gathered("a", {1, 2}, 2), gathered("b", {0, 3}, 1), gathered("c", {1, 2}, 2)}, 48);
+  REQUIRE(names_of(plan) == std::vector<std::vector<std::string>>{{"a", "b"}, {"c"}});
+  REQUIRE(plan[0].type == ResponseType::kAllgather);
+  REQUIRE(plan[0].first_dims == std::vector<int64_t>{1, 2, 0, 3});
+  REQUIRE(plan[0].total_bytes == 36);
+  REQUIRE(plan[1].first_dims == std::vector<int64_t>{1, 2});
+}
+
+TEST_CASE("Allgathers never share a buffer with allreduces or another dtype", "[fusion]") {
+  auto plan = plan_fusion({gathered("g1", {1}, 1), ready("r1", 1), gathered("h1", {1}, 1, DataType::kInt8),
+                           gathered("g2", {2}, 3), ready("r2", 1), gathered("h2", {0}, 1, DataType::kInt8)},
+                          1 << 20);
+  REQUIRE(names_of(plan) ==
+          std::vector<std::vector<std::string>>{{"g1", "g2"}, {"r1", "r2"}, {"h1", "h2"}});
+  REQUIRE(plan[0].first_dims == std::vector<int64_t>{1, 2});
+  plan = plan_fusion({gathered("g1", {1}, 1), gathered("g2", {1}, 1)}, 0);
+  REQUIRE(plan.size() == 2);  // threshold 0: fusion off
+}

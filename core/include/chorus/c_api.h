@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 2  /* 2: allgather, reducescatter, alltoall, barrier */
+#define CHORUS_ABI_VERSION 3  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets */
 
 typedef enum {
   CHORUS_UINT8 = 0,
@@ -104,6 +104,42 @@ int chorus_alltoall_async(const char* name, const void* input, const int64_t* sh
 int chorus_received_splits(int64_t handle, int64_t* splits, int n);
 /* Blocks until every rank called its matching chorus_barrier(). (ABI version 2) */
 int chorus_barrier(void);
+
+/* Process sets (ABI version 3). A process set is a subset of the ranks that
+ * runs collectives among its members only, at the same time as other sets;
+ * the global set (every rank) has id 0. chorus_add_process_set registers the
+ * `nranks` global ranks `ranks` (every rank of the job calls it, in the same
+ * order, with the same ranks) and returns the new set's id (> 0) once it is
+ * ready, or an error code. chorus_remove_process_set ends a set's
+ * collectives on every member (their pending operations fail). */
+int chorus_add_process_set(const int* ranks, int nranks);
+int chorus_remove_process_set(int process_set_id);
+/* This rank's rank inside the set, and the set's size; CHORUS_ERR_INVALID_ARGUMENT
+ * for an unknown set or, for the rank, when this rank is not a member. */
+int chorus_process_set_rank(int process_set_id);
+int chorus_process_set_size(int process_set_id);
+
+/* The collectives above, run among the members of process set
+ * `process_set_id` (0: every rank). A broadcast's root is a global rank;
+ * alltoall's splits have one entry per member; outputs are in member order.
+ * Called from a rank outside the set: CHORUS_ERR_INVALID_ARGUMENT, with a
+ * message naming the set and the rank. (ABI version 3) */
+int chorus_allreduce_async_in_set(int process_set_id, const char* name, const void* input, void* output,
+                                  int64_t count, chorus_dtype dtype, chorus_reduce_op op, double prescale,
+                                  double postscale, int64_t* handle);
+int chorus_broadcast_async_in_set(int process_set_id, const char* name, void* buffer, int64_t count,
+                                  chorus_dtype dtype, int root_rank, int64_t* handle);
+int chorus_allgather_async_in_set(int process_set_id, const char* name, const void* input, const int64_t* shape,
+                                  int ndim, chorus_dtype dtype, chorus_alloc_fn alloc, void* user_data,
+                                  int64_t* handle);
+int chorus_reducescatter_async_in_set(int process_set_id, const char* name, const void* input,
+                                      const int64_t* shape, int ndim, chorus_dtype dtype, chorus_reduce_op op,
+                                      double prescale, double postscale, chorus_alloc_fn alloc, void* user_data,
+                                      int64_t* handle);
+int chorus_alltoall_async_in_set(int process_set_id, const char* name, const void* input, const int64_t* shape,
+                                 int ndim, chorus_dtype dtype, const int64_t* splits, int nsplits,
+                                 chorus_alloc_fn alloc, void* user_data, int64_t* handle);
+int chorus_barrier_in_set(int process_set_id);
 
 /* 1 done (successfully or not: chorus_wait tells), 0 pending, < 0 error code
  * (an unknown handle, or the operation failed). */

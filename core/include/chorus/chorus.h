@@ -11,6 +11,7 @@
 #include "chorus/error.h"
 #include "chorus/handle.h"
 #include "chorus/options.h"
+#include "chorus/process_set.h"
 #include "chorus/runtime.h"
 #include "chorus/status.h"
 #include "chorus/tensor.h"
@@ -24,6 +25,9 @@ namespace chorus {
 /// nothing; init() after shutdown() starts a fresh runtime.
 void init();
 void init(const RuntimeOptions& options);
+/// init(options), then registers `process_sets` (every rank the same list),
+/// returned in order (ids 1, 2, ...); see Runtime::add_process_set.
+std::vector<ProcessSet> init(const RuntimeOptions& options, const std::vector<std::vector<int>>& process_sets);
 /// Stops Chorus on this process; pending operations everywhere fail with
 /// AbortedError. Safe to call when not initialized.
 void shutdown();
@@ -66,5 +70,14 @@ Handle alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, st
 int join();
 /// Blocks until every rank reached its matching barrier().
 void barrier();
+/// Blocks until every member of `process_set` reached its matching barrier.
+void barrier(const ProcessSet& process_set);
+
+/// Registers a process set (every rank, same order, same ranks); see
+/// Runtime::add_process_set. Collectives run in it through OpHooks::process_set
+/// on the Runtime calls, e.g. runtime().allreduce_async(name, in, out, {}, hooks).
+ProcessSet add_process_set(std::vector<int> ranks);
+/// Ends a process set's collectives on every member; see Runtime::remove_process_set.
+void remove_process_set(const ProcessSet& process_set);
 
 }  // namespace chorus

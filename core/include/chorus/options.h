@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "chorus/process_set.h"
 #include "chorus/status.h"
 #include "chorus/tensor.h"
 #include "chorus/types.h"
@@ -83,8 +84,15 @@ struct AllreduceOptions {
   double postscale_factor = 1.0;
 };
 
-/// Optional adapter services that go with an enqueued operation.
+/// Optional adapter services that go with an enqueued operation, and the
+/// process set it runs in.
 struct OpHooks {
+  /// The ranks the operation runs among: the global set (every rank) by
+  /// default, or one registered with Runtime::add_process_set. Ranks named
+  /// by the operation (a broadcast root) are global ranks; per-rank inputs
+  /// (alltoall splits) and outputs (allgather, reducescatter blocks) follow
+  /// the members in ascending global rank.
+  ProcessSet process_set;
   /// Wait for this before reading the input (GPU streams); nullptr for host data.
   std::shared_ptr<ReadyEvent> ready_event;
   /// Allocation services; nullptr uses host memory.
@@ -101,7 +109,9 @@ struct RuntimeStats {
   int64_t fused_allreduce_ops = 0; ///< of those, the ones that carried 2+ tensors
   int64_t ring_allreduce_ops = 0;  ///< of those, the ones the pipelined ring ran
   int64_t broadcasts = 0;
-  int64_t allgathers = 0;
+  int64_t allgathers = 0;          ///< tensors that completed an allgather
+  int64_t allgather_ops = 0;       ///< data-plane allgather calls (fused or not)
+  int64_t fused_allgather_ops = 0; ///< of those, the ones that carried 2+ tensors
   int64_t bytes_allreduced = 0;
   int64_t negotiation_rounds = 0;  ///< response lists executed
   int64_t cache_hits = 0;          ///< requests negotiated by cache key (sent on workers, resolved on rank 0)

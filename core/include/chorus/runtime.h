@@ -17,6 +17,7 @@ namespace chorus {
 
 namespace detail {
 class Backend;
+class ProcessSetTable;
 class RuntimeImpl;
 }  // namespace detail
 
@@ -60,6 +61,11 @@ class Runtime {
                                               const std::vector<std::shared_ptr<Tensor>>& inputs,
                                               const std::vector<std::shared_ptr<Tensor>>& outputs,
                                               const AllreduceOptions& options = {});
+  /// The same among the members of `process_set`.
+  std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& names,
+                                              const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                              const std::vector<std::shared_ptr<Tensor>>& outputs,
+                                              const AllreduceOptions& options, const ProcessSet& process_set);
   /// Starts an in-place broadcast of `tensor` from `root_rank`.
   Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank,
                          OpHooks hooks = {});
@@ -101,12 +107,39 @@ class Runtime {
   /// Starts a barrier: completes once every rank started one. Ranks must call
   /// barriers equally often (they are matched by their count).
   Handle barrier_async();
+  /// A barrier among the members of `process_set` (counted per set).
+  Handle barrier_async(const ProcessSet& process_set);
 
+  /// Registers a process set: `ranks` (global ranks, any order, no repeats)
+  /// run collectives among themselves, negotiated by their own coordinator
+  /// on their own thread, at the same time as other sets. Every rank of the
+  /// job must call it, in the same order with the same ranks (ranks that
+  /// differ fail on every rank, naming them); it blocks until the set is
+  /// ready and returns it (ids count up from 1). Throws InvalidArgumentError
+  /// for bad ranks, PreconditionError when MPI lacks MPI_THREAD_MULTIPLE.
+  ProcessSet add_process_set(std::vector<int> ranks);
+  /// Ends a process set's collectives: its pending operations fail with
+  /// AbortedError on every member (the first member to remove it ends it for
+  /// all); non-members only forget it. Every rank should call it. Throws
+  /// InvalidArgumentError for the global set or an unknown set.
+  void remove_process_set(const ProcessSet& process_set);
+  /// The registered set with this id (0: the global set); throws
+  /// InvalidArgumentError when there is none.
+  ProcessSet process_set(int32_t id) const;
+  /// The registered sets (not the global one), by id.
+  std::vector<ProcessSet> process_sets() const;
+
+  /// Counters of every set's collectives together.
   RuntimeStats stats() const;
   const RuntimeOptions& options() const;
 
  private:
-  std::unique_ptr<detail::RuntimeImpl> impl_;
+  /// The engine of `set` on this rank; throws naming `what` when this rank
+  /// may not use it.
+  std::shared_ptr<detail::RuntimeImpl> engine(const ProcessSet& set, const std::string& what) const;
+
+  std::shared_ptr<detail::RuntimeImpl> impl_;       // the global set
+  std::unique_ptr<detail::ProcessSetTable> sets_;   // declared last: shut down first
 };
 
 }  // namespace chorus

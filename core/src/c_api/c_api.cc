@@ -115,6 +115,14 @@ class CallbackOpContext final : public chorus::OpContext {
   void* user_;
 };
 
+// Hooks that run an operation in the registered set with this id (0: global);
+// throws InvalidArgumentError for an unknown id.
+chorus::OpHooks in_set(int process_set_id) {
+  chorus::OpHooks hooks;
+  hooks.process_set = chorus::runtime().process_set(process_set_id);
+  return hooks;
+}
+
 template <class Getter>
 int topology_value(Getter&& get) {
   return guarded([&]() -> int { return get(); });
@@ -152,6 +160,12 @@ int chorus_cross_size(void) { return topology_value([] { return chorus::cross_si
 int chorus_allreduce_async(const char* name, const void* input, void* output, int64_t count,
                            chorus_dtype dtype, chorus_reduce_op op, double prescale,
                            double postscale, int64_t* handle) {
+  return chorus_allreduce_async_in_set(0, name, input, output, count, dtype, op, prescale, postscale, handle);
+}
+
+int chorus_allreduce_async_in_set(int process_set_id, const char* name, const void* input, void* output,
+                                  int64_t count, chorus_dtype dtype, chorus_reduce_op op, double prescale,
+                                  double postscale, int64_t* handle) {
   return guarded([&]() -> int {
     if (name == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_allreduce_async: name is NULL");
     const std::string what = std::string("chorus_allreduce_async('") + name + "'): ";
@@ -169,13 +183,18 @@ int chorus_allreduce_async(const char* name, const void* input, void* output, in
     options.op = static_cast<chorus::ReduceOp>(op);
     options.prescale_factor = prescale;
     options.postscale_factor = postscale;
-    *handle = handles().add(chorus::allreduce_async(name, in, out, options));
+    *handle = handles().add(chorus::runtime().allreduce_async(name, in, out, options, in_set(process_set_id)));
     return CHORUS_OK;
   });
 }
 
 int chorus_broadcast_async(const char* name, void* buffer, int64_t count, chorus_dtype dtype,
                            int root_rank, int64_t* handle) {
+  return chorus_broadcast_async_in_set(0, name, buffer, count, dtype, root_rank, handle);
+}
+
+int chorus_broadcast_async_in_set(int process_set_id, const char* name, void* buffer, int64_t count,
+                                  chorus_dtype dtype, int root_rank, int64_t* handle) {
   return guarded([&]() -> int {
     if (name == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_broadcast_async: name is NULL");
     const std::string what = std::string("chorus_broadcast_async('") + name + "'): ";
@@ -184,7 +203,7 @@ int chorus_broadcast_async(const char* name, void* buffer, int64_t count, chorus
     if (count > 0 && buffer == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "buffer is NULL");
     if (!chorus::is_valid_dtype(dtype)) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "unknown dtype " + std::to_string(dtype));
     auto t = std::make_shared<chorus::HostTensorView>(buffer, static_cast<chorus::DataType>(dtype), chorus::TensorShape{count});
-    *handle = handles().add(chorus::broadcast_async(name, t, root_rank));
+    *handle = handles().add(chorus::runtime().broadcast_async(name, t, root_rank, in_set(process_set_id)));
     return CHORUS_OK;
   });
 }
@@ -213,9 +232,15 @@ int check_shaped_call(const char* function, const char* name, const void* input,
 
 int chorus_allgather_async(const char* name, const void* input, const int64_t* shape, int ndim,
                            chorus_dtype dtype, chorus_alloc_fn alloc, void* user_data, int64_t* handle) {
+  return chorus_allgather_async_in_set(0, name, input, shape, ndim, dtype, alloc, user_data, handle);
+}
+
+int chorus_allgather_async_in_set(int process_set_id, const char* name, const void* input, const int64_t* shape,
+                                  int ndim, chorus_dtype dtype, chorus_alloc_fn alloc, void* user_data,
+                                  int64_t* handle) {
   return guarded([&]() -> int {
     std::shared_ptr<chorus::HostTensorView> in;
-    chorus::OpHooks hooks;
+    chorus::OpHooks hooks = in_set(process_set_id);
     const int rc = check_shaped_call("chorus_allgather_async", name, input, shape, ndim, dtype, alloc, handle, &in,
                                      &hooks, user_data);
     if (rc != CHORUS_OK) return rc;
@@ -227,9 +252,17 @@ int chorus_allgather_async(const char* name, const void* input, const int64_t* s
 int chorus_reducescatter_async(const char* name, const void* input, const int64_t* shape, int ndim,
                                chorus_dtype dtype, chorus_reduce_op op, double prescale, double postscale,
                                chorus_alloc_fn alloc, void* user_data, int64_t* handle) {
+  return chorus_reducescatter_async_in_set(0, name, input, shape, ndim, dtype, op, prescale, postscale, alloc,
+                                           user_data, handle);
+}
+
+int chorus_reducescatter_async_in_set(int process_set_id, const char* name, const void* input,
+                                      const int64_t* shape, int ndim, chorus_dtype dtype, chorus_reduce_op op,
+                                      double prescale, double postscale, chorus_alloc_fn alloc, void* user_data,
+                                      int64_t* handle) {
   return guarded([&]() -> int {
     std::shared_ptr<chorus::HostTensorView> in;
-    chorus::OpHooks hooks;
+    chorus::OpHooks hooks = in_set(process_set_id);
     const int rc = check_shaped_call("chorus_reducescatter_async", name, input, shape, ndim, dtype, alloc, handle,
                                      &in, &hooks, user_data);
     if (rc != CHORUS_OK) return rc;
@@ -249,9 +282,15 @@ int chorus_reducescatter_async(const char* name, const void* input, const int64_
 int chorus_alltoall_async(const char* name, const void* input, const int64_t* shape, int ndim, chorus_dtype dtype,
                           const int64_t* splits, int nsplits, chorus_alloc_fn alloc, void* user_data,
                           int64_t* handle) {
+  return chorus_alltoall_async_in_set(0, name, input, shape, ndim, dtype, splits, nsplits, alloc, user_data, handle);
+}
+
+int chorus_alltoall_async_in_set(int process_set_id, const char* name, const void* input, const int64_t* shape,
+                                 int ndim, chorus_dtype dtype, const int64_t* splits, int nsplits,
+                                 chorus_alloc_fn alloc, void* user_data, int64_t* handle) {
   return guarded([&]() -> int {
     std::shared_ptr<chorus::HostTensorView> in;
-    chorus::OpHooks hooks;
+    chorus::OpHooks hooks = in_set(process_set_id);
     const int rc = check_shaped_call("chorus_alltoall_async", name, input, shape, ndim, dtype, alloc, handle, &in,
                                      &hooks, user_data);
     if (rc != CHORUS_OK) return rc;
@@ -279,10 +318,47 @@ int chorus_received_splits(int64_t handle, int64_t* splits, int n) {
   });
 }
 
-int chorus_barrier(void) {
-  return guarded([]() -> int {
-    chorus::barrier();
+int chorus_barrier(void) { return chorus_barrier_in_set(0); }
+
+int chorus_barrier_in_set(int process_set_id) {
+  return guarded([&]() -> int {
+    chorus::barrier(chorus::runtime().process_set(process_set_id));
     return CHORUS_OK;
+  });
+}
+
+int chorus_add_process_set(const int* ranks, int nranks) {
+  return guarded([&]() -> int {
+    if (nranks < 0 || (nranks > 0 && ranks == nullptr)) {
+      return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_add_process_set: ranks is NULL or nranks is negative");
+    }
+    return chorus::add_process_set(std::vector<int>(ranks, ranks + nranks)).id();
+  });
+}
+
+int chorus_remove_process_set(int process_set_id) {
+  return guarded([&]() -> int {
+    chorus::remove_process_set(chorus::runtime().process_set(process_set_id));
+    return CHORUS_OK;
+  });
+}
+
+int chorus_process_set_rank(int process_set_id) {
+  return guarded([&]() -> int {
+    const chorus::ProcessSet set = chorus::runtime().process_set(process_set_id);
+    const int r = set.rank_of(chorus::rank());
+    if (r < 0) {
+      return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_process_set_rank: rank " + std::to_string(chorus::rank()) +
+                                                   " is not a member of process set " + std::to_string(process_set_id));
+    }
+    return r;
+  });
+}
+
+int chorus_process_set_size(int process_set_id) {
+  return guarded([&]() -> int {
+    const chorus::ProcessSet set = chorus::runtime().process_set(process_set_id);
+    return set.is_global() ? chorus::size() : static_cast<int>(set.ranks().size());
   });
 }
 

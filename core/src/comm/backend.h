@@ -7,16 +7,22 @@
 #include <memory>
 #include <string>
 
+#include <vector>
+
 #include "chorus/status.h"
 #include "comm/communicator.h"
 #include "comm/control_channel.h"
+#include "common/set_scope.h"
 
 namespace chorus::detail {
 
+/// Where this process sits among the ranks of its backend: the whole job,
+/// or the members of a process set (`scope`), numbered 0..size-1.
 struct Topology {
   int rank = 0, size = 1;
   int local_rank = 0, local_size = 1;
   int cross_rank = 0, cross_size = 1;
+  SetScope scope;
 };
 
 class Backend {
@@ -29,6 +35,13 @@ class Backend {
   virtual Topology topology() const = 0;
   virtual ControlChannel& control() = 0;
   virtual Communicator& data() = 0;
+  /// Collective over every rank of this backend, on its background thread,
+  /// in the same place of the response order everywhere: makes the backend
+  /// of process set `set_id` whose members are `members` (ranks of this
+  /// backend, ascending), to be started on that set's own thread. Non-members
+  /// get nullptr. An error (e.g. MPI without MPI_THREAD_MULTIPLE) is the same
+  /// on every rank.
+  virtual Status split(int32_t set_id, const std::vector<int>& members, std::unique_ptr<Backend>* out) = 0;
 };
 
 }  // namespace chorus::detail

@@ -1,10 +1,11 @@
 #pragma once
-// Packs ready allreduces into fused responses. Tensors fuse when they share
-// (dtype, op, prescale, postscale, device); a bucket holds at most
-// `threshold_bytes` (a single larger tensor gets a bucket of its own). The
-// planner looks ahead: a tensor joins the first open bucket it fits, so
-// interleaved dtypes still fuse. Runs on the coordinator only, so every rank
-// executes the same plan.
+// Packs ready allreduces, and ready allgathers, into fused responses.
+// Allreduces fuse when they share (dtype, op, prescale, postscale, device);
+// allgathers when they share (dtype, device). A bucket holds at most
+// `threshold_bytes` (for an allgather: its whole output, every rank's rows);
+// a single larger tensor gets a bucket of its own. The planner looks ahead:
+// a tensor joins the first open bucket it fits, so interleaved dtypes still
+// fuse. Runs on the coordinator only, so every rank executes the same plan.
 
 #include <cstdint>
 #include <vector>

@@ -87,9 +87,9 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
   bool duplicate = static_cast<int>(entry.requests.size()) > expected;
   for (size_t i = 0; i < entry.seen.size(); ++i) duplicate |= !(entry.seen[i] || joined_[i]);
   if (duplicate) {
-    error = "Tensor '" + name + "' was submitted twice by one rank before it completed";
+    error = "Tensor '" + name + "' was submitted twice by one rank" + scope_.in_text() + " before it completed";
   } else {
-    error = validate_requests(name, entry.requests, expected);
+    error = validate_requests(name, entry.requests, expected, scope_);
   }
   if (error.empty() && !absent_joined.empty() && rank0->type != CollectiveType::kAllreduce) {
     std::string ranks;
@@ -163,7 +163,7 @@ std::vector<StalledTensor> Coordinator::stalled(Clock::time_point now, double th
     s.waiting_seconds = waited;
     for (int r = 0; r < world_size_; ++r) {
       const bool in = e.seen[static_cast<size_t>(r)] || joined_[static_cast<size_t>(r)];
-      (in ? s.submitted_ranks : s.missing_ranks).push_back(r);
+      (in ? s.submitted_ranks : s.missing_ranks).push_back(scope_.world_rank(r));
     }
     out.push_back(std::move(s));
   }

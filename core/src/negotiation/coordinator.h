@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/set_scope.h"
 #include "negotiation/messages.h"
 
 namespace chorus::detail {
@@ -31,7 +32,9 @@ struct StalledTensor {
 class Coordinator {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit Coordinator(int world_size) : world_size_(world_size), joined_(static_cast<size_t>(world_size), false) {}
+  /// `scope` names the process set and its members' global ranks in messages.
+  explicit Coordinator(int world_size, SetScope scope = {})
+      : world_size_(world_size), scope_(std::move(scope)), joined_(static_cast<size_t>(world_size), false) {}
 
   /// Records one rank's request.
   void add(const Request& request, Clock::time_point now = Clock::now());
@@ -63,6 +66,7 @@ class Coordinator {
   void add_join(const Request& request);
 
   int world_size_;
+  SetScope scope_;
   // Join: ranks out of data. Allreduces complete without them (they add
   // zeros); other collectives fail; when all joined, a join response.
   std::vector<bool> joined_;
@@ -76,8 +80,9 @@ class Coordinator {
 
 /// Checks that every rank's request for one tensor agrees. Returns "" when
 /// they do, else a message naming the tensor, each differing property with
-/// its values, and the ranks that hold each value.
+/// its values, and the ranks that hold each value (global ranks, and the
+/// set named, when `scope` is a process set).
 std::string validate_requests(const std::string& name, const std::vector<Request>& requests,
-                              int world_size);
+                              int world_size, const SetScope& scope = {});
 
 }  // namespace chorus::detail

@@ -21,6 +21,7 @@ const char* collective_name(CollectiveType type) {
     case CollectiveType::kReducescatter: return "reducescatter";
     case CollectiveType::kAlltoall: return "alltoall";
     case CollectiveType::kJoin: return "join";
+    case CollectiveType::kAddProcessSet: return "process set registration";
   }
   return "unknown";
 }
@@ -34,6 +35,7 @@ ResponseType response_type_of(CollectiveType type) {
     case CollectiveType::kReducescatter: return ResponseType::kReducescatter;
     case CollectiveType::kAlltoall: return ResponseType::kAlltoall;
     case CollectiveType::kJoin: return ResponseType::kJoin;
+    case CollectiveType::kAddProcessSet: return ResponseType::kAddProcessSet;
   }
   return ResponseType::kError;
 }
@@ -48,7 +50,7 @@ bool Request::operator==(const Request& o) const {
   return rank == o.rank && type == o.type && name == o.name && dtype == o.dtype &&
          shape == o.shape && op == o.op && prescale == o.prescale && postscale == o.postscale &&
          root_rank == o.root_rank && device == o.device && group == o.group &&
-         group_size == o.group_size && splits == o.splits;
+         group_size == o.group_size && splits == o.splits && process_set_ranks == o.process_set_ranks;
 }
 
 uint32_t name_hash(const std::string& name) {
@@ -71,7 +73,8 @@ bool shapes_agree(const Request& a, const Request& b) {
 bool same_signature(const Request& a, const Request& b) {
   return a.type == b.type && a.dtype == b.dtype && shapes_agree(a, b) && a.op == b.op &&
          a.prescale == b.prescale && a.postscale == b.postscale && a.root_rank == b.root_rank &&
-         a.device == b.device && a.group == b.group && a.group_size == b.group_size;
+         a.device == b.device && a.group == b.group && a.group_size == b.group_size &&
+         a.process_set_ranks == b.process_set_ranks;
 }
 
 namespace {
@@ -90,6 +93,7 @@ void put_request(WireWriter& w, const Request& r) {
   w.put_string(r.group);
   w.put(r.group_size);
   w.put_int64s(r.splits);
+  w.put_int64s(r.process_set_ranks);
 }
 
 void put_key(WireWriter& w, const CacheKey& k) {
@@ -119,6 +123,7 @@ bool get_request(WireReader& r, Request* q) {
   r.get_string(&q->group);
   r.get(&q->group_size);
   r.get_int64s(&q->splits);
+  r.get_int64s(&q->process_set_ranks);
   if (!is_valid_dtype(dtype) || !is_valid_reduce_op(op) || type < 0 || type > kLastCollectiveType) return false;
   q->type = static_cast<CollectiveType>(type);
   q->dtype = static_cast<DataType>(dtype);

@@ -12,9 +12,10 @@
 namespace chorus::detail {
 
 enum class CollectiveType : int32_t {
-  kAllreduce = 0, kBroadcast = 1, kAllgather = 2, kBarrier = 3, kReducescatter = 4, kAlltoall = 5, kJoin = 6
+  kAllreduce = 0, kBroadcast = 1, kAllgather = 2, kBarrier = 3, kReducescatter = 4, kAlltoall = 5, kJoin = 6,
+  kAddProcessSet = 7  ///< every rank registers a process set (runtime/process_set_table.h)
 };
-constexpr int32_t kLastCollectiveType = 6;
+constexpr int32_t kLastCollectiveType = 7;
 
 /// The name every rank's join request carries.
 inline const char* join_tensor_name() { return "chorus.join"; }
@@ -37,6 +38,8 @@ struct Request {
   int32_t group_size = 0;
   /// Alltoall: rows of the first dimension this rank sends to each rank.
   std::vector<int64_t> splits;
+  /// Process-set registration: the members' global ranks, ascending.
+  std::vector<int64_t> process_set_ranks;
 
   int64_t num_elements() const;
   bool operator==(const Request& o) const;
@@ -90,9 +93,9 @@ struct RequestList {
 
 enum class ResponseType : int32_t {
   kAllreduce = 0, kBroadcast = 1, kError = 2, kAllgather = 3, kBarrier = 4, kReducescatter = 5, kAlltoall = 6,
-  kJoin = 7
+  kJoin = 7, kAddProcessSet = 8
 };
-constexpr int32_t kLastResponseType = 7;
+constexpr int32_t kLastResponseType = 8;
 
 /// The response type that runs a collective of `type`.
 ResponseType response_type_of(CollectiveType type);
@@ -105,8 +108,8 @@ struct Response {
   std::string error_message;
   /// Total bytes of the tensors, for fusion planning on the coordinator.
   int64_t total_bytes = 0;
-  /// Allgather: every rank's first dimension, rank-major per tensor
-  /// (tensor t, rank r at [t * world_size + r]).
+  /// Allgather: every rank's first dimension, per tensor (several when
+  /// fused): tensor t, rank r at [t * world_size + r].
   std::vector<int64_t> first_dims;
   /// Alltoall: every rank's splits, rank-major (sender s, receiver r at
   /// [s * world_size + r]).

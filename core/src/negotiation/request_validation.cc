@@ -34,7 +34,7 @@ std::string number_text(double v) {
 // Groups the ranks by the value `describe` gives their request; reports the
 // property when more than one value occurs.
 void check_property(const char* property, const std::vector<Request>& requests,
-                    const std::function<std::string(const Request&)>& describe,
+                    const std::function<std::string(const Request&)>& describe, const SetScope& scope,
                     std::vector<std::string>* problems) {
   std::map<std::string, std::vector<int>> ranks_by_value;
   std::vector<std::string> order;  // values in order of first (lowest) rank
@@ -45,7 +45,7 @@ void check_property(const char* property, const std::vector<Request>& requests,
     std::string v = describe(*r);
     auto& ranks = ranks_by_value[v];
     if (ranks.empty()) order.push_back(v);
-    ranks.push_back(r->rank);
+    ranks.push_back(scope.world_rank(r->rank));
   }
   if (order.size() < 2) return;
   std::ostringstream out;
@@ -75,7 +75,7 @@ std::string agreed_shape_text(const Request& r) {
 }  // namespace
 
 std::string validate_requests(const std::string& name, const std::vector<Request>& requests,
-                              int world_size) {
+                              int world_size, const SetScope& scope) {
   if (static_cast<int>(requests.size()) == world_size && all_agree(requests)) {
     const Request& r = requests.front();
     if (r.type != CollectiveType::kBroadcast || (r.root_rank >= 0 && r.root_rank < world_size)) return "";
@@ -84,23 +84,26 @@ std::string validate_requests(const std::string& name, const std::vector<Request
   if (static_cast<int>(requests.size()) != world_size) {
     problems.push_back("expected one request per rank, got " + std::to_string(requests.size()));
   }
-  check_property("operation", requests, [](const Request& r) { return std::string(collective_name(r.type)); }, &problems);
+  check_property("operation", requests, [](const Request& r) { return std::string(collective_name(r.type)); }, scope, &problems);
   if (problems.empty()) {
-    check_property("dtype", requests, [](const Request& r) { return std::string(dtype_name(r.dtype)); }, &problems);
+    check_property("dtype", requests, [](const Request& r) { return std::string(dtype_name(r.dtype)); }, scope, &problems);
     check_property(first_dim_varies(requests.front().type) ? "shape after the first dimension" : "shape",
-                   requests, [](const Request& r) { return agreed_shape_text(r); }, &problems);
+                   requests, [](const Request& r) { return agreed_shape_text(r); }, scope, &problems);
     check_property("device", requests,
                    [](const Request& r) { return r.device == kCpuDevice ? std::string("cpu") : "device " + std::to_string(r.device); },
-                   &problems);
+                   scope, &problems);
     check_property("group", requests,
                    [](const Request& r) { return r.group.empty() ? std::string("none") : r.group + " of " + std::to_string(r.group_size); },
-                   &problems);
+                   scope, &problems);
     if (requests.front().type == CollectiveType::kAllreduce || requests.front().type == CollectiveType::kReducescatter) {
-      check_property("reduce op", requests, [](const Request& r) { return std::string(reduce_op_name(r.op)); }, &problems);
-      check_property("prescale factor", requests, [](const Request& r) { return number_text(r.prescale); }, &problems);
-      check_property("postscale factor", requests, [](const Request& r) { return number_text(r.postscale); }, &problems);
+      check_property("reduce op", requests, [](const Request& r) { return std::string(reduce_op_name(r.op)); }, scope, &problems);
+      check_property("prescale factor", requests, [](const Request& r) { return number_text(r.prescale); }, scope, &problems);
+      check_property("postscale factor", requests, [](const Request& r) { return number_text(r.postscale); }, scope, &problems);
+    } else if (requests.front().type == CollectiveType::kAddProcessSet) {
+      check_property("member ranks", requests, [](const Request& r) { return shape_text(r.process_set_ranks); }, scope, &problems);
     } else if (requests.front().type == CollectiveType::kBroadcast) {
-      check_property("root rank", requests, [](const Request& r) { return std::to_string(r.root_rank); }, &problems);
+      check_property("root rank", requests, [&](const Request& r) { return std::to_string(scope.world_rank(r.root_rank)); },
+                     scope, &problems);
       const int root = requests.front().root_rank;
       if (problems.empty() && (root < 0 || root >= world_size)) {
         problems.push_back("root rank " + std::to_string(root) + " is outside 0.." + std::to_string(world_size - 1));
@@ -109,7 +112,8 @@ std::string validate_requests(const std::string& name, const std::vector<Request
   }
   if (problems.empty()) return "";
   std::ostringstream out;
-  out << "Mismatched " << collective_name(requests.front().type) << " of tensor '" << name << "': ";
+  out << "Mismatched " << collective_name(requests.front().type) << " of tensor '" << name << "'" << scope.in_text()
+      << ": ";
   for (size_t i = 0; i < problems.size(); ++i) out << (i ? "; and " : "") << problems[i];
   return out.str();
 }

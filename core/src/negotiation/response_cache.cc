@@ -34,7 +34,11 @@ void ResponseCache::fill(int32_t slot, const Request& request) {
 void ResponseCache::put(const Request& request) {
   // Shapes that differ per rank cannot share one cached signature; barriers
   // have a new name every time, so caching them would only evict.
-  if (slots_.empty() || first_dim_varies(request.type) || request.type == CollectiveType::kBarrier) return;
+  // Barriers and registrations are named by a count: each name comes once.
+  if (slots_.empty() || first_dim_varies(request.type) || request.type == CollectiveType::kBarrier ||
+      request.type == CollectiveType::kAddProcessSet) {
+    return;
+  }
   auto it = by_name_.find(request.name);
   if (it != by_name_.end()) {
     Slot& s = slots_[static_cast<size_t>(it->second)];

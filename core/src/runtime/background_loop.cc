@@ -29,7 +29,7 @@ BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const Runti
       waiter_(options, queue),
       cache_(static_cast<size_t>(options.cache_capacity)),
       last_stall_check_(std::chrono::steady_clock::now()) {
-  if (topo_.rank == 0) coordinator_ = std::make_unique<Coordinator>(topo_.size);
+  if (topo_.rank == 0) coordinator_ = std::make_unique<Coordinator>(topo_.size, topo_.scope);
 }
 
 void BackgroundLoop::request_shutdown() {
@@ -112,7 +112,9 @@ void BackgroundLoop::add_requests(int from_rank, const RequestList& list) {
   }
   if (hits > 0) stats_.update([&](RuntimeStats& st) { st.cache_hits += hits; });
   if (list.shutdown && global_shutdown_reason_.empty()) {
-    global_shutdown_reason_ = "rank " + std::to_string(from_rank) + " called shutdown()";
+    const std::string who = "rank " + std::to_string(topo_.scope.world_rank(from_rank));
+    global_shutdown_reason_ = topo_.scope.id == 0 ? who + " called shutdown()"
+                                                  : who + " removed " + topo_.scope.describe() + " or shut down";
   }
 }
 
@@ -168,7 +170,7 @@ void BackgroundLoop::check_stalls() {
   std::ostringstream shutdown_why;
   for (const StalledTensor& t : coordinator_->stalled(now, options_.stall_check_seconds)) {
     std::ostringstream line;
-    line << "tensor '" << t.name << "' has waited " << static_cast<int64_t>(t.waiting_seconds)
+    line << "tensor '" << t.name << "'" << topo_.scope.in_text() << " has waited " << static_cast<int64_t>(t.waiting_seconds)
          << " s: submitted by ranks " << ranks_text(t.submitted_ranks) << ", missing on ranks "
          << ranks_text(t.missing_ranks);
     CHORUS_LOG(logger_, kWarning) << "stall: " << line.str()
@@ -213,12 +215,32 @@ void BackgroundLoop::execute(const ResponseList& list) {
                                     << "', which is not in flight on this rank";
       }
     }
-    if (!entries.empty()) executor_.execute(response, std::move(entries));
+    if (entries.empty()) continue;
+    if (response.type == ResponseType::kAddProcessSet) {
+      split_process_sets(std::move(entries));
+    } else {
+      executor_.execute(response, std::move(entries));
+    }
   }
   resend_stale(list.resend);
   stats_.update([](RuntimeStats& st) { ++st.negotiation_rounds; });
   if (list.shutdown) {
     finish(Status::aborted("Chorus was shut down (" + list.shutdown_reason + ")"));
+  }
+}
+
+// Every rank reached the registration at this point of the response order:
+// split the backend for the new set here (a collective over all ranks).
+void BackgroundLoop::split_process_sets(std::vector<TensorEntry> entries) {
+  CompletionBatch batch;
+  for (TensorEntry& e : entries) {
+    Status s = Status::unknown_error("internal: a process-set registration without its split");
+    if (e.process_set_split) {
+      ProcessSetSplit& split = *e.process_set_split;
+      s = backend_.split(split.id, split.members, &split.backend);
+      if (!s.is_ok()) s = Status(s.code(), "registering process set " + std::to_string(split.id) + ": " + s.message());
+    }
+    finish_entry(std::move(e), s, batch);
   }
 }
 

@@ -50,6 +50,7 @@ class BackgroundLoop {
   void check_stalls();
   std::vector<ReadyTensor> take_fusable_burst();
   void execute(const ResponseList& list);
+  void split_process_sets(std::vector<TensorEntry> entries);
   void finish(const Status& reason);
 
   Backend& backend_;

@@ -1,12 +1,12 @@
 #include "runtime/operation_executor.h"
 
 #include <climits>
-#include <new>
 #include <cstring>
 #include <thread>
 
 #include "algorithms/reduce_kernels.h"
 #include "algorithms/ring_allreduce.h"
+#include "runtime/output_slot.h"
 
 namespace chorus::detail {
 
@@ -19,53 +19,6 @@ void wait_until_ready(const std::vector<TensorEntry>& entries) {
   }
 }
 
-// An output allocated through the adapter, or, when that failed, scratch
-// memory: a rank whose allocation failed still takes part in the
-// collective, so the other ranks never wait for it, then reports the error.
-struct OutputSlot {
-  std::shared_ptr<Tensor> tensor;
-  std::unique_ptr<char[]> scratch;
-  Status alloc;
-  void* data() { return alloc.is_ok() ? tensor->mutable_data() : scratch.get(); }
-};
-
-OutputSlot allocate_output(const TensorEntry& e, const TensorShape& shape, const Logger& logger) {
-  OutputSlot slot;
-  std::shared_ptr<OpContext> context = e.hooks.context;
-  if (!context) context = std::make_shared<HostOpContext>();
-  try {  // adapters may throw (a framework's out-of-memory error)
-    slot.alloc = context->allocate_output(shape, e.request.dtype, &slot.tensor);
-  } catch (const std::exception& ex) {
-    slot.alloc = Status::unknown_error(ex.what());
-  }
-  if (slot.alloc.is_ok() && (!slot.tensor || slot.tensor->shape().num_elements() != shape.num_elements() ||
-                             slot.tensor->dtype() != e.request.dtype)) {
-    slot.alloc = Status::unknown_error("the adapter's OpContext returned a tensor of the wrong size or dtype");
-  }
-  if (!slot.alloc.is_ok()) {
-    slot.alloc = Status(slot.alloc.code(), "allocating the output " + shape.to_string() + " failed: " + slot.alloc.message());
-    const size_t bytes = static_cast<size_t>(shape.num_elements() * dtype_size(e.request.dtype)) + 1;
-    slot.scratch.reset(new (std::nothrow) char[bytes]);  // not zeroed: it is only written to
-    if (!slot.scratch) {
-      logger.fatal(std::string(collective_name(e.request.type)) + " of tensor '" + e.name() + "': " +
-                   slot.alloc.message() + ", and no memory is left to take part in it");
-    }
-  }
-  return slot;
-}
-
-// The shape [rows, shape[1], shape[2], ...] and the elements per row.
-TensorShape with_rows(int64_t rows, const std::vector<int64_t>& shape, int64_t* row_elems) {
-  TensorShape out;
-  out.add_dim(rows);
-  *row_elems = 1;
-  for (size_t i = 1; i < shape.size(); ++i) {
-    out.add_dim(shape[i]);
-    *row_elems *= shape[i];
-  }
-  return out;
-}
-
 }  // namespace
 
 void OperationExecutor::execute(const Response& response, std::vector<TensorEntry> entries) {
@@ -76,6 +29,7 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
     }
   }
   Status status;
+  std::vector<Status> each;  // set when tensors of one response may fail apart
   switch (response.type) {
     case ResponseType::kError:
       status = Status::invalid_argument(response.error_message);
@@ -84,8 +38,12 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
       wait_until_ready(entries);
       status = allreduce(entries);
       break;
-    case ResponseType::kBroadcast:
     case ResponseType::kAllgather:
+      wait_until_ready(entries);
+      each = allgather_.run(response, entries);
+      record_allgather(entries.size(), each);
+      break;
+    case ResponseType::kBroadcast:
     case ResponseType::kReducescatter:
     case ResponseType::kAlltoall:
       wait_until_ready(entries);
@@ -94,8 +52,6 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
                                        " response carries " + std::to_string(entries.size()) + " tensors");
       } else if (response.type == ResponseType::kBroadcast) {
         status = broadcast(entries.front());
-      } else if (response.type == ResponseType::kAllgather) {
-        status = allgather(response, entries.front());
       } else if (response.type == ResponseType::kReducescatter) {
         status = reducescatter(entries.front());
       } else {
@@ -104,15 +60,31 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
       break;
     case ResponseType::kBarrier:
       break;  // every rank had arrived when the coordinator answered: that is the barrier
+    case ResponseType::kAddProcessSet:  // run by the background loop, which owns the backend
+      status = Status::unknown_error("internal: a process-set registration reached the executor");
+      break;
     case ResponseType::kJoin:
       for (auto& e : entries) {
         if (e.handle) e.handle->set_last_joined_rank(response.last_joined_rank);
       }
       break;
   }
-  if (!status.is_ok()) stats_.update([&](RuntimeStats& st) { st.errors += static_cast<int64_t>(entries.size()); });
+  if (each.empty()) each.assign(entries.size(), status);
+  int64_t failed = 0;
+  for (const Status& s : each) failed += !s.is_ok();
+  if (failed > 0) stats_.update([&](RuntimeStats& st) { st.errors += failed; });
   CompletionBatch batch;  // wakes every waiter once all are complete
-  for (auto& e : entries) finish_entry(std::move(e), status, batch);
+  for (size_t i = 0; i < entries.size(); ++i) finish_entry(std::move(entries[i]), each[i], batch);
+}
+
+void OperationExecutor::record_allgather(size_t tensors, const std::vector<Status>& each) {
+  int64_t ok = 0;
+  for (const Status& s : each) ok += s.is_ok();
+  stats_.update([&](RuntimeStats& st) {
+    st.allgathers += ok;
+    ++st.allgather_ops;
+    if (tensors > 1) ++st.fused_allgather_ops;
+  });
 }
 
 Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
@@ -182,26 +154,6 @@ void OperationExecutor::record_allreduce(size_t tensors, int64_t bytes, bool rin
   if (packed > start) timeline_.record(row, "PACK", start, packed, args);
   timeline_.record(row, ring ? "ALLREDUCE ring" : "ALLREDUCE mpi", packed, reduced, args);
   timeline_.record(row, "UNPACK", reduced, Clock::now(), args);
-}
-
-Status OperationExecutor::allgather(const Response& response, TensorEntry& e) {
-  const Request& r = e.request;
-  const std::string what = "allgather of tensor '" + r.name + "': ";
-  if (static_cast<int>(response.first_dims.size()) != world_size_) {
-    return Status::unknown_error(what + "internal: the response has " + std::to_string(response.first_dims.size()) +
-                                 " first dimensions for " + std::to_string(world_size_) + " ranks");
-  }
-  int64_t rows = 0, row_elems = 1;
-  for (int64_t d : response.first_dims) rows += d;
-  const TensorShape out_shape = with_rows(rows, r.shape, &row_elems);
-  OutputSlot out = allocate_output(e, out_shape, logger_);
-  Status s = comm_.allgatherv(e.input->data(), out.data(), response.first_dims, row_elems * dtype_size(r.dtype));
-  if (!s.is_ok()) return Status(s.code(), what + s.message());
-  if (!out.alloc.is_ok()) return Status(out.alloc.code(), what + out.alloc.message());
-  e.output = out.tensor;
-  if (e.handle) e.handle->set_output(std::move(out.tensor));
-  stats_.update([](RuntimeStats& st) { ++st.allgathers; });
-  return Status::ok();
 }
 
 // Rank r receives rows ring_chunk(rows, n, r) of the reduced tensor: the

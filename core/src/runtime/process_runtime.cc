@@ -53,6 +53,13 @@ void init(const RuntimeOptions& options) {
   (void)registered;
 }
 
+std::vector<ProcessSet> init(const RuntimeOptions& options, const std::vector<std::vector<int>>& process_sets) {
+  init(options);
+  std::vector<ProcessSet> out;
+  for (const std::vector<int>& ranks : process_sets) out.push_back(require_runtime().add_process_set(ranks));
+  return out;
+}
+
 void shutdown() {
   ProcessRuntime& p = process_runtime();
   std::lock_guard<std::mutex> lock(p.mu);
@@ -107,6 +114,10 @@ Handle alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, st
 }
 
 void barrier() { require_runtime().barrier_async().wait(); }
+void barrier(const ProcessSet& process_set) { require_runtime().barrier_async(process_set).wait(); }
+
+ProcessSet add_process_set(std::vector<int> ranks) { return require_runtime().add_process_set(std::move(ranks)); }
+void remove_process_set(const ProcessSet& process_set) { require_runtime().remove_process_set(process_set); }
 
 int join() {
   Handle h = require_runtime().join_async();

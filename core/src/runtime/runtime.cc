@@ -1,8 +1,11 @@
 // The public Runtime: local validation of each call, then the queue.
 #include "chorus/runtime.h"
 
+#include <algorithm>
+
 #include "algorithms/reduce_kernels.h"
 #include "chorus/error.h"
+#include "runtime/process_set_table.h"
 #include "runtime/runtime_impl.h"
 
 namespace chorus {
@@ -63,17 +66,42 @@ detail::TensorEntry allreduce_entry(const std::string& name, std::shared_ptr<Ten
   return e;
 }
 
+// The rank inside the engine's set of global rank `global_rank`, or -1.
+int set_rank_of(const detail::Topology& topo, int global_rank) {
+  const std::vector<int>& members = topo.scope.world_ranks;
+  if (members.empty()) return global_rank >= 0 && global_rank < topo.size ? global_rank : -1;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i] == global_rank) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// Options of a set's engine: its timeline goes to a file of its own.
+RuntimeOptions set_options(RuntimeOptions options, int32_t id) {
+  if (!options.timeline_path.empty()) options.timeline_path += ".process_set" + std::to_string(id);
+  return options;
+}
+
 }  // namespace
 
 Runtime::Runtime(RuntimeOptions options)
     : Runtime(detail::make_mpi_backend(options), options) {}
 
 Runtime::Runtime(std::unique_ptr<detail::Backend> backend, RuntimeOptions options)
-    : impl_(std::make_unique<detail::RuntimeImpl>(std::move(backend), options)) {}
+    : impl_(std::make_shared<detail::RuntimeImpl>(std::move(backend), options)),
+      sets_(std::make_unique<detail::ProcessSetTable>()) {}
 
 Runtime::~Runtime() = default;
 
-void Runtime::shutdown() { impl_->shutdown(); }
+void Runtime::shutdown() {
+  sets_->clear();
+  impl_->shutdown();
+}
+
+std::shared_ptr<detail::RuntimeImpl> Runtime::engine(const ProcessSet& set, const std::string& what) const {
+  if (set.is_global()) return impl_;
+  return sets_->engine(set, rank(), what);
+}
 bool Runtime::is_running() const { return impl_->is_running(); }
 int Runtime::rank() const { return impl_->topology().rank; }
 int Runtime::size() const { return impl_->topology().size; }
@@ -87,17 +115,27 @@ const RuntimeOptions& Runtime::options() const { return impl_->options(); }
 Handle Runtime::allreduce_async(const std::string& name, std::shared_ptr<Tensor> input,
                                 std::shared_ptr<Tensor> output, const AllreduceOptions& options,
                                 OpHooks hooks) {
+  auto target = engine(hooks.process_set, "allreduce of tensor '" + name + "': ");
   std::vector<detail::TensorEntry> entries;
-  entries.push_back(allreduce_entry(name, std::move(input), std::move(output), options, rank()));
+  entries.push_back(allreduce_entry(name, std::move(input), std::move(output), options, target->topology().rank));
   entries.back().hooks = std::move(hooks);
-  return impl_->enqueue(std::move(entries)).front();
+  return target->enqueue(std::move(entries)).front();
 }
 
 std::vector<Handle> Runtime::grouped_allreduce_async(const std::vector<std::string>& names,
                                                      const std::vector<std::shared_ptr<Tensor>>& inputs,
                                                      const std::vector<std::shared_ptr<Tensor>>& outputs,
                                                      const AllreduceOptions& options) {
+  return grouped_allreduce_async(names, inputs, outputs, options, ProcessSet());
+}
+
+std::vector<Handle> Runtime::grouped_allreduce_async(const std::vector<std::string>& names,
+                                                     const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                                     const std::vector<std::shared_ptr<Tensor>>& outputs,
+                                                     const AllreduceOptions& options, const ProcessSet& process_set) {
   if (names.empty()) invalid("grouped allreduce: no tensors given");
+  auto target = engine(process_set, "grouped allreduce '" + names.front() + "', ...: ");
+  const int rank = target->topology().rank;
   if (inputs.size() != names.size() || (!outputs.empty() && outputs.size() != names.size())) {
     invalid("grouped allreduce '" + names.front() + "', ...: " + std::to_string(names.size()) +
             " names but " + std::to_string(inputs.size()) + " inputs and " +
@@ -108,12 +146,12 @@ std::vector<Handle> Runtime::grouped_allreduce_async(const std::vector<std::stri
   auto completion = std::make_shared<detail::GroupCompletion>(names.size());
   std::vector<detail::TensorEntry> entries;
   for (size_t i = 0; i < names.size(); ++i) {
-    entries.push_back(allreduce_entry(names[i], inputs[i], outputs.empty() ? inputs[i] : outputs[i], options, rank()));
+    entries.push_back(allreduce_entry(names[i], inputs[i], outputs.empty() ? inputs[i] : outputs[i], options, rank));
     entries.back().request.group = group;
     entries.back().request.group_size = static_cast<int32_t>(names.size());
     entries.back().group = completion;
   }
-  return impl_->enqueue(std::move(entries));
+  return target->enqueue(std::move(entries));
 }
 
 Handle Runtime::allgather_async(const std::string& name, std::shared_ptr<Tensor> input, OpHooks hooks) {
@@ -125,9 +163,10 @@ Handle Runtime::allgather_async(const std::string& name, std::shared_ptr<Tensor>
   for (int64_t d : shape.dim_sizes()) {
     if (d < 0) invalid(what + "negative dimension in shape " + shape.to_string());
   }
+  auto target = engine(hooks.process_set, what);
   std::vector<detail::TensorEntry> entries;
-  entries.push_back(tensor_entry(detail::CollectiveType::kAllgather, name, input, rank(), std::move(hooks)));
-  return impl_->enqueue(std::move(entries)).front();
+  entries.push_back(tensor_entry(detail::CollectiveType::kAllgather, name, input, target->topology().rank, std::move(hooks)));
+  return target->enqueue(std::move(entries)).front();
 }
 
 Handle Runtime::reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input,
@@ -143,12 +182,14 @@ Handle Runtime::reducescatter_async(const std::string& name, std::shared_ptr<Ten
   if (input->dtype() == DataType::kBool && (options.prescale_factor != 1.0 || options.postscale_factor != 1.0)) {
     invalid(what + "bool tensors cannot be scaled");
   }
+  auto target = engine(hooks.process_set, what);
   std::vector<detail::TensorEntry> entries;
-  entries.push_back(tensor_entry(detail::CollectiveType::kReducescatter, name, input, rank(), std::move(hooks)));
+  entries.push_back(tensor_entry(detail::CollectiveType::kReducescatter, name, input, target->topology().rank,
+                                 std::move(hooks)));
   entries.back().request.op = options.op;
   entries.back().request.prescale = options.prescale_factor;
   entries.back().request.postscale = options.postscale_factor;
-  return impl_->enqueue(std::move(entries)).front();
+  return target->enqueue(std::move(entries)).front();
 }
 
 Handle Runtime::alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, std::vector<int64_t> splits,
@@ -159,15 +200,18 @@ Handle Runtime::alltoall_async(const std::string& name, std::shared_ptr<Tensor> 
   const TensorShape shape = input->shape();
   if (shape.dims() < 1) invalid(what + "a scalar cannot be split along a first dimension; reshape it to [1]");
   const int64_t rows = shape.dim_size(0);
+  auto target = engine(hooks.process_set, what);
+  const int size = target->topology().size;
+  const std::string ranks = target->topology().scope.id == 0 ? " ranks" : " ranks of " + target->topology().scope.describe();
   if (splits.empty()) {
-    if (rows % size() != 0) {
-      invalid(what + "the first dimension " + std::to_string(rows) + " does not divide into " + std::to_string(size()) +
+    if (rows % size != 0) {
+      invalid(what + "the first dimension " + std::to_string(rows) + " does not divide into " + std::to_string(size) +
               " equal splits; pass explicit splits");
     }
-    splits.assign(static_cast<size_t>(size()), rows / size());
+    splits.assign(static_cast<size_t>(size), rows / size);
   }
-  if (static_cast<int>(splits.size()) != size()) {
-    invalid(what + std::to_string(splits.size()) + " splits given for " + std::to_string(size()) + " ranks");
+  if (static_cast<int>(splits.size()) != size) {
+    invalid(what + std::to_string(splits.size()) + " splits given for " + std::to_string(size) + ranks);
   }
   int64_t total = 0;
   for (size_t k = 0; k < splits.size(); ++k) {
@@ -179,9 +223,9 @@ Handle Runtime::alltoall_async(const std::string& name, std::shared_ptr<Tensor> 
     invalid(what + "the splits sum past the first dimension " + std::to_string(rows));
   }
   std::vector<detail::TensorEntry> entries;
-  entries.push_back(tensor_entry(detail::CollectiveType::kAlltoall, name, input, rank(), std::move(hooks)));
+  entries.push_back(tensor_entry(detail::CollectiveType::kAlltoall, name, input, target->topology().rank, std::move(hooks)));
   entries.back().request.splits = std::move(splits);
-  return impl_->enqueue(std::move(entries)).front();
+  return target->enqueue(std::move(entries)).front();
 }
 
 Handle Runtime::join_async() {
@@ -195,16 +239,67 @@ Handle Runtime::join_async() {
   return impl_->enqueue(std::move(entries)).front();
 }
 
-Handle Runtime::barrier_async() {
+Handle Runtime::barrier_async() { return barrier_async(ProcessSet()); }
+
+Handle Runtime::barrier_async(const ProcessSet& process_set) {
+  auto target = engine(process_set, "barrier: ");
   detail::TensorEntry e;
-  e.request.rank = rank();
+  e.request.rank = target->topology().rank;
   e.request.type = detail::CollectiveType::kBarrier;
-  e.request.name = "chorus.barrier." + std::to_string(impl_->next_barrier());
+  e.request.name = "chorus.barrier." + std::to_string(target->next_barrier());
   e.request.shape = {0};
   std::vector<detail::TensorEntry> entries;
   entries.push_back(std::move(e));
-  return impl_->enqueue(std::move(entries)).front();
+  return target->enqueue(std::move(entries)).front();
 }
+
+ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  const std::string what = "add_process_set: ";
+  if (ranks.empty()) invalid(what + "a process set needs at least one rank");
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= size()) {
+      invalid(what + "rank " + std::to_string(ranks[i]) + " is outside 0.." + std::to_string(size() - 1));
+    }
+    if (i > 0 && ranks[i] == ranks[i - 1]) invalid(what + "rank " + std::to_string(ranks[i]) + " is given twice");
+  }
+  // A registration is a collective of the global set, named by its id:
+  // every rank registers in the same order, so the names (and ids) match.
+  const int32_t id = sets_->next_id();
+  auto split = std::make_shared<detail::ProcessSetSplit>();
+  split->id = id;
+  split->members = ranks;
+  detail::TensorEntry e;
+  e.request.rank = rank();
+  e.request.type = detail::CollectiveType::kAddProcessSet;
+  e.request.name = "chorus.process_set." + std::to_string(id);
+  e.request.shape = {0};
+  e.request.process_set_ranks.assign(ranks.begin(), ranks.end());
+  e.process_set_split = split;
+  std::vector<detail::TensorEntry> entries;
+  entries.push_back(std::move(e));
+  impl_->enqueue(std::move(entries)).front().wait();
+  // Members start the set's engine together: its backend's start is a
+  // collective among them, on the set's own thread.
+  std::shared_ptr<detail::RuntimeImpl> set_engine;
+  if (split->backend) {
+    set_engine = std::make_shared<detail::RuntimeImpl>(std::move(split->backend), set_options(options(), id),
+                                                       impl_->shared_stats());
+  }
+  ProcessSet set(id, ranks);
+  sets_->add(set, std::move(set_engine));
+  return set;
+}
+
+void Runtime::remove_process_set(const ProcessSet& process_set) {
+  if (process_set.is_global()) invalid("remove_process_set: the global process set (id 0) cannot be removed");
+  std::shared_ptr<detail::RuntimeImpl> set_engine = sets_->remove(process_set, "remove_process_set: ");
+  if (set_engine) set_engine->shutdown();  // tells the other members, joins the set's thread
+}
+
+ProcessSet Runtime::process_set(int32_t id) const { return id == 0 ? ProcessSet() : sets_->find(id); }
+
+std::vector<ProcessSet> Runtime::process_sets() const { return sets_->list(); }
 
 Handle Runtime::broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank,
                                 OpHooks hooks) {
@@ -222,14 +317,18 @@ Handle Runtime::broadcast_async(const std::string& name, std::shared_ptr<Tensor>
     invalid(what + "input is " + dtype_name(input->dtype()) + " " + input->shape().to_string() + " but output is " +
             dtype_name(output->dtype()) + " " + output->shape().to_string());
   }
-  if (root_rank < 0 || root_rank >= size()) {
+  auto target = engine(hooks.process_set, what);
+  const detail::Topology& topo = target->topology();
+  const int set_root = set_rank_of(topo, root_rank);
+  if (set_root < 0 && topo.scope.id == 0) {
     invalid(what + "root rank " + std::to_string(root_rank) + " is outside 0.." + std::to_string(size() - 1));
   }
+  if (set_root < 0) invalid(what + "root rank " + std::to_string(root_rank) + " is not a member of " + topo.scope.describe());
   std::vector<detail::TensorEntry> entries;
-  entries.push_back(tensor_entry(detail::CollectiveType::kBroadcast, name, input, rank(), std::move(hooks)));
-  entries.back().request.root_rank = root_rank;
+  entries.push_back(tensor_entry(detail::CollectiveType::kBroadcast, name, input, topo.rank, std::move(hooks)));
+  entries.back().request.root_rank = set_root;
   entries.back().output = std::move(output);
-  return impl_->enqueue(std::move(entries)).front();
+  return target->enqueue(std::move(entries)).front();
 }
 
 }  // namespace chorus

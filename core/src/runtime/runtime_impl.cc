@@ -8,8 +8,11 @@
 
 namespace chorus::detail {
 
-RuntimeImpl::RuntimeImpl(std::unique_ptr<Backend> backend, RuntimeOptions options)
-    : options_(options), logger_(options.log_level), backend_(std::move(backend)) {
+RuntimeImpl::RuntimeImpl(std::unique_ptr<Backend> backend, RuntimeOptions options, std::shared_ptr<SharedStats> stats)
+    : options_(options),
+      logger_(options.log_level),
+      backend_(std::move(backend)),
+      stats_(stats ? std::move(stats) : std::make_shared<SharedStats>()) {
   queue_.set_wake_on_add(options_.wake_on_enqueue);
   std::promise<Status> started;
   auto ready = started.get_future();
@@ -33,8 +36,8 @@ void RuntimeImpl::thread_main(std::promise<Status>* started) {
     return;
   }
   topo_ = backend_->topology();
-  logger_.set_rank(topo_.rank);
-  if (topo_.rank == 0) {
+  logger_.set_rank(topo_.scope.world_rank(topo_.rank));
+  if (topo_.rank == 0 && topo_.scope.id == 0) {
     for (const std::string& var : unknown_chorus_variables()) {
       CHORUS_LOG(logger_, kWarning) << var << " is set, but this build of Chorus reads no such variable; "
                                     << "it is ignored (docs/tuning.md lists the knobs)";
@@ -46,7 +49,7 @@ void RuntimeImpl::thread_main(std::promise<Status>* started) {
   }
   {
     std::lock_guard<std::mutex> lock(loop_mu_);
-    loop_ = std::make_unique<BackgroundLoop>(*backend_, queue_, options_, logger_, stats_, timeline_);
+    loop_ = std::make_unique<BackgroundLoop>(*backend_, queue_, options_, logger_, *stats_, timeline_);
   }
   running_.store(true);
   started->set_value(Status::ok());  // `started` is gone after this line

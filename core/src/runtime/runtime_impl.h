@@ -1,6 +1,8 @@
 #pragma once
-// What a Runtime owns: options, logger, backend, tensor queue, stats and the
-// background thread (which creates and runs the BackgroundLoop).
+// The engine of one process set (the global one, or a registered one):
+// options, logger, backend, tensor queue and the background thread (which
+// creates and runs the BackgroundLoop). Every set of a Runtime has its own
+// engine and thread; they share the stats.
 
 #include <atomic>
 #include <future>
@@ -20,14 +22,16 @@ namespace chorus::detail {
 
 class RuntimeImpl {
  public:
-  RuntimeImpl(std::unique_ptr<Backend> backend, RuntimeOptions options);
+  /// `stats` is shared with the Runtime's other engines; nullptr: its own.
+  RuntimeImpl(std::unique_ptr<Backend> backend, RuntimeOptions options, std::shared_ptr<SharedStats> stats = nullptr);
   ~RuntimeImpl();
 
   void shutdown();
   bool is_running() const;
   const Topology& topology() const { return topo_; }
   const RuntimeOptions& options() const { return options_; }
-  RuntimeStats stats() const { return stats_.get(); }
+  RuntimeStats stats() const { return stats_->get(); }
+  const std::shared_ptr<SharedStats>& shared_stats() const { return stats_; }
 
   /// Validates locally and queues; throws chorus::Error on bad input or
   /// after shutdown.
@@ -42,7 +46,7 @@ class RuntimeImpl {
   Logger logger_;
   std::unique_ptr<Backend> backend_;
   TensorQueue queue_;
-  SharedStats stats_;
+  std::shared_ptr<SharedStats> stats_;
   Timeline timeline_;
   Topology topo_;
   std::unique_ptr<BackgroundLoop> loop_;  // created on the background thread

@@ -8,12 +8,22 @@
 
 #include "chorus/options.h"
 #include "chorus/tensor.h"
+#include "comm/backend.h"
 #include "negotiation/messages.h"
 #include "runtime/handle_state.h"
 
 namespace chorus::detail {
 
 class GroupCompletion;
+
+/// A process-set registration on its way: the background thread fills
+/// `backend` with this rank's backend of the new set (nullptr when this rank
+/// is not a member); the registering thread then starts the set on it.
+struct ProcessSetSplit {
+  int32_t id = 0;
+  std::vector<int> members;
+  std::unique_ptr<Backend> backend;
+};
 
 struct TensorEntry {
   Request request;  ///< what this rank tells the coordinator
@@ -24,6 +34,8 @@ struct TensorEntry {
   std::shared_ptr<HandleState> handle;
   /// Set for members of a grouped allreduce: they complete together.
   std::shared_ptr<GroupCompletion> group;
+  /// Set for a process-set registration.
+  std::shared_ptr<ProcessSetSplit> process_set_split;
 
   const std::string& name() const { return request.name; }
 };

@@ -1,8 +1,10 @@
 #include "comm/loopback/loopback_backend.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -42,6 +44,15 @@ class LoopbackWorld {
     return true;
   }
 
+  // The world of the `index`-th split of this one (every rank splits in the
+  // same order), created by whichever member asks first.
+  std::shared_ptr<LoopbackWorld> child(uint64_t index, int size) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& world = children_[index];
+    if (!world) world = std::make_shared<LoopbackWorld>(size, 0);
+    return world;
+  }
+
   // A collective: every rank hands in its buffer; the last to arrive
   // combines them with `combine(buffers)`; all leave together.
   template <class Combine>
@@ -64,6 +75,7 @@ class LoopbackWorld {
   const int size_, per_host_;
   std::mutex mu_;
   std::vector<std::deque<std::pair<int, std::string>>> mailboxes_;
+  std::map<uint64_t, std::shared_ptr<LoopbackWorld>> children_;
   std::mutex coll_mu_;
   std::condition_variable coll_cv_;
   std::vector<void*> buffers_;
@@ -185,17 +197,32 @@ class LoopbackComm final : public Communicator {
 
 class LoopbackBackend final : public Backend {
  public:
-  LoopbackBackend(std::shared_ptr<LoopbackWorld> world, int rank)
-      : world_(std::move(world)), rank_(rank), control_(*world_, rank), data_(*world_, rank) {}
+  LoopbackBackend(std::shared_ptr<LoopbackWorld> world, int rank, SetScope scope = {})
+      : world_(std::move(world)), rank_(rank), scope_(std::move(scope)), control_(*world_, rank), data_(*world_, rank) {}
   Status start() override { return Status::ok(); }
   void stop() override {}
-  Topology topology() const override { return world_->topology(rank_); }
+  Topology topology() const override {
+    Topology t = world_->topology(rank_);
+    t.scope = scope_;
+    return t;
+  }
   ControlChannel& control() override { return control_; }
   Communicator& data() override { return data_; }
+  Status split(int32_t set_id, const std::vector<int>& members, std::unique_ptr<Backend>* out) override {
+    const uint64_t index = splits_++;
+    out->reset();
+    auto it = std::lower_bound(members.begin(), members.end(), rank_);
+    if (it == members.end() || *it != rank_) return Status::ok();
+    auto child = world_->child(index, static_cast<int>(members.size()));
+    *out = std::make_unique<LoopbackBackend>(child, static_cast<int>(it - members.begin()), SetScope{set_id, members});
+    return Status::ok();
+  }
 
  private:
   std::shared_ptr<LoopbackWorld> world_;
   int rank_;
+  SetScope scope_;
+  uint64_t splits_ = 0;  // only the background thread splits
   LoopbackControl control_;
   LoopbackComm data_;
 };

@@ -1,6 +1,7 @@
 // The production Backend: MPI for topology, control and data.
 #include <mpi.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,14 +21,17 @@ namespace {
 
 // Settings that change what every rank does on the wire (which algorithm,
 // segment sizes, cache slots) must agree, or ranks would wait on each other
-// forever. Every rank checks the same gathered digests, so all fail together.
-Status check_settings_agree(MPI_Comm comm, int size, const RuntimeOptions& o) {
+// forever; so must the MPI thread level, which decides whether process sets
+// can run (each on its own thread). Every rank checks the same gathered
+// digests, so all fail together.
+Status check_settings_agree(MPI_Comm comm, int size, const RuntimeOptions& o, bool thread_multiple) {
   uint64_t digest = 1469598103934665603ull;
   auto mix = [&](uint64_t v) { digest = (digest ^ v) * 1099511628211ull; };
   mix(static_cast<uint64_t>(o.allreduce_algorithm));
   mix(static_cast<uint64_t>(o.ring_threshold_bytes));
   mix(static_cast<uint64_t>(o.ring_segment_bytes));
   mix(static_cast<uint64_t>(o.cache_capacity));
+  mix(thread_multiple ? 1 : 0);
   std::vector<uint64_t> all(static_cast<size_t>(size));
   MPI_Allgather(&digest, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm);
   std::string differing;
@@ -36,26 +40,39 @@ Status check_settings_agree(MPI_Comm comm, int size, const RuntimeOptions& o) {
   }
   if (differing.empty()) return Status::ok();
   return Status::invalid_argument(
-      "CHORUS_ALLREDUCE_ALGO, CHORUS_RING_THRESHOLD_BYTES, CHORUS_RING_SEGMENT_BYTES and CHORUS_CACHE_CAPACITY "
-      "must be the same on every rank, but rank(s) " + differing + " differ from rank 0 "
+      "CHORUS_ALLREDUCE_ALGO, CHORUS_RING_THRESHOLD_BYTES, CHORUS_RING_SEGMENT_BYTES, CHORUS_CACHE_CAPACITY and "
+      "the MPI thread level must be the same on every rank, but rank(s) " + differing + " differ from rank 0 "
       "(chorusrun's flags set them on every rank)");
 }
 
+bool mpi_thread_multiple() {
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  return provided >= MPI_THREAD_MULTIPLE;
+}
+
+// The whole job (over MPI_COMM_WORLD) or one process set (over the
+// communicator split for it, which it then owns).
 class MpiBackend final : public Backend {
  public:
   explicit MpiBackend(const RuntimeOptions& options) : options_(options) {}
+  MpiBackend(const RuntimeOptions& options, MPI_Comm set_comm, SetScope scope)
+      : options_(options), parent_(set_comm), owns_parent_(true) {
+    topo_.scope = std::move(scope);
+  }
 
   Status start() override {
     Status s = ensure_mpi_initialized();
     if (!s.is_ok()) return s;
+    thread_multiple_ = mpi_thread_multiple();
     // Private communicators: the program's own MPI traffic on
     // MPI_COMM_WORLD never mixes with ours, nor control with data.
-    MPI_Comm_dup(MPI_COMM_WORLD, &control_comm_);
-    MPI_Comm_dup(MPI_COMM_WORLD, &data_comm_);
-    MPI_Comm_dup(MPI_COMM_WORLD, &ring_comm_);
-    MPI_Comm_rank(MPI_COMM_WORLD, &topo_.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &topo_.size);
-    s = check_settings_agree(control_comm_, topo_.size, options_);
+    MPI_Comm_dup(parent_, &control_comm_);
+    MPI_Comm_dup(parent_, &data_comm_);
+    MPI_Comm_dup(parent_, &ring_comm_);
+    MPI_Comm_rank(parent_, &topo_.rank);
+    MPI_Comm_size(parent_, &topo_.size);
+    s = check_settings_agree(control_comm_, topo_.size, options_, thread_multiple_);
     if (!s.is_ok()) {
       stop();
       return s;
@@ -63,10 +80,10 @@ class MpiBackend final : public Backend {
     // local: the ranks that share this host's memory; cross: the ranks with
     // the same local rank on every host.
     MPI_Comm local, cross;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, topo_.rank, MPI_INFO_NULL, &local);
+    MPI_Comm_split_type(parent_, MPI_COMM_TYPE_SHARED, topo_.rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &topo_.local_rank);
     MPI_Comm_size(local, &topo_.local_size);
-    MPI_Comm_split(MPI_COMM_WORLD, topo_.local_rank, topo_.rank, &cross);
+    MPI_Comm_split(parent_, topo_.local_rank, topo_.rank, &cross);
     MPI_Comm_rank(cross, &topo_.cross_rank);
     MPI_Comm_size(cross, &topo_.cross_size);
     MPI_Comm_free(&local);
@@ -89,14 +106,38 @@ class MpiBackend final : public Backend {
     if (control_comm_ != MPI_COMM_NULL) MPI_Comm_free(&control_comm_);
     if (data_comm_ != MPI_COMM_NULL) MPI_Comm_free(&data_comm_);
     if (ring_comm_ != MPI_COMM_NULL) MPI_Comm_free(&ring_comm_);
+    if (owns_parent_ && parent_ != MPI_COMM_NULL) MPI_Comm_free(&parent_);
   }
 
   Topology topology() const override { return topo_; }
   ControlChannel& control() override { return *control_; }
   Communicator& data() override { return *data_; }
 
+  // A set's own background thread makes its MPI calls while this one makes
+  // ours: that needs MPI_THREAD_MULTIPLE, which every rank has or lacks alike
+  // (checked at start), so all refuse together without entering MPI.
+  Status split(int32_t set_id, const std::vector<int>& members, std::unique_ptr<Backend>* out) override {
+    out->reset();
+    if (!thread_multiple_) {
+      return Status::precondition_error(
+          "process sets need MPI_THREAD_MULTIPLE (each set runs on its own thread), but MPI was initialized with a "
+          "lower thread level; let Chorus initialize MPI, or call MPI_Init_thread with MPI_THREAD_MULTIPLE");
+    }
+    const bool member = std::binary_search(members.begin(), members.end(), topo_.rank);
+    MPI_Comm comm = MPI_COMM_NULL;
+    // On the data communicator: its collectives run in response order, like this one.
+    if (MPI_Comm_split(data_comm_, member ? 0 : MPI_UNDEFINED, topo_.rank, &comm) != MPI_SUCCESS) {
+      return Status::unknown_error("MPI_Comm_split for process set " + std::to_string(set_id) + " failed");
+    }
+    if (member) *out = std::make_unique<MpiBackend>(options_, comm, SetScope{set_id, members});
+    return Status::ok();
+  }
+
  private:
   const RuntimeOptions options_;
+  MPI_Comm parent_ = MPI_COMM_WORLD;
+  bool owns_parent_ = false;
+  bool thread_multiple_ = false;
   Topology topo_;
   MPI_Comm control_comm_ = MPI_COMM_NULL;
   MPI_Comm data_comm_ = MPI_COMM_NULL;  // MPI's own collectives

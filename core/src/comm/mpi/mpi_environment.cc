@@ -35,7 +35,9 @@ Status ensure_mpi_initialized() {
   MPI_Initialized(&initialized);
   int provided = 0;
   if (!initialized) {
-    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
+    // SERIALIZED is enough for the global set's one background thread;
+    // MULTIPLE lets process sets run on threads of their own.
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
       return Status::unknown_error("MPI_Init_thread failed");
     }
     std::atexit(finalize_at_exit);
