@@ -11,6 +11,10 @@ packages=(
   catch2                         # unit and multi-rank tests (Catch2 v2)
   libboost-program-options-dev   # chorusrun: command line and config-file parsing
   iproute2                       # ip netns: the launcher test plays two hosts in network namespaces
+  libtorch-dev                   # LibTorch: the chorus::torch adapter and the training examples
+  zlib1g-dev                     # gzread: the Fashion-MNIST example reads the gzipped IDX files directly
+  dataset-fashion-mnist          # the main job's data, in /usr/share/datasets/fashion-mnist
+  python3-torch                  # PyTorch DDP, the reference in scripts/compare_ddp.sh
 )
 
 missing=()
