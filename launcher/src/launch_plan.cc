@@ -49,10 +49,12 @@ std::string make_launch_plan(const LaunchOptions& o, const LaunchContext& ctx, L
   if (plan->all_local) {
     // A local job talks over loopback only and listens on no outside address.
     a.insert(a.end(), {"--mca", "oob_tcp_if_include", "lo", "--mca", "btl_tcp_if_include", "lo"});
-    // More ranks than cores: a rank waiting inside MPI must give its core to
-    // the rank it waits for, or each wait lasts a scheduler time slice
-    // (measured: 16 ms instead of 0.2 ms per small allreduce at 3 ranks on 2 cores).
-    if (o.num_proc > ctx.local_cores) a.insert(a.end(), {"--mca", "mpi_yield_when_idle", "1"});
+    // As many ranks as cores or more: a rank waiting inside MPI must give its
+    // core to the rank it waits for (or to a rank's compute thread), or each
+    // wait lasts a scheduler time slice (measured: 16 ms instead of 0.2 ms per
+    // small allreduce at 3 ranks on 2 cores; ResNet-18 at 2 ranks on 2 cores:
+    // docs/performance.md).
+    if (o.num_proc >= ctx.local_cores) a.insert(a.end(), {"--mca", "mpi_yield_when_idle", "1"});
   }
   std::string rsh_args;
   if (o.ssh_port) rsh_args += "-p " + std::to_string(*o.ssh_port);

@@ -152,10 +152,11 @@ TEST_CASE("A local job: localhost slots, loopback only, root consent only as roo
   REQUIRE(named.all_local);
   REQUIRE(named.oversubscribe);
   REQUIRE(std::find(named.argv.begin(), named.argv.end(), "--oversubscribe") != named.argv.end());
-  // More local ranks than cores: MPI must yield while it waits.
+  // As many local ranks as cores or more: MPI must yield while it waits.
   const std::vector<std::string> yield = {"--mca", "mpi_yield_when_idle", "1"};
-  REQUIRE_FALSE(has_words(p.argv, yield));  // 4 ranks, 4 cores
+  REQUIRE(has_words(p.argv, yield));  // 4 ranks, 4 cores
   REQUIRE(has_words(plan_of({"-np", "5", "./train"}).argv, yield));
+  REQUIRE_FALSE(has_words(plan_of({"-np", "3", "./train"}).argv, yield));
 }
 
 TEST_CASE("A remote job: no loopback binding, ssh settings, slot limit", "[launcher][plan]") {

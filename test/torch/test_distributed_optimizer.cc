@@ -276,3 +276,40 @@ TEST_CASE("The loss scaler skips the same steps on every rank", "[torch][loss_sc
   CHECK(torch_test::same_on_all_ranks(net->fc1->weight, "scaler.check"));
   REQUIRE_THROWS_WITH(DynamicLossScaler(LossScalerOptions{0.0}), Catch::Contains("init_scale"));
 }
+
+TEST_CASE("A rank that ran no backward still joins the step's allreduces", "[torch][optimizer]") {
+  const int r = chorus::rank();
+  Net net = seeded_net();
+  auto sgd = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(0.1));
+  DistributedOptimizerOptions options;
+  options.name_prefix = "uneven.";
+  options.op = Sum;
+  DistributedOptimizer opt(sgd, net->named_parameters(), options);
+  for (int step = 0; step < 2; ++step) {
+    opt.zero_grad();
+    // Step 0: every rank; step 1: rank 0 alone (the others have no data).
+    if (step == 0 || r == 0) net->forward(torch::ones({1, 8})).sum().backward();
+    opt.step();
+    const float expected = step == 0 ? float(chorus::size()) : 1.0f;
+    CHECK(torch::allclose(net->fc2->bias.grad(), torch::full({4}, expected)));
+  }
+}
+
+TEST_CASE("Parameters whose storage was replaced (checkpoint load) keep being reduced", "[torch][optimizer]") {
+  Net net = seeded_net();
+  auto sgd = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(0.1));
+  DistributedOptimizerOptions options;
+  options.name_prefix = "set_.";
+  options.op = Sum;
+  DistributedOptimizer opt(sgd, net->named_parameters(), options);
+  {
+    torch::NoGradGuard no_grad;
+    net->fc2->bias.set_(torch::zeros({4}));  // what Module::load does: a new gradient accumulator
+  }
+  for (int step = 0; step < 2; ++step) {
+    opt.zero_grad();
+    net->forward(torch::ones({1, 8})).sum().backward();
+    opt.step();
+    CHECK(torch::allclose(net->fc2->bias.grad(), torch::full({4}, float(chorus::size()))));
+  }
+}

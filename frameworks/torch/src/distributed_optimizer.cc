@@ -4,6 +4,7 @@
 // backward; step() waits for them all.
 #include "chorus/torch/distributed_optimizer.h"
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -107,18 +108,23 @@ class DistributedOptimizer::State : public std::enable_shared_from_this<Distribu
   void remove_hooks();
   void on_gradient(size_t index);
   void synchronize();
+  /// step() ran: the next synchronize() reduces again.
+  void end_step();
   std::vector<std::string> pending() const;
   std::vector<std::string> names() const;
 
  private:
   void start_allreduce(Param& p);
+  void refresh_hooks();
 
   DistributedOptimizerOptions options_;
   AllreduceOptions allreduce_;
   mutable std::mutex mu_;  // hooks may run on autograd's worker threads
   std::vector<Param> params_;
-  // True from a completed synchronize() until the next gradient arrives:
-  // synchronizing again must not reduce the reduced gradients once more.
+  // True from a completed synchronize() until the next step(): synchronizing
+  // again must not reduce the reduced gradients once more. Set and cleared
+  // by the caller's calls only, never by hook events, so it is the same on
+  // every rank (a rank whose hooks did not fire still joins the allreduces).
   bool synchronized_ = false;
 };
 
@@ -160,7 +166,6 @@ void DistributedOptimizer::State::remove_hooks() {
 void DistributedOptimizer::State::on_gradient(size_t index) {
   std::lock_guard<std::mutex> lock(mu_);
   Param& p = params_[index];
-  synchronized_ = false;
   if (p.handle.valid()) {
     throw PreconditionError(Status::precondition_error(
         "DistributedOptimizer: parameter '" + p.name + "' got a gradient while its allreduce is still pending: more than " +
@@ -182,7 +187,8 @@ void DistributedOptimizer::State::start_allreduce(Param& p) {
 
 void DistributedOptimizer::State::synchronize() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (synchronized_) return;
+  const bool any_pending = std::any_of(params_.begin(), params_.end(), [](const Param& p) { return p.handle.valid(); });
+  if (synchronized_ && !any_pending) return;
   for (Param& p : params_) {
     if (!p.handle.valid()) start_allreduce(p);
   }
@@ -203,7 +209,27 @@ void DistributedOptimizer::State::synchronize() {
     p.wire.reset();
   }
   synchronized_ = first_error.is_ok();
+  refresh_hooks();
   throw_if_error(first_error);
+}
+
+void DistributedOptimizer::State::end_step() {
+  std::lock_guard<std::mutex> lock(mu_);
+  synchronized_ = false;
+}
+
+// Tensor::set_ (Module::load of a checkpoint does it) gives a parameter a
+// new gradient accumulator: move the hook there, or its gradients would
+// only be reduced late, in synchronize().
+void DistributedOptimizer::State::refresh_hooks() {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Param& p = params_[i];
+    std::shared_ptr<torch::autograd::Node> current = torch::autograd::impl::grad_accumulator(p.tensor);
+    if (current == p.accumulator) continue;
+    p.accumulator->del_post_hook(p.hook_key);
+    p.accumulator = std::move(current);
+    p.hook_key = p.accumulator->add_post_hook(std::make_unique<GradientReadyHook>(weak_from_this(), i));
+  }
 }
 
 std::vector<std::string> DistributedOptimizer::State::pending() const {
@@ -261,7 +287,9 @@ void DistributedOptimizer::skip_synchronize() { skip_next_synchronize_ = true; }
 torch::Tensor DistributedOptimizer::step(torch::optim::Optimizer::LossClosure closure) {
   if (!skip_next_synchronize_) synchronize();
   skip_next_synchronize_ = false;
-  return optimizer_->step(std::move(closure));
+  torch::Tensor loss = optimizer_->step(std::move(closure));
+  state_->end_step();
+  return loss;
 }
 
 void DistributedOptimizer::zero_grad() {

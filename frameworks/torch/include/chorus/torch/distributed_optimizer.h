@@ -65,9 +65,9 @@ class DistributedOptimizer {
   /// Waits for (and starts, for parameters whose gradient never came) every
   /// gradient allreduce and writes the results into the gradients. Call it
   /// before clipping or inspecting gradients, then call skip_synchronize()
-  /// so the next step() does not wait again. Until the next gradient
-  /// arrives, calling it again does nothing (reduced gradients are never
-  /// reduced twice). Collective: every rank calls it as often.
+  /// so the next step() does not wait again. Until the next step(), calling
+  /// it again does nothing (reduced gradients are never reduced twice).
+  /// Collective: every rank calls it as often.
   void synchronize();
   /// The next step() skips its synchronize() (you called it yourself).
   void skip_synchronize();
