@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include <torch/nn/functional/loss.h>
@@ -22,7 +21,7 @@
 
 #include "batches.h"
 #include "benchmark_options.h"
-#include "error_message.h"
+#include "guarded_main.h"
 #include "resnet.h"
 #include "stats.h"
 
@@ -121,20 +120,5 @@ int run(const ce::BenchmarkOptions& o, int* rank_out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::optional<ce::BenchmarkOptions> options;
-  try {
-    options = ce::parse_benchmark_options(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "synthetic_benchmark: error: %s\n", e.what());
-    return 2;
-  }
-  if (!options) return 0;  // --help
-  int rank = -1;
-  try {
-    return run(*options, &rank);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "synthetic_benchmark: error (rank %d): %s\n", rank, ce::error_message(e).c_str());
-    chorus::shutdown();  // the other ranks' pending collectives fail instead of hanging
-    return 1;
-  }
+  return ce::guarded_main("synthetic_benchmark", argc, argv, ce::parse_benchmark_options, run);
 }

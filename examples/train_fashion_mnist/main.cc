@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 
 #include <torch/data.h>
@@ -20,7 +19,7 @@
 #include <chorus/torch.h>
 
 #include "checkpoint.h"
-#include "error_message.h"
+#include "guarded_main.h"
 #include "evaluate.h"
 #include "fashion_mnist.h"
 #include "model.h"
@@ -187,21 +186,5 @@ int run(const ce::TrainOptions& o, int* rank_out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::optional<ce::TrainOptions> options;
-  try {
-    options = ce::parse_train_options(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_fashion_mnist: error: %s\n", e.what());
-    return 2;
-  }
-  if (!options) return 0;  // --help
-  int rank = -1;
-  try {
-    return run(*options, &rank);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_fashion_mnist: error (rank %d): %s\n", rank, ce::error_message(e).c_str());
-    // Pending collectives on the other ranks fail instead of waiting for this one.
-    chorus::shutdown();
-    return 1;
-  }
+  return ce::guarded_main("train_fashion_mnist", argc, argv, ce::parse_train_options, run);
 }
