@@ -1,6 +1,5 @@
 #include "benchmark_options.h"
 
-#include <iostream>
 #include <stdexcept>
 
 #include <boost/program_options.hpp>
@@ -34,19 +33,7 @@ std::optional<BenchmarkOptions> parse_benchmark_options(int argc, char** argv) {
        "train on CIFAR-10 (binary version: data_batch_1..5.bin) from here instead of random inputs")
     ("seed", po::value(&o.seed)->default_value(o.seed), "random seed (weights, inputs)");
   // clang-format on
-  po::variables_map vm;
-  try {
-    auto parsed = po::command_line_parser(argc, argv).options(desc).run();
-    keep_last_occurrences(parsed);
-    po::store(parsed, vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw std::invalid_argument(std::string(e.what()) + " (see --help)");
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return std::nullopt;
-  }
+  if (!parse_flags(desc, argc, argv)) return std::nullopt;
   auto require = [](bool ok, const char* message) {
     if (!ok) throw std::invalid_argument(message);
   };

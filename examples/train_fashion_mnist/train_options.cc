@@ -1,6 +1,5 @@
 #include "train_options.h"
 
-#include <iostream>
 #include <stdexcept>
 
 #include <boost/program_options.hpp>
@@ -45,19 +44,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv) {
     ("min-accuracy", po::value(&o.min_accuracy)->default_value(o.min_accuracy),
        "exit with code 1 if the final test accuracy is below this (0: no check)");
   // clang-format on
-  po::variables_map vm;
-  try {
-    auto parsed = po::command_line_parser(argc, argv).options(desc).run();
-    keep_last_occurrences(parsed);
-    po::store(parsed, vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw std::invalid_argument(std::string(e.what()) + " (see --help)");
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return std::nullopt;
-  }
+  if (!parse_flags(desc, argc, argv)) return std::nullopt;
   require(o.epochs >= 1, "--epochs must be at least 1");
   require(o.batch_size >= 1, "--batch-size must be at least 1");
   require(o.lr > 0, "--lr must be positive");

@@ -212,6 +212,18 @@ TEST_CASE("DistributedOptimizer error cases", "[torch][optimizer][errors]") {
       CHECK_THAT(e.what(), Catch::Contains("rank " + std::to_string(n - 1) + " has"));
     }
   }
+  SECTION("one rank's bad input fails every rank, not a hang") {
+    std::vector<std::pair<std::string, torch::Tensor>> list;
+    for (const auto& item : net->named_parameters()) list.emplace_back(item.key(), item.value());
+    if (r == n - 1) list[1].first = list[0].first;  // a duplicate name on the last rank only
+    try {
+      DistributedOptimizer opt(sgd, list);
+      FAIL("expected an error");
+    } catch (const InvalidArgumentError& e) {
+      if (r == n - 1) CHECK_THAT(e.what(), Catch::Contains("two parameters are named"));
+      else CHECK_THAT(e.what(), Catch::Contains("rank " + std::to_string(n - 1) + " has"));
+    }
+  }
   SECTION("bad options") {
     DistributedOptimizerOptions options;
     options.backward_passes_per_step = 0;

@@ -257,14 +257,33 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimiz
                                            DistributedOptimizerOptions options)
     : optimizer_(std::move(optimizer)), options_(std::move(options)) {
   if (!optimizer_) invalid("DistributedOptimizer: the optimizer is null");
-  check_options(options_);
   if (!options_.compression) options_.compression = Compression::none();
-  const NamedTensors params = optimized_parameters(*optimizer_, named_parameters);
+  // A rank that refuses its own input still takes part in the comparison
+  // (with a list no other rank can have), so the others fail naming it
+  // instead of waiting for it.
+  NamedTensors params;
   std::vector<std::string> signature;
-  for (const auto& [name, tensor] : params) {
-    signature.push_back(name + c10::str(tensor.sizes()) + c10::toString(tensor.scalar_type()));
+  std::exception_ptr local_error;
+  try {
+    check_options(options_);
+    params = optimized_parameters(*optimizer_, named_parameters);
+    for (const auto& [name, tensor] : params) {
+      signature.push_back(name + c10::str(tensor.sizes()) + c10::toString(tensor.scalar_type()));
+    }
+  } catch (const InvalidArgumentError&) {
+    local_error = std::current_exception();
+    signature = {"<invalid input on rank " + std::to_string(rank()) + ">"};
   }
-  torch_adapter::check_same_on_all_ranks(signature, "DistributedOptimizer(" + options_.name_prefix + "*)");
+  const std::string what = "DistributedOptimizer(" + options_.name_prefix + "*)";
+  if (local_error) {
+    try {
+      torch_adapter::check_same_on_all_ranks(signature, what);
+    } catch (const InvalidArgumentError&) {
+      // The other ranks got the error naming this one; this rank reports its own.
+    }
+    std::rethrow_exception(local_error);
+  }
+  torch_adapter::check_same_on_all_ranks(signature, what);
   state_ = std::make_shared<State>(options_);
   for (const auto& [name, tensor] : params) state_->add(name, tensor);
 }
