@@ -27,6 +27,8 @@ std::optional<BenchmarkOptions> parse_benchmark_options(int argc, char** argv) {
     ("batches-per-allreduce", po::value(&o.batches_per_allreduce)->default_value(o.batches_per_allreduce),
        "backward passes accumulated locally per allreduce and optimizer step")
     ("fp16-allreduce", po::bool_switch(&o.fp16_allreduce), "send gradients as float16")
+    ("no-flat-gradients", po::bool_switch(&o.no_flat_gradients),
+     "keep one allocation per gradient (fused allreduces copy through the fusion buffer)")
     ("lr", po::value(&o.lr)->default_value(o.lr), "learning rate per rank; SGD gets lr x number of ranks")
     ("threads", po::value(&o.threads)->default_value(o.threads), "torch compute threads per rank")
     ("data-dir", po::value(&o.data_dir),

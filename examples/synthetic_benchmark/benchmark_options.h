@@ -16,6 +16,7 @@ struct BenchmarkOptions {
   int64_t num_iters = 10;
   int64_t batches_per_allreduce = 1;
   bool fp16_allreduce = false;
+  bool no_flat_gradients = false;
   double lr = 0.01;  ///< per rank; SGD gets lr x size
   int64_t threads = 1;
   std::string data_dir;  ///< empty: random inputs; else CIFAR-10 binary files

@@ -66,6 +66,7 @@ int run(const ce::BenchmarkOptions& o, int* rank_out) {
   chorus::DistributedOptimizerOptions dist_options;
   if (o.fp16_allreduce) dist_options.compression = chorus::Compression::fp16();
   dist_options.backward_passes_per_step = static_cast<int>(o.batches_per_allreduce);
+  dist_options.flat_gradients = !o.no_flat_gradients;
   chorus::DistributedOptimizer optimizer(sgd, model->named_parameters(), dist_options);
   chorus::broadcast_parameters(*model, 0);
   chorus::broadcast_optimizer_state(optimizer, 0);
@@ -109,6 +110,10 @@ int run(const ce::BenchmarkOptions& o, int* rank_out) {
   if (log) {
     std::printf("Img/sec per rank: %.1f +-%.1f\n", rank_stats.mean, 1.96 * rank_stats.std);
     std::printf("Total img/sec on %d rank(s): %.1f +-%.1f\n", size, total_stats.mean, 1.96 * total_stats.std);
+    const chorus::RuntimeStats st = chorus::runtime().stats();
+    std::printf("Allreduces on rank 0: %lld data-plane calls, %lld fused, %lld of those in place (flat gradients %s)\n",
+                static_cast<long long>(st.allreduce_ops), static_cast<long long>(st.fused_allreduce_ops),
+                static_cast<long long>(st.in_place_fused_allreduce_ops), o.no_flat_gradients ? "off" : "on");
     std::printf("RESULT np=%d imgs_per_sec_total=%.1f per_rank=%.1f std=%.1f\n", size, total_stats.mean,
                 rank_stats.mean, rank_stats.std);
     std::fflush(stdout);

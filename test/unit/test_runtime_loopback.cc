@@ -92,6 +92,57 @@ TEST_CASE("A grouped allreduce completes together and fuses", "[runtime][group]"
   });
 }
 
+// A flat gradient buffer (the LibTorch adapter's layout) is reduced where it
+// is; ranks that pack (other layouts) still agree element for element.
+TEST_CASE("Fused tensors lying back to back in memory are reduced in place", "[runtime][fusion]") {
+  for (int size : {1, 2, 3, 4}) {
+    INFO("world size " << size);
+    run_ranks(size, [size](Runtime& rt, int rank) {
+      const std::vector<int64_t> lengths = {3, 1, 70, 5, 33};
+      int64_t total = 0;
+      for (int64_t n : lengths) total += n;
+      // Rank 0: back to back in group order; rank 1: back to back in reverse
+      // order (not contiguous in the response's order); others: separate.
+      std::vector<float> flat(static_cast<size_t>(total));
+      std::vector<std::vector<float>> separate(lengths.size());
+      std::vector<float*> data(lengths.size());
+      int64_t offset = 0;
+      std::vector<int64_t> starts(lengths.size());
+      if (rank == 1) {
+        for (size_t i = lengths.size(); i-- > 0;) { starts[i] = offset; offset += lengths[i]; }
+      } else {
+        for (size_t i = 0; i < lengths.size(); ++i) { starts[i] = offset; offset += lengths[i]; }
+      }
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        separate[i].resize(static_cast<size_t>(lengths[i]));
+        data[i] = rank <= 1 ? flat.data() + starts[i] : separate[i].data();
+        for (int64_t j = 0; j < lengths[i]; ++j) data[i][j] = float(rank + 1) * float(i * 100 + j);
+      }
+      std::vector<std::string> names;
+      std::vector<std::shared_ptr<Tensor>> tensors;
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        names.push_back("flat" + std::to_string(i));
+        tensors.push_back(std::make_shared<HostTensorView>(data[i], DataType::kFloat32, TensorShape{lengths[i]}));
+      }
+      AllreduceOptions avg;  // Average, with scale factors on both sides
+      avg.prescale_factor = 2.0;
+      avg.postscale_factor = 0.25;
+      const RuntimeStats before = rt.stats();
+      auto handles = rt.grouped_allreduce_async(names, tensors, {}, avg);
+      for (auto& h : handles) h.wait();
+      const double rank_sum = size * (size + 1) / 2.0;
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        for (int64_t j = 0; j < lengths[i]; ++j) {
+          RANK_CHECK(data[i][j] == Approx(rank_sum * double(i * 100 + j) * 2.0 * 0.25 / size));
+        }
+      }
+      const RuntimeStats after = rt.stats();
+      RANK_CHECK(after.fused_allreduce_ops - before.fused_allreduce_ops == 1);
+      RANK_CHECK(after.in_place_fused_allreduce_ops - before.in_place_fused_allreduce_ops == (rank == 0 ? 1 : 0));
+    });
+  }
+}
+
 TEST_CASE("Broadcast copies the root's tensor to every rank", "[runtime]") {
   run_ranks(3, [](Runtime& rt, int rank) {
     for (int root = 0; root < 3; ++root) {

@@ -107,6 +107,8 @@ struct RuntimeStats {
   int64_t tensors_allreduced = 0;  ///< tensors that completed an allreduce
   int64_t allreduce_ops = 0;       ///< data-plane allreduce calls (fused or not)
   int64_t fused_allreduce_ops = 0; ///< of those, the ones that carried 2+ tensors
+  int64_t in_place_fused_allreduce_ops = 0;  ///< fused ones whose tensors lay back to back in memory,
+                                            ///< reduced where they are (no fusion-buffer copies)
   int64_t ring_allreduce_ops = 0;  ///< of those, the ones the pipelined ring ran
   int64_t broadcasts = 0;
   int64_t allgathers = 0;          ///< tensors that completed an allgather

@@ -19,6 +19,23 @@ void wait_until_ready(const std::vector<TensorEntry>& entries) {
   }
 }
 
+// The start of the entries' memory when each entry is reduced in place and
+// begins where the previous one ends; nullptr otherwise. Only this rank's
+// layout matters: every rank reduces the same elements in the same order
+// whether it packs them or not.
+char* contiguous_in_place(const std::vector<TensorEntry>& entries, int64_t esize) {
+  char* start = nullptr;
+  char* next = nullptr;
+  for (const auto& e : entries) {
+    char* out = static_cast<char*>(e.output->mutable_data());
+    if (out == nullptr || out != e.input->data()) return nullptr;
+    if (next != nullptr && out != next) return nullptr;
+    if (start == nullptr) start = out;
+    next = out + e.request.num_elements() * esize;
+  }
+  return start;
+}
+
 }  // namespace
 
 void OperationExecutor::execute(const Response& response, std::vector<TensorEntry> entries) {
@@ -100,6 +117,7 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
   const int64_t ring_before = comm_.ring_allreduces();
   const auto t_start = Clock::now();
   auto t_packed = t_start, t_reduced = t_start;
+  bool in_place_fused = false;
 
   Status s;
   if (entries.size() == 1) {
@@ -115,6 +133,15 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
     t_packed = Clock::now();
     s = comm_.allreduce(in, out, total, dtype, wire_op, PostScale{first.postscale, divisor});
     t_reduced = Clock::now();
+  } else if (char* span = contiguous_in_place(entries, esize)) {
+    // The tensors already lie back to back, in the response's order (an
+    // adapter that keeps gradients in one flat buffer): reduce them where
+    // they are, as one tensor, with no staging copies.
+    if (first.prescale != 1.0) scale_copy(span, span, total, dtype, first.prescale, 1);
+    t_packed = Clock::now();
+    s = comm_.allreduce(span, span, total, dtype, wire_op, PostScale{first.postscale, divisor});
+    t_reduced = Clock::now();
+    in_place_fused = true;
   } else {
     char* buffer = static_cast<char*>(fusion_.reserve(total * esize));
     int64_t offset = 0;
@@ -140,6 +167,7 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
   stats_.update([&](RuntimeStats& st) {
     ++st.allreduce_ops;
     if (entries.size() > 1) ++st.fused_allreduce_ops;
+    if (in_place_fused) ++st.in_place_fused_allreduce_ops;
     st.tensors_allreduced += static_cast<int64_t>(entries.size());
     st.bytes_allreduced += total * esize;
     st.ring_allreduce_ops = comm_.ring_allreduces();

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include <c10/util/strides.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -116,6 +117,13 @@ class DistributedOptimizer::State : public std::enable_shared_from_this<Distribu
  private:
   void start_allreduce(Param& p);
   void refresh_hooks();
+  void flatten_gradients();
+
+  // Parameter indices in the order their first gradient arrived, recorded
+  // until the gradients are flattened (first step) for the buffer's layout.
+  std::vector<size_t> arrival_order_;
+  std::vector<bool> arrived_;
+  bool flattened_ = false;
 
   DistributedOptimizerOptions options_;
   AllreduceOptions allreduce_;
@@ -157,6 +165,7 @@ void DistributedOptimizer::State::add(const std::string& name, const torch::Tens
   p.accumulator = torch::autograd::impl::grad_accumulator(tensor);
   p.hook_key = p.accumulator->add_post_hook(std::make_unique<GradientReadyHook>(weak_from_this(), params_.size()));
   params_.push_back(std::move(p));
+  arrived_.push_back(false);
 }
 
 void DistributedOptimizer::State::remove_hooks() {
@@ -166,6 +175,10 @@ void DistributedOptimizer::State::remove_hooks() {
 void DistributedOptimizer::State::on_gradient(size_t index) {
   std::lock_guard<std::mutex> lock(mu_);
   Param& p = params_[index];
+  if (!flattened_ && !arrived_[index]) {
+    arrived_[index] = true;
+    arrival_order_.push_back(index);
+  }
   if (p.handle.valid()) {
     throw PreconditionError(Status::precondition_error(
         "DistributedOptimizer: parameter '" + p.name + "' got a gradient while its allreduce is still pending: more than " +
@@ -216,6 +229,50 @@ void DistributedOptimizer::State::synchronize() {
 void DistributedOptimizer::State::end_step() {
   std::lock_guard<std::mutex> lock(mu_);
   synchronized_ = false;
+  if (!flattened_ && options_.flat_gradients) flatten_gradients();
+  flattened_ = true;
+}
+
+// Moves every gradient into one buffer per dtype, in arrival order (then
+// the parameters that never got one), and makes .grad a slice of it. The
+// slices share the buffer's storage without being autograd views, so
+// zero_grad()'s detach_() works on them; autograd accumulates into them in
+// place. Only this rank's layout changes: the collectives are the same.
+void DistributedOptimizer::State::flatten_gradients() {
+  std::vector<size_t> order = arrival_order_;
+  for (size_t i = params_.size(); i-- > 0;) {
+    if (!arrived_[i]) order.push_back(i);  // autograd runs roughly in reverse
+  }
+  std::vector<torch::Dtype> dtypes;
+  for (size_t i : order) {
+    const torch::Dtype d = params_[i].tensor.scalar_type();
+    if (std::find(dtypes.begin(), dtypes.end(), d) == dtypes.end()) dtypes.push_back(d);
+  }
+  torch::NoGradGuard no_grad;
+  for (torch::Dtype dtype : dtypes) {
+    int64_t total = 0;
+    for (size_t i : order) {
+      if (params_[i].tensor.scalar_type() == dtype) total += params_[i].tensor.numel();
+    }
+    const torch::Tensor buffer = torch::empty({total}, params_[order.front()].tensor.options().dtype(dtype));
+    int64_t offset = 0;
+    for (size_t i : order) {
+      const torch::Tensor& param = params_[i].tensor;
+      if (param.scalar_type() != dtype) continue;
+      torch::Tensor slice = torch::empty({0}, buffer.options());
+      slice.set_(buffer.storage(), offset, param.sizes(), c10::contiguous_strides(param.sizes()));
+      torch::Tensor& grad = params_[i].tensor.mutable_grad();
+      if (grad.defined()) {
+        slice.copy_(grad);
+      } else {
+        slice.zero_();
+      }
+      grad = slice;
+      offset += param.numel();
+    }
+  }
+  arrival_order_.clear();
+  arrived_.clear();
 }
 
 // Tensor::set_ (Module::load of a checkpoint does it) gives a parameter a

@@ -36,6 +36,15 @@ struct DistributedOptimizerOptions {
   /// Two DistributedOptimizers over different parameters need different prefixes
   /// only when parameter names collide.
   std::string name_prefix = "grad.";
+  /// After the first step(), keep the gradients in one flat buffer per dtype,
+  /// laid out in the order autograd produced them (the order they are
+  /// negotiated and fused in), so a fused allreduce reduces them where they
+  /// are instead of copying them into and out of a fusion buffer (PyTorch
+  /// DDP's gradient_as_bucket_view). Gradients are then slices of that
+  /// buffer; a gradient you replace (p.mutable_grad() = ...) is still
+  /// reduced correctly, through the copying path. Saves nothing with
+  /// compression (what is sent is a compressed copy).
+  bool flat_gradients = true;
 };
 
 /// Every rank constructs it (the parameter lists are compared across ranks
