@@ -92,6 +92,21 @@ TEST_CASE("Each kind of mismatch fails on every rank", "[mpi][errors]") {
     auto m = invalid_argument_message(broadcast_async("mm.root", view(v), rank == odd ? 1 % size : 0));
     if (size > 1) REQUIRE_THAT(m, Catch::Contains("root rank differs"));
   }
+  SECTION("broadcast root outside the job on one rank only") {
+    // That rank must not throw alone at the call: the others would wait.
+    auto m = invalid_argument_message(broadcast_async("mm.root.outside", view(v), rank == odd ? size + 3 : 0));
+    if (size > 1) {
+      REQUIRE_THAT(m, Catch::Contains("root rank differs") &&
+                          Catch::Contains(std::to_string(size + 3) + " (outside 0.." + std::to_string(size - 1) + ") " + odd_rank));
+    } else {
+      REQUIRE_THAT(m, Catch::Contains("root rank 4 is outside 0..0"));
+    }
+  }
+  SECTION("broadcast root outside the job on every rank") {
+    auto m = invalid_argument_message(broadcast_async("mm.root.all.outside", view(v), -1));
+    REQUIRE_THAT(m, Catch::Contains("'mm.root.all.outside'") &&
+                        Catch::Contains("root rank -1 is outside 0.." + std::to_string(size - 1)));
+  }
   SECTION("allreduce here, broadcast there") {
     Handle h = rank == odd ? broadcast_async("mm.kind", view(v), 0) : allreduce_async("mm.kind", view(v), view(v));
     auto m = invalid_argument_message(h);

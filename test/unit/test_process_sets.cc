@@ -160,8 +160,15 @@ TEST_CASE("A process set used from outside fails on that rank at once, naming th
       RANK_CHECK(contains(error_of([&] { rt.barrier_async(set); }), "rank 1 is not a member"));
     } else {
       std::vector<float> v(2, 1.0f);
-      const std::string m = error_of([&] { rt.broadcast_async("root.outside", view(v), 1, in(set)); });
+      // Negotiated (the other member might have named a valid root), so it
+      // fails at the wait, on both members.
+      const std::string m = error_of([&] { rt.broadcast_async("root.outside", view(v), 1, in(set)).wait(); });
       RANK_CHECK(contains(m, "root rank 1 is not a member of process set 1 (ranks 0, 2)"));
+      const std::string one = error_of([&] {
+        rt.broadcast_async("root.outside.one", view(v), rank == 0 ? 2 : 1, in(set)).wait();
+      });
+      RANK_CHECK(contains(one, "root rank differs"));
+      RANK_CHECK(contains(one, "1 (not a member) on rank 2"));
       const std::string splits = error_of([&] {
         rt.alltoall_async("few.splits", view(v), {1, 1, 0}, in(set));
       });

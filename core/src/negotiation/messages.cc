@@ -49,7 +49,7 @@ int64_t Request::num_elements() const {
 bool Request::operator==(const Request& o) const {
   return rank == o.rank && type == o.type && name == o.name && dtype == o.dtype &&
          shape == o.shape && op == o.op && prescale == o.prescale && postscale == o.postscale &&
-         root_rank == o.root_rank && device == o.device && group == o.group &&
+         root_rank == o.root_rank && named_root == o.named_root && device == o.device && group == o.group &&
          group_size == o.group_size && splits == o.splits && process_set_ranks == o.process_set_ranks;
 }
 
@@ -73,6 +73,7 @@ bool shapes_agree(const Request& a, const Request& b) {
 bool same_signature(const Request& a, const Request& b) {
   return a.type == b.type && a.dtype == b.dtype && shapes_agree(a, b) && a.op == b.op &&
          a.prescale == b.prescale && a.postscale == b.postscale && a.root_rank == b.root_rank &&
+         a.named_root == b.named_root &&
          a.device == b.device && a.group == b.group && a.group_size == b.group_size &&
          a.process_set_ranks == b.process_set_ranks;
 }
@@ -89,6 +90,7 @@ void put_request(WireWriter& w, const Request& r) {
   w.put(r.prescale);
   w.put(r.postscale);
   w.put(r.root_rank);
+  w.put(r.named_root);
   w.put(r.device);
   w.put_string(r.group);
   w.put(r.group_size);
@@ -119,6 +121,7 @@ bool get_request(WireReader& r, Request* q) {
   r.get(&q->prescale);
   r.get(&q->postscale);
   r.get(&q->root_rank);
+  r.get(&q->named_root);
   r.get(&q->device);
   r.get_string(&q->group);
   r.get(&q->group_size);

@@ -31,7 +31,12 @@ struct Request {
   ReduceOp op = ReduceOp::kSum;
   double prescale = 1.0;
   double postscale = 1.0;
+  /// Broadcast: the root's rank in the set, or -1 when the global rank the
+  /// caller named (`named_root`) is not in the set: the coordinator then
+  /// fails it on every rank, instead of one rank throwing while the others
+  /// wait for it.
   int32_t root_rank = 0;
+  int32_t named_root = 0;
   int32_t device = kCpuDevice;
   /// Tensors of a grouped allreduce share a group name and know the group size.
   std::string group;

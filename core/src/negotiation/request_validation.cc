@@ -78,7 +78,7 @@ std::string validate_requests(const std::string& name, const std::vector<Request
                               int world_size, const SetScope& scope) {
   if (static_cast<int>(requests.size()) == world_size && all_agree(requests)) {
     const Request& r = requests.front();
-    if (r.type != CollectiveType::kBroadcast || (r.root_rank >= 0 && r.root_rank < world_size)) return "";
+    if (r.type != CollectiveType::kBroadcast || r.root_rank >= 0) return "";
   }
   std::vector<std::string> problems;
   if (static_cast<int>(requests.size()) != world_size) {
@@ -102,11 +102,16 @@ std::string validate_requests(const std::string& name, const std::vector<Request
     } else if (requests.front().type == CollectiveType::kAddProcessSet) {
       check_property("member ranks", requests, [](const Request& r) { return shape_text(r.process_set_ranks); }, scope, &problems);
     } else if (requests.front().type == CollectiveType::kBroadcast) {
-      check_property("root rank", requests, [&](const Request& r) { return std::to_string(scope.world_rank(r.root_rank)); },
-                     scope, &problems);
-      const int root = requests.front().root_rank;
-      if (problems.empty() && (root < 0 || root >= world_size)) {
-        problems.push_back("root rank " + std::to_string(root) + " is outside 0.." + std::to_string(world_size - 1));
+      auto root_text = [&](const Request& r) {
+        if (r.root_rank >= 0) return std::to_string(scope.world_rank(r.root_rank));
+        return std::to_string(r.named_root) +
+               (scope.id == 0 ? " (outside 0.." + std::to_string(world_size - 1) + ")" : " (not a member)");
+      };
+      check_property("root rank", requests, root_text, scope, &problems);
+      if (problems.empty() && requests.front().root_rank < 0) {
+        problems.push_back("root rank " + std::to_string(requests.front().named_root) +
+                           (scope.id == 0 ? " is outside 0.." + std::to_string(world_size - 1)
+                                          : " is not a member of " + scope.describe()));
       }
     }
   }

@@ -319,14 +319,13 @@ Handle Runtime::broadcast_async(const std::string& name, std::shared_ptr<Tensor>
   }
   auto target = engine(hooks.process_set, what);
   const detail::Topology& topo = target->topology();
+  // A root outside the set is negotiated, not thrown here: the other ranks
+  // may have named a valid root and would wait for this one forever.
   const int set_root = set_rank_of(topo, root_rank);
-  if (set_root < 0 && topo.scope.id == 0) {
-    invalid(what + "root rank " + std::to_string(root_rank) + " is outside 0.." + std::to_string(size() - 1));
-  }
-  if (set_root < 0) invalid(what + "root rank " + std::to_string(root_rank) + " is not a member of " + topo.scope.describe());
   std::vector<detail::TensorEntry> entries;
   entries.push_back(tensor_entry(detail::CollectiveType::kBroadcast, name, input, topo.rank, std::move(hooks)));
-  entries.back().request.root_rank = set_root;
+  entries.back().request.root_rank = set_root;  // -1 when not in the set
+  entries.back().request.named_root = root_rank;
   entries.back().output = std::move(output);
   return target->enqueue(std::move(entries)).front();
 }
