@@ -162,3 +162,46 @@ TEST_CASE("Compression round trips", "[torch][compression]") {
   CHECK(approx.scalar_type() == torch::kFloat32);
   CHECK(((approx - exact).abs() / exact.abs().clamp_min(1e-2)).max().item<double>() < 4e-3);
 }
+
+TEST_CASE("torch ops in a process set: members only, set order, names per set", "[torch][ops][process_set]") {
+  const int r = chorus::rank(), n = chorus::size();
+  const int last = n - 1;
+  const ProcessSet ends = add_process_set({0, last});  // np=3: rank 1 stays out
+  const bool member = r == 0 || r == last;
+  AllreduceOptions sum;
+  sum.op = Sum;
+  if (member) {
+    const int set_rank = r == 0 ? 0 : 1;
+    torch::Tensor t = torch::full({3}, float(r + 1));
+    // Unnamed on purpose: rank 1 (np=3) makes no set calls, yet the global
+    // unnamed allreduce below must still line up on every rank.
+    CHECK(allreduce(t, "", sum, nullptr, ends).eq(float(1 + last + 1)).all().item<bool>());
+    torch::Tensor in_place = t.clone();
+    allreduce_(in_place, "", sum, ends);
+    CHECK(in_place.eq(float(1 + last + 1)).all().item<bool>());
+    auto grouped = grouped_allreduce({t, t * 2}, "", sum, ends);
+    CHECK(grouped[1].eq(float(2 * (last + 2))).all().item<bool>());
+    // Allgather in set order: rank 0's 1 row, then the last rank's 2 rows.
+    torch::Tensor rows = allgather(torch::full({set_rank + 1, 2}, float(r)), "", ends);
+    CHECK(rows.sizes() == torch::IntArrayRef({3, 2}));
+    CHECK(rows[0].eq(0).all().item<bool>());
+    CHECK(rows[2].eq(float(last)).all().item<bool>());
+    // The root is a global rank.
+    CHECK(broadcast(torch::full({2}, float(r)), last, "", ends).eq(float(last)).all().item<bool>());
+    torch::Tensor b = torch::full({2}, float(r));
+    broadcast_(b, 0, "", ends);
+    CHECK(b.eq(0).all().item<bool>());
+    torch::Tensor scattered = reducescatter(torch::ones({4, 1}), "", sum, ends);
+    CHECK(scattered.sizes() == torch::IntArrayRef({2, 1}));
+    CHECK(scattered.eq(2).all().item<bool>());
+    AlltoallResult a2a = alltoall(torch::full({2}, float(r)), {}, "", ends);
+    CHECK(a2a.received_splits == std::vector<int64_t>({1, 1}));
+    CHECK(a2a.output[1].item<float>() == float(last));
+  } else {
+    torch::Tensor t = torch::ones({1});
+    CHECK_THROWS_WITH(allreduce(t, "outside", sum, nullptr, ends), Catch::Contains("is not a member of process set"));
+  }
+  torch::Tensor everyone = allreduce(torch::ones({2}), "", sum);
+  CHECK(everyone.eq(float(n)).all().item<bool>());
+  remove_process_set(ends);
+}

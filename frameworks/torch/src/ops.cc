@@ -21,8 +21,15 @@ std::string describe(const char* op, const std::string& name) {
   return std::string(op) + " of tensor '" + name + "'";
 }
 
-OpHooks torch_allocation() {
+OpHooks in_set(const ProcessSet& process_set) {
   OpHooks hooks;
+  hooks.process_set = process_set;
+  return hooks;
+}
+
+// Outputs whose shape is known only after negotiation come from torch.
+OpHooks torch_allocation(const ProcessSet& process_set) {
+  OpHooks hooks = in_set(process_set);
   hooks.context = std::make_shared<torch_adapter::TorchOpContext>();
   return hooks;
 }
@@ -61,40 +68,42 @@ torch::Tensor synchronize(const TensorHandle& handle) { return handle.wait(); }
 bool poll(const TensorHandle& handle) { return handle.poll(); }
 
 TensorHandle allreduce_async(const torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options,
-                             const std::shared_ptr<Compression>& compression) {
-  const std::string n = name_or_auto(name, "allreduce");
+                             const std::shared_ptr<Compression>& compression, const ProcessSet& process_set) {
+  const std::string n = name_or_auto(name, "allreduce", process_set);
   check_tensor(tensor, describe("allreduce", n));
   torch::Dtype original = tensor.scalar_type();
   torch::Tensor sent = compression ? compression->compress(tensor, &original) : tensor;
   auto input = wrap(sent);
   // A compressed copy is ours to reduce in place; the caller's tensor is not.
   auto output = input->tensor().is_same(tensor) ? empty_like(input) : input;
-  Handle h = runtime().allreduce_async(n, input, output, options);
+  Handle h = runtime().allreduce_async(n, input, output, options, in_set(process_set));
   return TensorHandle(h, [output, compression, original](const Handle&) {
     return compression ? compression->decompress(output->tensor(), original) : output->tensor();
   });
 }
 
-TensorHandle allreduce_async_(torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options) {
-  const std::string n = name_or_auto(name, "allreduce");
+TensorHandle allreduce_async_(torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options,
+                              const ProcessSet& process_set) {
+  const std::string n = name_or_auto(name, "allreduce", process_set);
   check_tensor(tensor, describe("allreduce", n));
   return in_place(tensor, [&](const std::shared_ptr<TorchTensor>& t) {
-    return runtime().allreduce_async(n, t, t, options);
+    return runtime().allreduce_async(n, t, t, options, in_set(process_set));
   });
 }
 
 torch::Tensor allreduce(const torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options,
-                        const std::shared_ptr<Compression>& compression) {
-  return allreduce_async(tensor, name, options, compression).wait();
+                        const std::shared_ptr<Compression>& compression, const ProcessSet& process_set) {
+  return allreduce_async(tensor, name, options, compression, process_set).wait();
 }
 
-torch::Tensor allreduce_(torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options) {
-  return allreduce_async_(tensor, name, options).wait();
+torch::Tensor allreduce_(torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options,
+                         const ProcessSet& process_set) {
+  return allreduce_async_(tensor, name, options, process_set).wait();
 }
 
 std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tensor>& tensors, const std::string& name,
-                                                  const AllreduceOptions& options) {
-  const std::string group = name_or_auto(name, "grouped_allreduce");
+                                                  const AllreduceOptions& options, const ProcessSet& process_set) {
+  const std::string group = name_or_auto(name, "grouped_allreduce", process_set);
   std::vector<std::string> names;
   std::vector<std::shared_ptr<Tensor>> inputs, outputs;
   std::vector<std::shared_ptr<TorchTensor>> results;
@@ -107,7 +116,7 @@ std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tenso
     outputs.push_back(output);
     results.push_back(output);
   }
-  std::vector<Handle> handles = runtime().grouped_allreduce_async(names, inputs, outputs, options);
+  std::vector<Handle> handles = runtime().grouped_allreduce_async(names, inputs, outputs, options, process_set);
   std::vector<TensorHandle> out;
   for (size_t i = 0; i < handles.size(); ++i) {
     auto result = results[i];
@@ -117,55 +126,62 @@ std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tenso
 }
 
 std::vector<torch::Tensor> grouped_allreduce(const std::vector<torch::Tensor>& tensors, const std::string& name,
-                                             const AllreduceOptions& options) {
+                                             const AllreduceOptions& options, const ProcessSet& process_set) {
   std::vector<torch::Tensor> results;
-  for (const TensorHandle& h : grouped_allreduce_async(tensors, name, options)) results.push_back(h.wait());
+  for (const TensorHandle& h : grouped_allreduce_async(tensors, name, options, process_set)) results.push_back(h.wait());
   return results;
 }
 
-TensorHandle allgather_async(const torch::Tensor& tensor, const std::string& name) {
-  const std::string n = name_or_auto(name, "allgather");
+TensorHandle allgather_async(const torch::Tensor& tensor, const std::string& name, const ProcessSet& process_set) {
+  const std::string n = name_or_auto(name, "allgather", process_set);
   check_tensor(tensor, describe("allgather", n));
-  return TensorHandle(runtime().allgather_async(n, wrap(tensor), torch_allocation()), allocated_output());
+  return TensorHandle(runtime().allgather_async(n, wrap(tensor), torch_allocation(process_set)), allocated_output());
 }
 
-torch::Tensor allgather(const torch::Tensor& tensor, const std::string& name) {
-  return allgather_async(tensor, name).wait();
+torch::Tensor allgather(const torch::Tensor& tensor, const std::string& name, const ProcessSet& process_set) {
+  return allgather_async(tensor, name, process_set).wait();
 }
 
-TensorHandle broadcast_async(const torch::Tensor& tensor, int root_rank, const std::string& name) {
-  const std::string n = name_or_auto(name, "broadcast");
+TensorHandle broadcast_async(const torch::Tensor& tensor, int root_rank, const std::string& name,
+                             const ProcessSet& process_set) {
+  const std::string n = name_or_auto(name, "broadcast", process_set);
   check_tensor(tensor, describe("broadcast", n));
   auto input = wrap(tensor);
   auto output = empty_like(input);
-  Handle h = runtime().broadcast_async(n, input, output, root_rank);
+  Handle h = runtime().broadcast_async(n, input, output, root_rank, in_set(process_set));
   return TensorHandle(h, [output](const Handle&) { return output->tensor(); });
 }
 
-TensorHandle broadcast_async_(torch::Tensor& tensor, int root_rank, const std::string& name) {
-  const std::string n = name_or_auto(name, "broadcast");
+TensorHandle broadcast_async_(torch::Tensor& tensor, int root_rank, const std::string& name,
+                              const ProcessSet& process_set) {
+  const std::string n = name_or_auto(name, "broadcast", process_set);
   check_tensor(tensor, describe("broadcast", n));
   return in_place(tensor, [&](const std::shared_ptr<TorchTensor>& t) {
-    return runtime().broadcast_async(n, t, root_rank);
+    return runtime().broadcast_async(n, t, root_rank, in_set(process_set));
   });
 }
 
-torch::Tensor broadcast(const torch::Tensor& tensor, int root_rank, const std::string& name) {
-  return broadcast_async(tensor, root_rank, name).wait();
+torch::Tensor broadcast(const torch::Tensor& tensor, int root_rank, const std::string& name,
+                        const ProcessSet& process_set) {
+  return broadcast_async(tensor, root_rank, name, process_set).wait();
 }
 
-torch::Tensor broadcast_(torch::Tensor& tensor, int root_rank, const std::string& name) {
-  return broadcast_async_(tensor, root_rank, name).wait();
+torch::Tensor broadcast_(torch::Tensor& tensor, int root_rank, const std::string& name,
+                         const ProcessSet& process_set) {
+  return broadcast_async_(tensor, root_rank, name, process_set).wait();
 }
 
-TensorHandle alltoall_async(const torch::Tensor& tensor, const std::vector<int64_t>& splits, const std::string& name) {
-  const std::string n = name_or_auto(name, "alltoall");
+TensorHandle alltoall_async(const torch::Tensor& tensor, const std::vector<int64_t>& splits, const std::string& name,
+                            const ProcessSet& process_set) {
+  const std::string n = name_or_auto(name, "alltoall", process_set);
   check_tensor(tensor, describe("alltoall", n));
-  return TensorHandle(runtime().alltoall_async(n, wrap(tensor), splits, torch_allocation()), allocated_output());
+  return TensorHandle(runtime().alltoall_async(n, wrap(tensor), splits, torch_allocation(process_set)),
+                      allocated_output());
 }
 
-AlltoallResult alltoall(const torch::Tensor& tensor, const std::vector<int64_t>& splits, const std::string& name) {
-  TensorHandle h = alltoall_async(tensor, splits, name);
+AlltoallResult alltoall(const torch::Tensor& tensor, const std::vector<int64_t>& splits, const std::string& name,
+                        const ProcessSet& process_set) {
+  TensorHandle h = alltoall_async(tensor, splits, name, process_set);
   AlltoallResult result;
   result.output = h.wait();
   result.received_splits = h.received_splits();
@@ -173,15 +189,16 @@ AlltoallResult alltoall(const torch::Tensor& tensor, const std::vector<int64_t>&
 }
 
 TensorHandle reducescatter_async(const torch::Tensor& tensor, const std::string& name,
-                                 const AllreduceOptions& options) {
-  const std::string n = name_or_auto(name, "reducescatter");
+                                 const AllreduceOptions& options, const ProcessSet& process_set) {
+  const std::string n = name_or_auto(name, "reducescatter", process_set);
   check_tensor(tensor, describe("reducescatter", n));
-  return TensorHandle(runtime().reducescatter_async(n, wrap(tensor), options, torch_allocation()),
+  return TensorHandle(runtime().reducescatter_async(n, wrap(tensor), options, torch_allocation(process_set)),
                       allocated_output());
 }
 
-torch::Tensor reducescatter(const torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options) {
-  return reducescatter_async(tensor, name, options).wait();
+torch::Tensor reducescatter(const torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options,
+                            const ProcessSet& process_set) {
+  return reducescatter_async(tensor, name, options, process_set).wait();
 }
 
 }  // namespace chorus

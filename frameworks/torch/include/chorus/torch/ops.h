@@ -11,6 +11,12 @@
 /// chorus::InvalidArgumentError naming the tensor. Host tensors only in this
 /// build. Errors from the core (e.g. ranks disagreeing on a shape) throw the
 /// matching chorus::Error with the core's message.
+///
+/// Every call takes a trailing `process_set` (the global set by default):
+/// the operation then runs among that set's members only (ranks, sizes and
+/// allgather/alltoall order are the set's; a broadcast root stays a global
+/// rank). Unnamed calls are counted per operation kind and set, so names
+/// line up whatever sets other ranks use.
 
 #include <functional>
 #include <memory>
@@ -62,33 +68,39 @@ bool poll(const TensorHandle& handle);
 /// floating tensors.
 torch::Tensor allreduce(const torch::Tensor& tensor, const std::string& name = "",
                         const AllreduceOptions& options = {},
-                        const std::shared_ptr<Compression>& compression = nullptr);
+                        const std::shared_ptr<Compression>& compression = nullptr, const ProcessSet& process_set = ProcessSet());
 /// Allreduce in place; returns `tensor`.
-torch::Tensor allreduce_(torch::Tensor& tensor, const std::string& name = "", const AllreduceOptions& options = {});
+torch::Tensor allreduce_(torch::Tensor& tensor, const std::string& name = "", const AllreduceOptions& options = {},
+                         const ProcessSet& process_set = ProcessSet());
 TensorHandle allreduce_async(const torch::Tensor& tensor, const std::string& name = "",
                              const AllreduceOptions& options = {},
-                             const std::shared_ptr<Compression>& compression = nullptr);
+                             const std::shared_ptr<Compression>& compression = nullptr, const ProcessSet& process_set = ProcessSet());
 TensorHandle allreduce_async_(torch::Tensor& tensor, const std::string& name = "",
-                              const AllreduceOptions& options = {});
+                              const AllreduceOptions& options = {}, const ProcessSet& process_set = ProcessSet());
 
 /// Several allreduces negotiated, fused and completed together; results in
 /// input order. `name` names the group (tensor i is "<name>.<i>").
 std::vector<torch::Tensor> grouped_allreduce(const std::vector<torch::Tensor>& tensors, const std::string& name = "",
-                                             const AllreduceOptions& options = {});
+                                             const AllreduceOptions& options = {}, const ProcessSet& process_set = ProcessSet());
 std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tensor>& tensors,
-                                                  const std::string& name = "", const AllreduceOptions& options = {});
+                                                  const std::string& name = "", const AllreduceOptions& options = {},
+                                                  const ProcessSet& process_set = ProcessSet());
 
 /// Concatenation of every rank's tensor along the first dimension, in rank
 /// order (the first dimension may differ per rank).
-torch::Tensor allgather(const torch::Tensor& tensor, const std::string& name = "");
-TensorHandle allgather_async(const torch::Tensor& tensor, const std::string& name = "");
+torch::Tensor allgather(const torch::Tensor& tensor, const std::string& name = "", const ProcessSet& process_set = ProcessSet());
+TensorHandle allgather_async(const torch::Tensor& tensor, const std::string& name = "", const ProcessSet& process_set = ProcessSet());
 
 /// root_rank's tensor, as a new tensor on every rank.
-torch::Tensor broadcast(const torch::Tensor& tensor, int root_rank, const std::string& name = "");
+torch::Tensor broadcast(const torch::Tensor& tensor, int root_rank, const std::string& name = "",
+                        const ProcessSet& process_set = ProcessSet());
 /// root_rank's tensor written into `tensor` on every rank; returns `tensor`.
-torch::Tensor broadcast_(torch::Tensor& tensor, int root_rank, const std::string& name = "");
-TensorHandle broadcast_async(const torch::Tensor& tensor, int root_rank, const std::string& name = "");
-TensorHandle broadcast_async_(torch::Tensor& tensor, int root_rank, const std::string& name = "");
+torch::Tensor broadcast_(torch::Tensor& tensor, int root_rank, const std::string& name = "",
+                         const ProcessSet& process_set = ProcessSet());
+TensorHandle broadcast_async(const torch::Tensor& tensor, int root_rank, const std::string& name = "",
+                             const ProcessSet& process_set = ProcessSet());
+TensorHandle broadcast_async_(torch::Tensor& tensor, int root_rank, const std::string& name = "",
+                              const ProcessSet& process_set = ProcessSet());
 
 /// Result of an alltoall: the received rows and how many came from each rank.
 struct AlltoallResult {
@@ -98,16 +110,16 @@ struct AlltoallResult {
 /// Rank i sends rows [sum(splits[0..j)), +splits[j]) of the first dimension to
 /// rank j; empty splits mean equal ones.
 AlltoallResult alltoall(const torch::Tensor& tensor, const std::vector<int64_t>& splits = {},
-                        const std::string& name = "");
+                        const std::string& name = "", const ProcessSet& process_set = ProcessSet());
 TensorHandle alltoall_async(const torch::Tensor& tensor, const std::vector<int64_t>& splits = {},
-                            const std::string& name = "");
+                            const std::string& name = "", const ProcessSet& process_set = ProcessSet());
 
 /// Reduction over all ranks, rank r keeping its block of the first dimension
 /// (the first rows mod size ranks get one row more). Op: options.op.
 torch::Tensor reducescatter(const torch::Tensor& tensor, const std::string& name = "",
-                            const AllreduceOptions& options = {});
+                            const AllreduceOptions& options = {}, const ProcessSet& process_set = ProcessSet());
 TensorHandle reducescatter_async(const torch::Tensor& tensor, const std::string& name = "",
-                                 const AllreduceOptions& options = {});
+                                 const AllreduceOptions& options = {}, const ProcessSet& process_set = ProcessSet());
 
 // barrier() and join() come from chorus.h.
 
