@@ -8,6 +8,7 @@
 // The last line is machine-readable (scripts/compare_ddp.sh parses it):
 //   RESULT np=2 imgs_per_sec_total=... per_rank=... std=...
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -31,16 +32,38 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One optimizer step: batches_per_allreduce backward passes, then step()
-// (which waits for the gradient allreduces started during backward).
+// Where a rank's step time goes, summed over the timed steps.
+struct StepTimes {
+  double compute = 0;  // zero_grad, forward, backward (allreduces start during it)
+  double waiting = 0;  // synchronize(): the allreduces still in flight after backward
+  double update = 0;   // the wrapped optimizer's step()
+  int64_t steps = 0;
+};
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// One optimizer step: batches_per_allreduce backward passes, then the wait
+// for the gradient allreduces started during backward, then the update
+// (what DistributedOptimizer::step() does, split to time each part).
 void train_step(ce::ResNet18& model, chorus::DistributedOptimizer& optimizer, ce::BatchSource& batches,
-                int64_t batches_per_allreduce) {
+                int64_t batches_per_allreduce, StepTimes* times = nullptr) {
+  const auto start = Clock::now();
   optimizer.zero_grad();
   for (int64_t i = 0; i < batches_per_allreduce; ++i) {
     ce::Batch b = batches.next();
     torch::nn::functional::cross_entropy(model->forward(b.images), b.labels).backward();
   }
+  const auto computed = Clock::now();
+  optimizer.synchronize();
+  const auto synchronized = Clock::now();
+  optimizer.skip_synchronize();
   optimizer.step();
+  if (times) {
+    times->compute += std::chrono::duration<double>(computed - start).count();
+    times->waiting += std::chrono::duration<double>(synchronized - computed).count();
+    times->update += seconds_since(synchronized);
+    ++times->steps;
+  }
 }
 
 // Every rank's images/s in every iteration summed over ranks: the job's
@@ -92,11 +115,12 @@ int run(const ce::BenchmarkOptions& o, int* rank_out) {
   const double images_per_iter =
       static_cast<double>(o.batch_size * o.batches_per_allreduce * o.num_batches_per_iter);
   std::vector<double> rates;
+  StepTimes times;
   for (int64_t iter = 0; iter < o.num_iters; ++iter) {
     const auto start = Clock::now();
     for (int64_t i = 0; i < o.num_batches_per_iter; ++i)
-      train_step(model, optimizer, *batches, o.batches_per_allreduce);
-    rates.push_back(images_per_iter / std::chrono::duration<double>(Clock::now() - start).count());
+      train_step(model, optimizer, *batches, o.batches_per_allreduce, &times);
+    rates.push_back(images_per_iter / seconds_since(start));
     if (log) {
       std::printf("Iter #%lld: %.1f img/sec on rank 0\n", static_cast<long long>(iter), rates.back());
       std::fflush(stdout);
@@ -110,6 +134,9 @@ int run(const ce::BenchmarkOptions& o, int* rank_out) {
   if (log) {
     std::printf("Img/sec per rank: %.1f +-%.1f\n", rank_stats.mean, 1.96 * rank_stats.std);
     std::printf("Total img/sec on %d rank(s): %.1f +-%.1f\n", size, total_stats.mean, 1.96 * total_stats.std);
+    const double ms = 1000.0 / static_cast<double>(std::max<int64_t>(1, times.steps));
+    std::printf("Step time on rank 0: forward+backward %.1f ms, waiting for allreduces %.1f ms, update %.1f ms\n",
+                times.compute * ms, times.waiting * ms, times.update * ms);
     const chorus::RuntimeStats st = chorus::runtime().stats();
     std::printf("Allreduces on rank 0: %lld data-plane calls, %lld fused, %lld of those in place (flat gradients %s)\n",
                 static_cast<long long>(st.allreduce_ops), static_cast<long long>(st.fused_allreduce_ops),
