@@ -30,7 +30,7 @@ const Knob kKnobs[] = {
     {"stall-check-shutdown-time-seconds", "CHORUS_STALL_SHUTDOWN_TIME_SECONDS", Kind::kNonNegNumber,
      "stop the job after a stall this long (0: never)"},
     {"log-level", "CHORUS_LOG_LEVEL", Kind::kLogLevel, "trace, debug, info, warning, error or fatal"},
-    {"allreduce-algo", "CHORUS_ALLREDUCE_ALGO", Kind::kAlgo, "auto, ring or mpi"},
+    {"allreduce-algo", "CHORUS_ALLREDUCE_ALGO", Kind::kAlgo, "auto, shm, ring or mpi"},
 };
 
 std::string check_knob_value(const Knob& k, const std::string& v, std::string* out) {
@@ -52,7 +52,7 @@ std::string check_knob_value(const Knob& k, const std::string& v, std::string* o
       return "";
     }
     case Kind::kAlgo:
-      return v == "auto" || v == "ring" || v == "mpi" ? "" : "expects auto, ring or mpi";
+      return v == "auto" || v == "shm" || v == "ring" || v == "mpi" ? "" : "expects auto, shm, ring or mpi";
     case Kind::kLogLevel:
       for (const char* l : {"trace", "debug", "info", "warning", "warn", "error", "fatal"}) {
         if (v == l) return "";

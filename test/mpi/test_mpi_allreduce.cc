@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "comm/allreduce_choice.h"
 #include "algorithms/reduce_kernels.h"
 #include "chorus/chorus.h"
 #include "typed_values.h"
@@ -186,7 +187,7 @@ TEST_CASE("Grouped allreduce over MPI", "[mpi][group]") {
   for (auto& b : bufs) REQUIRE(b[99] == int64_t(size) * (size - 1) / 2);
 }
 
-TEST_CASE("The allreduce algorithm follows CHORUS_ALLREDUCE_ALGO", "[mpi][ring]") {
+TEST_CASE("The allreduce algorithm follows CHORUS_ALLREDUCE_ALGO", "[mpi][ring][shm]") {
   const int size = chorus::size();
   std::vector<float> big(1 << 18, 1.0f);  // 1 MiB: the ring under auto's default threshold
   auto t = std::make_shared<HostTensorView>(big.data(), DataType::kFloat32, TensorShape{1 << 18});
@@ -197,10 +198,11 @@ TEST_CASE("The allreduce algorithm follows CHORUS_ALLREDUCE_ALGO", "[mpi][ring]"
   const RuntimeStats after = runtime().stats();
   REQUIRE(big.front() == float(size));
   REQUIRE(big.back() == float(size));
-  const AllreduceAlgorithm algo = runtime().options().allreduce_algorithm;
-  const bool ring_expected = size > 1 && algo != AllreduceAlgorithm::kMpi &&
-                             (algo == AllreduceAlgorithm::kRing || (1 << 20) >= runtime().options().ring_threshold_bytes);
-  REQUIRE(after.ring_allreduce_ops - before.ring_allreduce_ops == (ring_expected ? 1 : 0));
+  // These tests run every rank on one host, so shared memory is there.
+  const detail::AllreduceRoute route = detail::choose_allreduce(runtime().options(), 1 << 20, size, true);
+  REQUIRE(after.ring_allreduce_ops - before.ring_allreduce_ops == (route == detail::AllreduceRoute::kRing ? 1 : 0));
+  REQUIRE(after.shm_allreduce_ops - before.shm_allreduce_ops ==
+          (route == detail::AllreduceRoute::kSharedMemory ? 1 : 0));
 }
 
 TEST_CASE("Repeated names are negotiated through the response cache", "[mpi][cache]") {

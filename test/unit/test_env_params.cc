@@ -54,6 +54,33 @@ TEST_CASE("A bad value names the variable and what was expected", "[env]") {
   REQUIRE_THROWS_AS(RuntimeOptions::from_environment(), InvalidArgumentError);
 }
 
+TEST_CASE("The shared-memory allreduce knobs", "[env][shm]") {
+  {
+    EnvGuard env;
+    env.set("CHORUS_ALLREDUCE_ALGO", "shm");
+    env.set("CHORUS_SHM_THRESHOLD_BYTES", "65536");
+    env.set("CHORUS_SHM_BLOCK_BYTES", "4096");
+    RuntimeOptions o;
+    REQUIRE(options_from_environment(&o).is_ok());
+    REQUIRE(o.allreduce_algorithm == AllreduceAlgorithm::kSharedMemory);
+    REQUIRE(o.shm_threshold_bytes == 65536);
+    REQUIRE(o.shm_block_bytes == 4096);
+  }
+  {
+    EnvGuard env;
+    env.set("CHORUS_SHM_BLOCK_BYTES", "8");  // must hold at least one of every dtype, and more
+    RuntimeOptions o;
+    Status s = options_from_environment(&o);
+    REQUIRE_THAT(s.message(), Catch::Contains("CHORUS_SHM_BLOCK_BYTES='8'"));
+  }
+  {
+    EnvGuard env;
+    env.set("CHORUS_ALLREDUCE_ALGO", "nccl");
+    RuntimeOptions o;
+    REQUIRE_THAT(options_from_environment(&o).message(), Catch::Contains("auto, ring, mpi or shm"));
+  }
+}
+
 TEST_CASE("A stall shutdown time implies the stall check that notices it", "[env]") {
   EnvGuard env;
   env.set("CHORUS_STALL_SHUTDOWN_TIME_SECONDS", "5");

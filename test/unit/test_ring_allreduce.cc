@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../mpi/typed_values.h"
+#include "exact_reduction_values.h"
 #include "algorithms/reduce_kernels.h"
 #include "algorithms/ring_allreduce.h"
 #include "comm/loopback/in_process_links.h"
@@ -19,28 +20,8 @@ using chorus::test::store;
 
 namespace {
 
-// Inputs whose reduction is exact in every dtype for up to 8 ranks.
-double input(ReduceOp op, DataType dt, int rank, int64_t i) {
-  if (dt == DataType::kBool) return ((i + rank) % 3) != 0 ? 1 : 0;
-  switch (op) {
-    case ReduceOp::kProduct: return double(((i + rank) % 5 == 0) + 1);  // 1s and a few 2s
-    case ReduceOp::kMin:
-    case ReduceOp::kMax: return double((i * 7 + rank * 3) % 11);
-    default: return double(i % 3 + rank);
-  }
-}
-
-double expected(ReduceOp op, DataType dt, int size, int64_t i) {
-  double acc = input(op, dt, 0, i);
-  for (int r = 1; r < size; ++r) {
-    const double v = input(op, dt, r, i);
-    if (op == ReduceOp::kSum || op == ReduceOp::kAverage) acc += v;
-    if (op == ReduceOp::kProduct) acc *= v;
-    if (op == ReduceOp::kMin) acc = std::min(acc, v);
-    if (op == ReduceOp::kMax) acc = std::max(acc, v);
-  }
-  return acc;
-}
+using chorus::test::exact_input;
+using chorus::test::exact_result;
 
 // Runs the ring on `size` threads; returns the number of wrong elements
 // over all ranks (and throws on a transport error).
@@ -56,7 +37,7 @@ int64_t run_ring(int size, int64_t count, DataType dt, ReduceOp op, int64_t segm
       std::vector<char> buf(static_cast<size_t>(count * dtype_size(dt)) + 1);
       std::vector<char> out(buf.size(), 0);
       std::vector<char> scratch(static_cast<size_t>(ring_scratch_bytes(count, dt, size)) + 1);
-      for (int64_t i = 0; i < count; ++i) store(buf.data(), i, dt, input(op, dt, r, i));
+      for (int64_t i = 0; i < count; ++i) store(buf.data(), i, dt, exact_input(op, dt, r, i));
       const std::vector<char> original = buf;
       RingOptions o;
       o.segment_bytes = segment_bytes;
@@ -66,7 +47,7 @@ int64_t run_ring(int size, int64_t count, DataType dt, ReduceOp op, int64_t segm
       status[static_cast<size_t>(r)] =
           ring_allreduce(*link, buf.data(), result, count, dt, op, scratch.data(), o);
       for (int64_t i = 0; i < count; ++i) {
-        double want = expected(op, dt, size, i) * scale / double(divisor);
+        double want = exact_result(op, dt, size, i) * scale / double(divisor);
         if (!is_floating(dt)) want = std::trunc(want);
         wrong[static_cast<size_t>(r)] += load(result, i, dt) != want;
       }

@@ -18,9 +18,11 @@ enum class LogLevel : int { kTrace = 0, kDebug = 1, kInfo = 2, kWarning = 3, kEr
 
 /// How allreduce moves data between ranks. CHORUS_ALLREDUCE_ALGO.
 enum class AllreduceAlgorithm : int {
-  kAuto = 0,  ///< MPI's own allreduce below ring_threshold_bytes, the ring from there on
+  kAuto = 0,  ///< shared memory when every rank is on one host (from shm_threshold_bytes), else
+              ///< MPI's own allreduce below ring_threshold_bytes and the ring from there on
   kRing = 1,  ///< always the pipelined ring (over MPI point-to-point)
   kMpi = 2,   ///< always MPI's own allreduce
+  kSharedMemory = 3,  ///< always shared memory (every rank must be on one host)
 };
 
 /// Settings of one Runtime. `from_environment()` reads each from its
@@ -54,13 +56,20 @@ struct RuntimeOptions {
   /// Entries of the response cache (tensors negotiated by an 8-byte key once
   /// their signature is known everywhere); 0 turns it off. CHORUS_CACHE_CAPACITY.
   int64_t cache_capacity = 1024;
-  /// Data-plane algorithm for allreduce. CHORUS_ALLREDUCE_ALGO: auto, ring, mpi.
+  /// Data-plane algorithm for allreduce. CHORUS_ALLREDUCE_ALGO: auto, ring, mpi, shm.
   AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
   /// With kAuto, buffers of at least this many bytes take the ring.
   /// CHORUS_RING_THRESHOLD_BYTES (measured default: docs/performance.md).
   int64_t ring_threshold_bytes = 512 << 10;
   /// Bytes per pipelined ring segment. CHORUS_RING_SEGMENT_BYTES.
   int64_t ring_segment_bytes = 1 << 20;
+  /// With kAuto and every rank on one host, allreduces of at least this many
+  /// bytes go through shared memory. CHORUS_SHM_THRESHOLD_BYTES (measured
+  /// default: docs/performance.md).
+  int64_t shm_threshold_bytes = 0;
+  /// Bytes of each of a rank's two shared-memory staging blocks.
+  /// CHORUS_SHM_BLOCK_BYTES.
+  int64_t shm_block_bytes = 1 << 20;
   /// Write a Chrome-trace timeline of every tensor to this file (rank r > 0
   /// appends ".rank<r>"); empty: off. CHORUS_TIMELINE.
   std::string timeline_path;
@@ -110,6 +119,7 @@ struct RuntimeStats {
   int64_t in_place_fused_allreduce_ops = 0;  ///< fused ones whose tensors lay back to back in memory,
                                             ///< reduced where they are (no fusion-buffer copies)
   int64_t ring_allreduce_ops = 0;  ///< of those, the ones the pipelined ring ran
+  int64_t shm_allreduce_ops = 0;   ///< of those, the ones run through shared memory
   int64_t broadcasts = 0;
   int64_t allgathers = 0;          ///< tensors that completed an allgather
   int64_t allgather_ops = 0;       ///< data-plane allgather calls (fused or not)

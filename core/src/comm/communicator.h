@@ -1,23 +1,18 @@
 #pragma once
-// The data plane: collectives on contiguous bytes that every rank calls in
-// the same order. Implementations: MPI (comm/mpi), in-process threads
-// (comm/loopback); the ring and NCCL plug in here too.
+// The data plane: collectives that every rank calls in the same order.
+// Implementations: MPI (comm/mpi), in-process threads (comm/loopback); the
+// algorithm choice (comm/allreduce_choice) wraps MPI with the ring and the
+// shared-memory allreduce; NCCL plugs in here too.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "chorus/status.h"
 #include "chorus/types.h"
+#include "comm/reduce_piece.h"
 
 namespace chorus::detail {
-
-/// Scaling of an allreduce's result: result * factor / divisor, done inside
-/// the data plane where it can ride on a pass it makes anyway.
-struct PostScale {
-  double factor = 1.0;
-  int64_t divisor = 1;
-  bool is_identity() const { return factor == 1.0 && divisor == 1; }
-};
 
 class Communicator {
  public:
@@ -26,6 +21,23 @@ class Communicator {
   /// pointer for in place), then `scale`. Average must arrive here as Sum.
   virtual Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
                            PostScale scale = {}) = 0;
+  /// True when allreduce_pieces() can reduce a fused allreduce of `bytes`
+  /// bytes where its tensors lie; otherwise the caller packs them into one
+  /// buffer for allreduce(). The answer depends on `bytes` only, and for
+  /// those bytes allreduce() runs the same algorithm: one rank may call
+  /// allreduce() (its tensors lie together) while another calls
+  /// allreduce_pieces() in the same collective.
+  virtual bool reduces_pieces(int64_t bytes) const {
+    (void)bytes;
+    return false;
+  }
+  /// Allreduce of the concatenation of `pieces` (inputs times `prescale`),
+  /// then `scale`; only where reduces_pieces() said so. Average must arrive as Sum.
+  virtual Status allreduce_pieces(const std::vector<ReducePiece>& pieces, DataType dtype, ReduceOp op,
+                                  double prescale, PostScale scale) {
+    (void)pieces, (void)dtype, (void)op, (void)prescale, (void)scale;
+    return Status::unknown_error(std::string("internal: the ") + name() + " data plane cannot reduce scattered tensors");
+  }
   /// In-place broadcast of `bytes` bytes from `root`.
   virtual Status broadcast(void* buffer, int64_t bytes, int root) = 0;
   /// Every rank contributes `rows[rank]` rows of `row_bytes` bytes from
@@ -43,6 +55,8 @@ class Communicator {
                                DataType dtype, ReduceOp op) = 0;
   /// Allreduces run on the pipelined ring so far (0 for plain backends).
   virtual int64_t ring_allreduces() const { return 0; }
+  /// Allreduces run through shared memory so far.
+  virtual int64_t shared_memory_allreduces() const { return 0; }
   /// Name for logs and --check-build, e.g. "mpi".
   virtual const char* name() const = 0;
 };

@@ -107,12 +107,14 @@ const std::vector<EnvParam> kParams = {
        return set_int64_in(t, &o->cache_capacity, 0, int64_t{1} << 24, "entries");
      }},
     {"ALLREDUCE_ALGO", "auto",
-     "auto: MPI's allreduce for small buffers, the pipelined ring from RING_THRESHOLD_BYTES on; ring; mpi.",
+     "auto: shared memory when every rank is on one host (from SHM_THRESHOLD_BYTES), otherwise MPI's "
+     "allreduce for small buffers and the pipelined ring from RING_THRESHOLD_BYTES on; ring; mpi; shm.",
      [](const std::string& t, RuntimeOptions* o) -> std::string {
        if (t == "auto") o->allreduce_algorithm = AllreduceAlgorithm::kAuto;
        else if (t == "ring") o->allreduce_algorithm = AllreduceAlgorithm::kRing;
        else if (t == "mpi") o->allreduce_algorithm = AllreduceAlgorithm::kMpi;
-       else return "expected auto, ring or mpi";
+       else if (t == "shm") o->allreduce_algorithm = AllreduceAlgorithm::kSharedMemory;
+       else return "expected auto, ring, mpi or shm";
        return "";
      }},
     {"RING_THRESHOLD_BYTES", "524288",
@@ -124,6 +126,17 @@ const std::vector<EnvParam> kParams = {
      "Bytes per pipelined ring segment (at most 1 GiB).",
      [](const std::string& t, RuntimeOptions* o) {
        return set_int64_in(t, &o->ring_segment_bytes, 1, int64_t{1} << 30, "bytes");
+     }},
+    {"SHM_THRESHOLD_BYTES", "0",
+     "With ALLREDUCE_ALGO=auto and every rank on one host, allreduces of at least this many bytes go through "
+     "shared memory.",
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_int64_in(t, &o->shm_threshold_bytes, 0, INT64_MAX, "bytes");
+     }},
+    {"SHM_BLOCK_BYTES", "1048576",
+     "Bytes of each of a rank's two shared-memory staging blocks (at most 1 GiB).",
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_int64_in(t, &o->shm_block_bytes, 64, int64_t{1} << 30, "bytes");
      }},
     {"TIMELINE", "(off)",
      "Write a Chrome-trace timeline of every tensor to this file (rank r > 0 appends .rank<r>).",

@@ -114,7 +114,7 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
 
   int64_t total = 0;
   for (const auto& e : entries) total += e.request.num_elements();
-  const int64_t ring_before = comm_.ring_allreduces();
+  const int64_t ring_before = comm_.ring_allreduces(), shared_before = comm_.shared_memory_allreduces();
   const auto t_start = Clock::now();
   auto t_packed = t_start, t_reduced = t_start;
   bool in_place_fused = false;
@@ -142,6 +142,15 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
     s = comm_.allreduce(span, span, total, dtype, wire_op, PostScale{first.postscale, divisor});
     t_reduced = Clock::now();
     in_place_fused = true;
+  } else if (comm_.reduces_pieces(total * esize)) {
+    // The data plane reads and writes each tensor where it lies (shared
+    // memory): no fusion-buffer copies.
+    std::vector<ReducePiece> pieces;
+    pieces.reserve(entries.size());
+    for (const auto& e : entries) pieces.push_back({e.input->data(), e.output->mutable_data(), e.request.num_elements()});
+    t_packed = Clock::now();
+    s = comm_.allreduce_pieces(pieces, dtype, wire_op, first.prescale, PostScale{first.postscale, divisor});
+    t_reduced = Clock::now();
   } else {
     char* buffer = static_cast<char*>(fusion_.reserve(total * esize));
     int64_t offset = 0;
@@ -161,8 +170,12 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
       offset += n;
     }
   }
-  if (timeline_.enabled()) record_allreduce(entries.size(), total * esize, comm_.ring_allreduces() > ring_before,
-                                             t_start, t_packed, t_reduced);
+  if (timeline_.enabled()) {
+    const char* algorithm = comm_.shared_memory_allreduces() > shared_before ? "shm"
+                            : comm_.ring_allreduces() > ring_before          ? "ring"
+                                                                             : "mpi";
+    record_allreduce(entries.size(), total * esize, algorithm, t_start, t_packed, t_reduced);
+  }
   if (!s.is_ok()) return s;
   stats_.update([&](RuntimeStats& st) {
     ++st.allreduce_ops;
@@ -171,16 +184,18 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
     st.tensors_allreduced += static_cast<int64_t>(entries.size());
     st.bytes_allreduced += total * esize;
     st.ring_allreduce_ops = comm_.ring_allreduces();
+    st.shm_allreduce_ops = comm_.shared_memory_allreduces();
   });
   return s;
 }
 
-void OperationExecutor::record_allreduce(size_t tensors, int64_t bytes, bool ring, Clock::time_point start,
-                                         Clock::time_point packed, Clock::time_point reduced) {
+void OperationExecutor::record_allreduce(size_t tensors, int64_t bytes, const char* algorithm,
+                                         Clock::time_point start, Clock::time_point packed,
+                                         Clock::time_point reduced) {
   const std::string args = "{\"tensors\":" + std::to_string(tensors) + ",\"bytes\":" + std::to_string(bytes) + "}";
   const char* row = "data plane";
   if (packed > start) timeline_.record(row, "PACK", start, packed, args);
-  timeline_.record(row, ring ? "ALLREDUCE ring" : "ALLREDUCE mpi", packed, reduced, args);
+  timeline_.record(row, std::string("ALLREDUCE ") + algorithm, packed, reduced, args);
   timeline_.record(row, "UNPACK", reduced, Clock::now(), args);
 }
 

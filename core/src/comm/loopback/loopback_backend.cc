@@ -1,6 +1,7 @@
 #include "comm/loopback/loopback_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -10,13 +11,30 @@
 #include <utility>
 
 #include "algorithms/reduce_kernels.h"
+#include "algorithms/shared_memory_allreduce.h"
 
 namespace chorus::detail {
 
 class LoopbackWorld {
  public:
   LoopbackWorld(int size, int ranks_per_host)
-      : size_(size), per_host_(ranks_per_host > 0 ? ranks_per_host : size), mailboxes_(static_cast<size_t>(size)) {}
+      : size_(size), per_host_(ranks_per_host > 0 ? ranks_per_host : size), mailboxes_(static_cast<size_t>(size)),
+        staging_(static_cast<size_t>(size) * 2 * kStagingBlockBytes), arrivals_(static_cast<size_t>(size)) {}
+
+  // Threads share all memory: the shared-memory allreduce runs over plain
+  // heap blocks, small so that fused tensors cross many of them.
+  static constexpr int64_t kStagingBlockBytes = 4096;
+  SharedSlots shared_slots(int rank) {
+    SharedSlots slots;
+    slots.rank = rank;
+    slots.size = size_;
+    slots.block_bytes = kStagingBlockBytes;
+    for (int k = 0; k < size_; ++k) {
+      slots.staging.push_back(staging_.data() + static_cast<size_t>(k) * 2 * kStagingBlockBytes);
+      slots.arrivals.push_back(&arrivals_[static_cast<size_t>(k)]);
+    }
+    return slots;
+  }
 
   int size() const { return size_; }
   Topology topology(int rank) const {
@@ -78,6 +96,8 @@ class LoopbackWorld {
   std::map<uint64_t, std::shared_ptr<LoopbackWorld>> children_;
   std::mutex coll_mu_;
   std::condition_variable coll_cv_;
+  std::vector<char> staging_;
+  std::vector<std::atomic<uint64_t>> arrivals_;
   std::vector<void*> buffers_;
   int arrived_ = 0;
   uint64_t generation_ = 0;
@@ -107,17 +127,20 @@ class LoopbackControl final : public ControlChannel {
 
 class LoopbackComm final : public Communicator {
  public:
-  LoopbackComm(LoopbackWorld& world, int rank) : world_(world), rank_(rank) {}
-  Status allreduce(const void* input, void* buffer, int64_t count, DataType dtype, ReduceOp op,
+  LoopbackComm(LoopbackWorld& world, int rank) : world_(world), rank_(rank), shared_(world.shared_slots(rank)) {}
+  bool reduces_pieces(int64_t) const override { return true; }
+  Status allreduce_pieces(const std::vector<ReducePiece>& pieces, DataType dtype, ReduceOp op, double prescale,
+                          PostScale scale) override {
+    ++shared_calls_;
+    return shared_.allreduce(pieces, dtype, op, prescale, scale);
+  }
+  int64_t shared_memory_allreduces() const override { return shared_calls_; }
+  // Allreduce runs on the shared-memory algorithm, as on one host under
+  // MPI; a rank whose tensors lie together and one whose do not must meet
+  // in the same algorithm.
+  Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
                    PostScale scale) override {
-    const size_t bytes = static_cast<size_t>(count * dtype_size(dtype));
-    if (input != buffer && bytes > 0) std::memcpy(buffer, input, bytes);
-    world_.rendezvous(rank_, buffer, [&](std::vector<void*>& all) {
-      for (size_t r = 1; r < all.size(); ++r) reduce_into(all[0], all[r], count, dtype, op);
-      for (size_t r = 1; r < all.size(); ++r) std::memcpy(all[r], all[0], bytes);
-    });
-    if (!scale.is_identity()) scale_copy(buffer, buffer, count, dtype, scale.factor, scale.divisor);
-    return Status::ok();
+    return allreduce_pieces({ReducePiece{input, output, count}}, dtype, op, 1.0, scale);
   }
   Status allgatherv(const void* input, void* output, const std::vector<int64_t>& rows, int64_t row_bytes) override {
     struct Slot {
@@ -193,6 +216,8 @@ class LoopbackComm final : public Communicator {
  private:
   LoopbackWorld& world_;
   int rank_;
+  SharedMemoryAllreduce shared_;
+  int64_t shared_calls_ = 0;
 };
 
 class LoopbackBackend final : public Backend {

@@ -10,9 +10,10 @@
 #include "comm/mpi/mpi_communicator.h"
 #include "comm/mpi/mpi_control_channel.h"
 #include "comm/mpi/mpi_peer_link.h"
+#include "comm/mpi/mpi_shared_memory.h"
 #include "comm/mpi/mpi_environment.h"
 #include "comm/mpi/mpi_types.h"
-#include "comm/ring_or_fallback.h"
+#include "comm/allreduce_choice.h"
 #include "common/logging.h"
 
 namespace chorus::detail {
@@ -30,6 +31,8 @@ Status check_settings_agree(MPI_Comm comm, int size, const RuntimeOptions& o, bo
   mix(static_cast<uint64_t>(o.allreduce_algorithm));
   mix(static_cast<uint64_t>(o.ring_threshold_bytes));
   mix(static_cast<uint64_t>(o.ring_segment_bytes));
+  mix(static_cast<uint64_t>(o.shm_threshold_bytes));
+  mix(static_cast<uint64_t>(o.shm_block_bytes));
   mix(static_cast<uint64_t>(o.cache_capacity));
   mix(thread_multiple ? 1 : 0);
   std::vector<uint64_t> all(static_cast<size_t>(size));
@@ -40,8 +43,8 @@ Status check_settings_agree(MPI_Comm comm, int size, const RuntimeOptions& o, bo
   }
   if (differing.empty()) return Status::ok();
   return Status::invalid_argument(
-      "CHORUS_ALLREDUCE_ALGO, CHORUS_RING_THRESHOLD_BYTES, CHORUS_RING_SEGMENT_BYTES, CHORUS_CACHE_CAPACITY and "
-      "the MPI thread level must be the same on every rank, but rank(s) " + differing + " differ from rank 0 "
+      "CHORUS_ALLREDUCE_ALGO, CHORUS_RING_THRESHOLD_BYTES, CHORUS_RING_SEGMENT_BYTES, CHORUS_SHM_THRESHOLD_BYTES, "
+      "CHORUS_SHM_BLOCK_BYTES, CHORUS_CACHE_CAPACITY and the MPI thread level must be the same on every rank, but rank(s) " + differing + " differ from rank 0 "
       "(chorusrun's flags set them on every rank)");
 }
 
@@ -93,13 +96,20 @@ class MpiBackend final : public Backend {
     control_ = std::make_unique<MpiControlChannel>(control_comm_, topo_.rank, topo_.size);
     mpi_data_ = std::make_unique<MpiCommunicator>(data_comm_, types_);
     link_ = std::make_unique<MpiPeerLink>(ring_comm_, topo_.rank, topo_.size);
-    data_ = std::make_unique<RingOrFallbackCommunicator>(*mpi_data_, *link_, options_);
+    s = start_shared_memory();
+    if (!s.is_ok()) {
+      stop();
+      return s;
+    }
+    data_ = std::make_unique<AllreduceChoiceCommunicator>(*mpi_data_, *link_, shared_allreduce_.get(), options_);
     return Status::ok();
   }
 
   void stop() override {
     control_.reset();
     data_.reset();
+    shared_allreduce_.reset();
+    shared_memory_.reset();
     link_.reset();
     mpi_data_.reset();
     types_.free();
@@ -134,6 +144,24 @@ class MpiBackend final : public Backend {
   }
 
  private:
+  // Shared memory for allreduce when every rank is on this host and the
+  // algorithm may use it (the same decision on every rank).
+  Status start_shared_memory() {
+    const AllreduceAlgorithm algo = options_.allreduce_algorithm;
+    const bool wanted = algo == AllreduceAlgorithm::kSharedMemory || algo == AllreduceAlgorithm::kAuto;
+    if (!wanted || topo_.size <= 1) return Status::ok();
+    std::string why_not;
+    Status s = MpiSharedMemory::create(data_comm_, options_.shm_block_bytes, &shared_memory_, &why_not);
+    if (!s.is_ok()) return s;
+    if (shared_memory_) {
+      shared_allreduce_ = std::make_unique<SharedMemoryAllreduce>(shared_memory_->slots());
+    } else if (algo == AllreduceAlgorithm::kSharedMemory) {
+      return Status::precondition_error("CHORUS_ALLREDUCE_ALGO=shm needs every rank on one host with shared memory, "
+                                        "but " + why_not + "; use auto, ring or mpi");
+    }  // otherwise auto goes without it (the data plane's name says which: "shm+ring+mpi" or "ring+mpi")
+    return Status::ok();
+  }
+
   const RuntimeOptions options_;
   MPI_Comm parent_ = MPI_COMM_WORLD;
   bool owns_parent_ = false;
@@ -146,7 +174,9 @@ class MpiBackend final : public Backend {
   std::unique_ptr<MpiControlChannel> control_;
   std::unique_ptr<MpiCommunicator> mpi_data_;
   std::unique_ptr<MpiPeerLink> link_;
-  std::unique_ptr<RingOrFallbackCommunicator> data_;
+  std::unique_ptr<MpiSharedMemory> shared_memory_;
+  std::unique_ptr<SharedMemoryAllreduce> shared_allreduce_;
+  std::unique_ptr<AllreduceChoiceCommunicator> data_;
 };
 
 }  // namespace

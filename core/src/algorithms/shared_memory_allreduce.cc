@@ -1,0 +1,138 @@
+#include "algorithms/shared_memory_allreduce.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "algorithms/reduce_kernels.h"
+#include "algorithms/ring_allreduce.h"
+
+namespace chorus::detail {
+
+namespace {
+
+// Element ranges of the concatenated pieces, as spans of single pieces.
+class PieceSpans {
+ public:
+  PieceSpans(const std::vector<ReducePiece>& pieces, int64_t esize) : pieces_(pieces), esize_(esize) {
+    starts_.reserve(pieces.size());
+    int64_t at = 0;
+    for (const auto& p : pieces) {
+      starts_.push_back(at);
+      at += p.count;
+    }
+    total_ = at;
+  }
+  int64_t total() const { return total_; }
+
+  // Calls f(input, output, done, take) for consecutive spans of elements
+  // [begin, begin + len): `input`/`output` point at the span in its piece,
+  // `done` elements of the range come before it.
+  template <class F>
+  void for_each(int64_t begin, int64_t len, F&& f) const {
+    if (len <= 0) return;
+    // The last piece starting at or before `begin` that is not empty.
+    size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), begin) - starts_.begin()) - 1;
+    int64_t done = 0;
+    while (done < len) {
+      const ReducePiece& p = pieces_[i];
+      const int64_t off = begin + done - starts_[i];
+      const int64_t take = std::min(len - done, p.count - off);
+      if (take > 0) {
+        f(static_cast<const char*>(p.input) + off * esize_, static_cast<char*>(p.output) + off * esize_, done, take);
+        done += take;
+      }
+      ++i;
+    }
+  }
+
+ private:
+  const std::vector<ReducePiece>& pieces_;
+  const int64_t esize_;
+  std::vector<int64_t> starts_;
+  int64_t total_ = 0;
+};
+
+}  // namespace
+
+SharedMemoryAllreduce::SharedMemoryAllreduce(SharedSlots slots) : slots_(std::move(slots)) {}
+
+char* SharedMemoryAllreduce::block(int rank, int64_t index) const {
+  return slots_.staging[static_cast<size_t>(rank)] + (index % 2) * slots_.block_bytes;
+}
+
+void SharedMemoryAllreduce::barrier() {
+  ++barriers_;
+  slots_.arrivals[static_cast<size_t>(slots_.rank)]->store(barriers_, std::memory_order_release);
+  for (int k = 0; k < slots_.size; ++k) {
+    const std::atomic<uint64_t>* a = slots_.arrivals[static_cast<size_t>(k)];
+    // The others are a few copies away: spin briefly, then give the core
+    // away (ranks and compute threads may outnumber the cores).
+    for (int spins = 0; a->load(std::memory_order_acquire) < barriers_; ++spins) {
+      if (spins >= 64) sched_yield();
+    }
+  }
+}
+
+Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, DataType dtype, ReduceOp op,
+                                        double prescale, PostScale scale) {
+  const int64_t esize = dtype_size(dtype);
+  const PieceSpans spans(pieces, esize);
+  const int n = slots_.size, me = slots_.rank;
+  if (n <= 1) {
+    spans.for_each(0, spans.total(), [&](const char* in, char* out, int64_t, int64_t take) {
+      scale_copy(out, in, take, dtype, prescale, 1);
+      scale_copy(out, out, take, dtype, scale.factor, scale.divisor);
+    });
+    return Status::ok();
+  }
+  const int64_t block_elems = slots_.block_bytes / esize;
+  if (block_elems <= 0) {
+    return Status::invalid_argument("shared-memory staging blocks of " + std::to_string(slots_.block_bytes) +
+                                    " bytes cannot hold one " + dtype_name(dtype) + " element");
+  }
+  for (int64_t first = 0; first < spans.total(); first += block_elems, ++blocks_) {
+    const int64_t len = std::min(block_elems, spans.total() - first);
+    char* mine = block(me, blocks_);
+    // 1. This rank's contribution to every other rank's part.
+    for (int k = 0; k < n; ++k) {
+      if (k == me) continue;
+      const ChunkRange part = ring_chunk(len, n, k);
+      spans.for_each(first + part.offset, part.length, [&](const char* in, char*, int64_t done, int64_t take) {
+        scale_copy(mine + (part.offset + done) * esize, in, take, dtype, prescale, 1);
+      });
+    }
+    barrier();
+    // 2. Own part: reduced once, here, for everyone.
+    const ChunkRange own = ring_chunk(len, n, me);
+    spans.for_each(first + own.offset, own.length, [&](const char* in, char* out, int64_t done, int64_t take) {
+      const int64_t at = (own.offset + done) * esize;
+      char* acc = mine + at;
+      const char* a = in;
+      if (prescale != 1.0) {
+        scale_copy(acc, in, take, dtype, prescale, 1);
+        a = acc;
+      }
+      for (int k = 0; k < n; ++k) {
+        if (k == me) continue;
+        reduce_to(acc, a, block(k, blocks_) + at, take, dtype, op);
+        a = acc;
+      }
+      scale_copy(out, acc, take, dtype, scale.factor, scale.divisor);
+    });
+    barrier();
+    // 3. The other parts, from the ranks that reduced them.
+    for (int k = 0; k < n; ++k) {
+      if (k == me) continue;
+      const ChunkRange part = ring_chunk(len, n, k);
+      const char* theirs = block(k, blocks_);
+      spans.for_each(first + part.offset, part.length, [&](const char*, char* out, int64_t done, int64_t take) {
+        scale_copy(out, theirs + (part.offset + done) * esize, take, dtype, scale.factor, scale.divisor);
+      });
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace chorus::detail

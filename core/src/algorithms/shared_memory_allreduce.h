@@ -1,0 +1,64 @@
+#pragma once
+// Allreduce among ranks that share memory (one host): every rank stages its
+// data in its own block of a shared region, reduces its 1/n part of each
+// block reading the other ranks' blocks directly, and copies the other
+// parts of the result out of their blocks. No messages and no system calls
+// on the data path, and the tensors of a fused response are read and
+// written where they are (no fusion-buffer pack and unpack).
+//
+// Per block of the data, with two barriers over shared arrival counters:
+//   1. copy in: this rank's contribution to the other ranks' parts
+//      (prescaled) into its staging block;
+//   2. barrier; reduce: own part = own input op every other rank's staged
+//      copy of it, written to the own staging block and to the output;
+//   3. barrier; copy out: the other parts from their owners' blocks.
+// Staging alternates between two blocks, and the block count runs on across
+// calls, so a block is written again only after every rank has passed the
+// second barrier of the block after it: nobody still reads it.
+// Each element is reduced by exactly one rank, so all ranks get the same bits.
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "chorus/status.h"
+#include "chorus/types.h"
+#include "comm/reduce_piece.h"
+
+namespace chorus::detail {
+
+/// The shared memory of one group of ranks, as this rank sees it.
+struct SharedSlots {
+  int rank = 0, size = 1;
+  /// Bytes of one staging block; each rank owns two.
+  int64_t block_bytes = 0;
+  /// Per rank: its two staging blocks (2 * block_bytes bytes).
+  std::vector<char*> staging;
+  /// Per rank: how many barriers it has reached (only its owner writes it).
+  std::vector<std::atomic<uint64_t>*> arrivals;
+};
+
+class SharedMemoryAllreduce {
+ public:
+  explicit SharedMemoryAllreduce(SharedSlots slots);
+
+  /// Allreduces the concatenation of `pieces` (each read from `input` and
+  /// written to `output`, which may be the same memory) over every rank of
+  /// the group: result = op over ranks of (input * prescale), then
+  /// * scale.factor / scale.divisor. Every rank passes the same total count
+  /// (its pieces may be cut differently). Average must arrive as Sum.
+  Status allreduce(const std::vector<ReducePiece>& pieces, DataType dtype, ReduceOp op, double prescale,
+                   PostScale scale);
+
+  int size() const { return slots_.size; }
+
+ private:
+  void barrier();
+  char* block(int rank, int64_t index) const;
+
+  const SharedSlots slots_;
+  uint64_t barriers_ = 0;  // barriers this rank passed; the same on every rank between calls
+  int64_t blocks_ = 0;     // blocks run so far: picks the staging block, alternating across calls
+};
+
+}  // namespace chorus::detail

@@ -1,0 +1,109 @@
+#include "comm/mpi/mpi_shared_memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <vector>
+
+namespace chorus::detail {
+
+namespace {
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "arrival counters must work across processes");
+
+constexpr size_t kCounterBytes = 128;  // own cache lines: no false sharing between ranks
+
+size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+// Every rank's answer to "did it work here?": all true or all see a failure.
+bool all_agree(MPI_Comm comm, bool ok) {
+  int mine = ok ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+  return all == 1;
+}
+
+}  // namespace
+
+Status MpiSharedMemory::create(MPI_Comm comm, int64_t block_bytes, std::unique_ptr<MpiSharedMemory>* out,
+                               std::string* why_not) {
+  out->reset();
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Comm local;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+  int local_size = 0;
+  MPI_Comm_size(local, &local_size);
+  MPI_Comm_free(&local);
+  if (local_size != size) {  // the same answer on every rank
+    *why_not = "the ranks run on more than one host";
+    return Status::ok();
+  }
+
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t per_rank = round_up(kCounterBytes + 2 * static_cast<size_t>(block_bytes), page);
+  const size_t total = per_rank * static_cast<size_t>(size);
+  static std::atomic<int> created{0};
+  char name[96] = {0};
+  std::string error;
+  if (rank == 0) {
+    std::snprintf(name, sizeof(name), "/chorus.%d.%d", static_cast<int>(getpid()), created++);
+    const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    int rc = fd < 0 ? errno : 0;
+    // fallocate, not ftruncate: a full /dev/shm fails here, not as SIGBUS later.
+    if (rc == 0) rc = posix_fallocate(fd, 0, static_cast<off_t>(total));
+    if (fd >= 0) close(fd);
+    if (rc != 0) {
+      if (fd >= 0) shm_unlink(name);
+      error = std::string("shm_open/posix_fallocate of ") + std::to_string(total) + " bytes: " + std::strerror(rc);
+      name[0] = 0;
+    }
+  }
+  MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, comm);
+  void* base = MAP_FAILED;
+  if (name[0] != 0) {
+    const int fd = shm_open(name, O_RDWR, 0600);
+    if (fd >= 0) {
+      base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (base == MAP_FAILED) error = std::string("mmap: ") + std::strerror(errno);
+      close(fd);
+    } else {
+      error = std::string("shm_open(") + name + "): " + std::strerror(errno);
+    }
+  }
+  const bool mapped = all_agree(comm, base != MAP_FAILED);
+  if (!mapped) {
+    if (base != MAP_FAILED) munmap(base, total);
+    if (rank == 0 && name[0] != 0) shm_unlink(name);
+    *why_not = "shared memory could not be set up" + (error.empty() ? std::string(" on another rank") : ": " + error);
+    return Status::ok();
+  }
+  std::unique_ptr<MpiSharedMemory> shm(new MpiSharedMemory(base, total));
+  SharedSlots& slots = shm->slots_;
+  slots.rank = rank;
+  slots.size = size;
+  slots.block_bytes = block_bytes;
+  for (int k = 0; k < size; ++k) {
+    char* at = static_cast<char*>(base) + per_rank * static_cast<size_t>(k);
+    slots.arrivals.push_back(reinterpret_cast<std::atomic<uint64_t>*>(at));
+    slots.staging.push_back(at + kCounterBytes);
+  }
+  // Each rank starts its own counter and touches its own blocks (no page
+  // faults on the hot path) before anyone reads them.
+  new (slots.arrivals[static_cast<size_t>(rank)]) std::atomic<uint64_t>(0);
+  std::memset(slots.staging[static_cast<size_t>(rank)], 0, 2 * static_cast<size_t>(block_bytes));
+  MPI_Barrier(comm);
+  if (rank == 0) shm_unlink(name);  // mapped everywhere: the name is no longer needed
+  *out = std::move(shm);
+  return Status::ok();
+}
+
+MpiSharedMemory::~MpiSharedMemory() { munmap(base_, bytes_); }
+
+}  // namespace chorus::detail

@@ -1,0 +1,241 @@
+// The shared-memory allreduce on in-process ranks (threads over one heap
+// region): world sizes 1..8, counts around the rank count, primes and large,
+// tensors cut into pieces differently on every rank, every dtype and op,
+// scaling, and many calls in a row with ranks running at different speeds.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "../mpi/typed_values.h"
+#include "algorithms/reduce_kernels.h"
+#include "algorithms/shared_memory_allreduce.h"
+#include "exact_reduction_values.h"
+
+using namespace chorus;
+using namespace chorus::detail;
+using chorus::test::exact_input;
+using chorus::test::exact_result;
+using chorus::test::load;
+using chorus::test::store;
+
+namespace {
+
+// The staging memory and counters of `size` ranks in one process.
+class Group {
+ public:
+  Group(int size, int64_t block_bytes)
+      : size_(size), block_bytes_(block_bytes), memory_(static_cast<size_t>(size * 2 * block_bytes)),
+        arrivals_(static_cast<size_t>(size)) {}
+  SharedSlots slots(int rank) {
+    SharedSlots s;
+    s.rank = rank;
+    s.size = size_;
+    s.block_bytes = block_bytes_;
+    for (int k = 0; k < size_; ++k) {
+      s.staging.push_back(memory_.data() + k * 2 * block_bytes_);
+      s.arrivals.push_back(&arrivals_[static_cast<size_t>(k)]);
+    }
+    return s;
+  }
+
+ private:
+  const int size_;
+  const int64_t block_bytes_;
+  std::vector<char> memory_;
+  std::vector<std::atomic<uint64_t>> arrivals_;
+};
+
+// Cuts `count` elements of `data` into pieces of random sizes (some empty),
+// a different cut per rank.
+std::vector<ReducePiece> cut(char* in, char* out, int64_t count, int64_t esize, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<ReducePiece> pieces;
+  int64_t at = 0;
+  while (at < count) {
+    const int64_t take = std::min<int64_t>(count - at, std::uniform_int_distribution<int64_t>(0, 37)(rng));
+    pieces.push_back({in + at * esize, out + at * esize, take});
+    at += take;
+  }
+  if (rng() % 2) pieces.push_back({in + at * esize, out + at * esize, 0});  // a trailing empty tensor
+  return pieces;
+}
+
+struct Case {
+  int size = 2;
+  int64_t count = 0;
+  DataType dt = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int64_t block_bytes = 4096;
+  bool in_place = true;
+  bool pieces = true;
+  double prescale = 1.0, factor = 1.0;
+  int64_t divisor = 1;
+};
+
+// Runs one allreduce on c.size threads; returns the number of wrong
+// elements over all ranks.
+int64_t run(const Case& c) {
+  Group group(c.size, c.block_bytes);
+  std::vector<int64_t> wrong(static_cast<size_t>(c.size), 0);
+  std::vector<Status> status(static_cast<size_t>(c.size));
+  std::vector<std::thread> threads;
+  const int64_t esize = dtype_size(c.dt);
+  for (int r = 0; r < c.size; ++r) {
+    threads.emplace_back([&, r] {
+      SharedMemoryAllreduce shm(group.slots(r));
+      std::vector<char> in(static_cast<size_t>(c.count * esize) + 1), out(in.size(), 0);
+      for (int64_t i = 0; i < c.count; ++i) store(in.data(), i, c.dt, exact_input(c.op, c.dt, r, i));
+      const std::vector<char> original = in;
+      char* result = c.in_place ? in.data() : out.data();
+      const std::vector<ReducePiece> pieces =
+          c.pieces ? cut(in.data(), result, c.count, esize, 17u * static_cast<uint32_t>(r) + 3)
+                   : std::vector<ReducePiece>{{in.data(), result, c.count}};
+      status[static_cast<size_t>(r)] = shm.allreduce(pieces, c.dt, c.op, c.prescale, PostScale{c.factor, c.divisor});
+      for (int64_t i = 0; i < c.count; ++i) {
+        // Integers truncate at each scaling step, as the other data planes do.
+        double want = exact_result(c.op, c.dt, c.size, i) * c.prescale;
+        if (c.prescale != 1.0 && !is_floating(c.dt)) {
+          want = 0;
+          for (int k = 0; k < c.size; ++k) want += std::trunc(exact_input(c.op, c.dt, k, i) * c.prescale);
+        }
+        want = want * c.factor / double(c.divisor);
+        if (!is_floating(c.dt)) want = std::trunc(want);
+        wrong[static_cast<size_t>(r)] += load(result, i, c.dt) != want;
+      }
+      if (!c.in_place && in != original) ++wrong[static_cast<size_t>(r)];  // the input is only read
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& s : status) REQUIRE(s.is_ok());
+  int64_t total = 0;
+  for (int64_t w : wrong) total += w;
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("Shared-memory allreduce: world sizes 1..8, counts around n, primes and large", "[shm]") {
+  for (int size = 1; size <= 8; ++size) {
+    for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{size - 1}, int64_t{size}, int64_t{size + 1},
+                          int64_t{13}, int64_t{101}, int64_t{100003}}) {
+      for (int64_t block : {int64_t{64}, int64_t{4096}, int64_t{1} << 20}) {
+        for (bool pieces : {false, true}) {
+          INFO("size " << size << ", count " << count << ", block bytes " << block << ", pieces " << pieces);
+          Case c;
+          c.size = size;
+          c.count = count;
+          c.block_bytes = block;
+          c.pieces = pieces;
+          REQUIRE(run(c) == 0);
+          c.dt = DataType::kInt64;
+          c.op = ReduceOp::kMax;
+          c.in_place = false;
+          REQUIRE(run(c) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("Shared-memory allreduce: every dtype and op", "[shm]") {
+  const DataType dtypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64,
+                             DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                             DataType::kFloat64, DataType::kBool};
+  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
+  for (DataType dt : dtypes) {
+    for (ReduceOp op : ops) {
+      if (!reduction_supported(dt, op)) continue;
+      for (int size : {2, 3, 5}) {
+        INFO(dtype_name(dt) << " " << reduce_op_name(op) << " on " << size << " ranks");
+        Case c;
+        c.size = size;
+        c.count = 1031;
+        c.dt = dt;
+        c.op = op;
+        c.block_bytes = 256;
+        REQUIRE(run(c) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("Shared-memory allreduce scales before and after, out of place leaves the input alone", "[shm]") {
+  for (int size : {1, 2, 3, 4, 7}) {
+    for (int64_t count : {int64_t{1}, int64_t{size + 1}, int64_t{4099}}) {
+      INFO("size " << size << ", count " << count);
+      Case c;
+      c.size = size;
+      c.count = count;
+      c.block_bytes = 512;
+      c.in_place = false;
+      c.dt = DataType::kFloat64;
+      c.prescale = 0.5;
+      c.factor = 3.0;
+      c.divisor = 4;
+      REQUIRE(run(c) == 0);
+      c.dt = DataType::kInt32;
+      c.prescale = 2.0;
+      c.factor = 1.0;
+      c.divisor = size;  // Average of integers: the truncated mean
+      c.in_place = true;
+      REQUIRE(run(c) == 0);
+    }
+  }
+}
+
+TEST_CASE("Shared-memory allreduce: many calls in a row, ranks at different speeds", "[shm]") {
+  // One-block calls: a rank that finishes early starts the next call while
+  // others still copy out of the previous one's blocks; the staging blocks
+  // must alternate across calls for that to be safe.
+  for (int size : {2, 3, 4}) {
+    Group group(size, 256);
+    const int calls = 300;
+    std::vector<int64_t> wrong(static_cast<size_t>(size), 0);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < size; ++r) {
+      threads.emplace_back([&, r] {
+        SharedMemoryAllreduce shm(group.slots(r));
+        std::mt19937 rng(static_cast<uint32_t>(r) + 11);
+        for (int call = 0; call < calls; ++call) {
+          const int64_t count = 1 + call % 64;  // at most one 256-byte block of float32
+          std::vector<float> buf(static_cast<size_t>(count));
+          for (int64_t i = 0; i < count; ++i) buf[static_cast<size_t>(i)] = float(call * 100 + r + i);
+          if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+          // (no REQUIRE off the main thread: Catch2 is not thread-safe)
+          if (!shm.allreduce({{buf.data(), buf.data(), count}}, DataType::kFloat32, ReduceOp::kSum, 1.0, {}).is_ok()) {
+            ++wrong[static_cast<size_t>(r)];
+          }
+          for (int64_t i = 0; i < count; ++i) {
+            const float want = float(size * (call * 100 + i) + size * (size - 1) / 2);
+            wrong[static_cast<size_t>(r)] += buf[static_cast<size_t>(i)] != want;
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int64_t w : wrong) REQUIRE(w == 0);
+  }
+}
+
+TEST_CASE("Shared-memory allreduce refuses blocks too small for one element", "[shm]") {
+  Group group(2, 4);
+  std::vector<Status> status(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      SharedMemoryAllreduce shm(group.slots(r));
+      double v = 1;
+      status[static_cast<size_t>(r)] = shm.allreduce({{&v, &v, 1}}, DataType::kFloat64, ReduceOp::kSum, 1.0, {});
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& s : status) {
+    REQUIRE_FALSE(s.is_ok());
+    REQUIRE_THAT(s.message(), Catch::Contains("4 bytes") && Catch::Contains("float64"));
+  }
+}
