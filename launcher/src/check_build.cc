@@ -20,6 +20,7 @@ std::string check_build_report() {
       << "Available Controllers:\n"
       << "    " << mark(true) << " MPI\n\n"
       << "Available Tensor Operations:\n"
+      << "    " << mark(CHORUS_BUILT_WITH_SHM) << " Shared-memory allreduce (ranks on one host)\n"
       << "    " << mark(CHORUS_BUILT_WITH_RING) << " Ring-AllReduce over MPI point-to-point\n"
       << "    " << mark(true) << " MPI collectives\n"
       << "    " << mark(CHORUS_BUILT_WITH_NCCL) << " NCCL\n";

@@ -87,27 +87,36 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
     });
     return Status::ok();
   }
-  const int64_t block_elems = slots_.block_bytes / esize;
-  if (block_elems <= 0) {
+  // Part k of every block is staged at k * stride, whatever the block's
+  // length: a rank's own part never moves, which the pipeline relies on.
+  const int64_t stride = slots_.block_bytes / esize / n;
+  if (stride <= 0) {
     return Status::invalid_argument("shared-memory staging blocks of " + std::to_string(slots_.block_bytes) +
-                                    " bytes cannot hold one " + dtype_name(dtype) + " element");
+                                    " bytes cannot hold one " + dtype_name(dtype) + " element per rank (" +
+                                    std::to_string(n) + " ranks)");
   }
-  for (int64_t first = 0; first < spans.total(); first += block_elems, ++blocks_) {
-    const int64_t len = std::min(block_elems, spans.total() - first);
-    char* mine = block(me, blocks_);
-    // 1. This rank's contribution to every other rank's part.
+  const int64_t block_elems = stride * n;
+  const int64_t count = spans.total();
+  const int64_t blocks = (count + block_elems - 1) / block_elems;
+  auto first_of = [&](int64_t b) { return b * block_elems; };
+  auto length_of = [&](int64_t b) { return std::min(block_elems, count - b * block_elems); };
+  // This rank's contribution to every other rank's part of block b.
+  auto copy_in = [&](int64_t b) {
+    char* mine = block(me, blocks_ + b);
     for (int k = 0; k < n; ++k) {
       if (k == me) continue;
-      const ChunkRange part = ring_chunk(len, n, k);
-      spans.for_each(first + part.offset, part.length, [&](const char* in, char*, int64_t done, int64_t take) {
-        scale_copy(mine + (part.offset + done) * esize, in, take, dtype, prescale, 1);
+      const ChunkRange part = ring_chunk(length_of(b), n, k);
+      spans.for_each(first_of(b) + part.offset, part.length, [&](const char* in, char*, int64_t done, int64_t take) {
+        scale_copy(mine + (k * stride + done) * esize, in, take, dtype, prescale, 1);
       });
     }
-    barrier();
-    // 2. Own part: reduced once, here, for everyone.
-    const ChunkRange own = ring_chunk(len, n, me);
-    spans.for_each(first + own.offset, own.length, [&](const char* in, char* out, int64_t done, int64_t take) {
-      const int64_t at = (own.offset + done) * esize;
+  };
+  // Own part of block b: reduced once, here, for everyone.
+  auto reduce = [&](int64_t b) {
+    char* mine = block(me, blocks_ + b);
+    const ChunkRange own = ring_chunk(length_of(b), n, me);
+    spans.for_each(first_of(b) + own.offset, own.length, [&](const char* in, char* out, int64_t done, int64_t take) {
+      const int64_t at = (me * stride + done) * esize;
       char* acc = mine + at;
       const char* a = in;
       if (prescale != 1.0) {
@@ -116,22 +125,38 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
       }
       for (int k = 0; k < n; ++k) {
         if (k == me) continue;
-        reduce_to(acc, a, block(k, blocks_) + at, take, dtype, op);
+        reduce_to(acc, a, block(k, blocks_ + b) + at, take, dtype, op);
         a = acc;
       }
       scale_copy(out, acc, take, dtype, scale.factor, scale.divisor);
     });
-    barrier();
-    // 3. The other parts, from the ranks that reduced them.
+  };
+  // The other parts of block b, from the ranks that reduced them.
+  auto copy_out = [&](int64_t b) {
     for (int k = 0; k < n; ++k) {
       if (k == me) continue;
-      const ChunkRange part = ring_chunk(len, n, k);
-      const char* theirs = block(k, blocks_);
-      spans.for_each(first + part.offset, part.length, [&](const char*, char* out, int64_t done, int64_t take) {
-        scale_copy(out, theirs + (part.offset + done) * esize, take, dtype, scale.factor, scale.divisor);
+      const ChunkRange part = ring_chunk(length_of(b), n, k);
+      const char* theirs = block(k, blocks_ + b);
+      spans.for_each(first_of(b) + part.offset, part.length, [&](const char*, char* out, int64_t done, int64_t take) {
+        scale_copy(out, theirs + (k * stride + done) * esize, take, dtype, scale.factor, scale.divisor);
       });
     }
+  };
+  // Pipelined, one barrier per block: phase p copies out block p-2, reduces
+  // block p-1 and copies in block p (blocks p and p-2 share a staging
+  // block). In a phase a rank writes the other ranks' parts of its staging
+  // for p and its own part of its staging for p-1, while the others read its
+  // own part of the staging for p-2 (= p's) and their parts of p-1's:
+  // disjoint, since parts sit at fixed places. The last phase (copy out
+  // only) needs no barrier after it: it is the first phase of the next
+  // call, whose copy in touches the other parts.
+  for (int64_t p = 0; p < blocks + 2; ++p) {
+    if (p >= 2) copy_out(p - 2);
+    if (p >= 1 && p - 1 < blocks) reduce(p - 1);
+    if (p < blocks) copy_in(p);
+    if (p < blocks + 1) barrier();
   }
+  blocks_ += blocks;
   return Status::ok();
 }
 

@@ -6,15 +6,17 @@
 // on the data path, and the tensors of a fused response are read and
 // written where they are (no fusion-buffer pack and unpack).
 //
-// Per block of the data, with two barriers over shared arrival counters:
+// Per block of the data:
 //   1. copy in: this rank's contribution to the other ranks' parts
 //      (prescaled) into its staging block;
-//   2. barrier; reduce: own part = own input op every other rank's staged
-//      copy of it, written to the own staging block and to the output;
-//   3. barrier; copy out: the other parts from their owners' blocks.
-// Staging alternates between two blocks, and the block count runs on across
-// calls, so a block is written again only after every rank has passed the
-// second barrier of the block after it: nobody still reads it.
+//   2. reduce: own part = own input op every other rank's staged copy of
+//      it, written to the own staging block and to the output;
+//   3. copy out: the other parts from their owners' staging blocks.
+// Pipelined over blocks with one barrier (shared arrival counters) per
+// block: while block b is copied in, block b-1 is reduced and block b-2
+// copied out. Staging alternates between two blocks per rank and the block
+// count runs on across calls, so what a rank writes in a phase is never
+// what another rank reads in it (see the phase loop).
 // Each element is reduced by exactly one rank, so all ranks get the same bits.
 
 #include <atomic>
