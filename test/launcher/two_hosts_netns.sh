@@ -56,4 +56,13 @@ done
 expected="$(ip netns exec "$nsa" readlink /proc/self/ns/net) $(ip netns exec "$nsb" readlink /proc/self/ns/net)"
 seen="$(grep -o '^REPORT rank=0 .*netns=[^ ]*' "$work/out" | sed 's/.*netns=//') $(grep -o '^REPORT rank=1 .*netns=[^ ]*' "$work/out" | sed 's/.*netns=//')"
 [[ "$seen" == "$expected" ]] || { echo "FAIL: ranks ran in namespaces '$seen', want '$expected'"; ok=0; }
+# Shared memory spans one host only: forcing it here fails on every rank with
+# a message that says why (auto above went without it).
+if ip netns exec "$nsa" "$chorusrun" -np 2 -H "$ha:1,$hb:1" --allreduce-algo shm \
+  --mpi-args "--mca plm_rsh_agent $work/netns_rsh --mca oob_tcp_if_include $net.0/24 --mca btl_tcp_if_include $net.0/24 -x PATH -x LD_LIBRARY_PATH" \
+  "$report" > "$work/shm_out" 2>&1; then
+  cat "$work/shm_out"; echo "FAIL: CHORUS_ALLREDUCE_ALGO=shm across two hosts did not fail"; ok=0
+elif [[ "$(grep -c "CHORUS_ALLREDUCE_ALGO=shm needs every rank on one host" "$work/shm_out")" -lt 1 ]]; then
+  cat "$work/shm_out"; echo "FAIL: forced shm across hosts failed without naming why"; ok=0
+fi
 ((ok)) && echo "two_hosts_netns: all checks passed" || exit 1

@@ -9,11 +9,11 @@
 #include "comm/backend.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "comm/mpi/mpi_control_channel.h"
+#include "comm/allreduce_choice.h"
+#include "comm/mpi/mpi_environment.h"
 #include "comm/mpi/mpi_peer_link.h"
 #include "comm/mpi/mpi_shared_memory.h"
-#include "comm/mpi/mpi_environment.h"
 #include "comm/mpi/mpi_types.h"
-#include "comm/allreduce_choice.h"
 #include "common/logging.h"
 
 namespace chorus::detail {
@@ -44,8 +44,8 @@ Status check_settings_agree(MPI_Comm comm, int size, const RuntimeOptions& o, bo
   if (differing.empty()) return Status::ok();
   return Status::invalid_argument(
       "CHORUS_ALLREDUCE_ALGO, CHORUS_RING_THRESHOLD_BYTES, CHORUS_RING_SEGMENT_BYTES, CHORUS_SHM_THRESHOLD_BYTES, "
-      "CHORUS_SHM_BLOCK_BYTES, CHORUS_CACHE_CAPACITY and the MPI thread level must be the same on every rank, but rank(s) " + differing + " differ from rank 0 "
-      "(chorusrun's flags set them on every rank)");
+      "CHORUS_SHM_BLOCK_BYTES, CHORUS_CACHE_CAPACITY and the MPI thread level must be the same on every rank, "
+      "but rank(s) " + differing + " differ from rank 0 (chorusrun's flags set them on every rank)");
 }
 
 bool mpi_thread_multiple() {
