@@ -56,6 +56,14 @@ class PieceSpans {
 
 }  // namespace
 
+void allreduce_pieces_alone(const std::vector<ReducePiece>& pieces, DataType dtype, double prescale,
+                            PostScale scale) {
+  for (const ReducePiece& p : pieces) {
+    scale_copy(p.output, p.input, p.count, dtype, prescale, 1);
+    scale_copy(p.output, p.output, p.count, dtype, scale.factor, scale.divisor);
+  }
+}
+
 SharedMemoryAllreduce::SharedMemoryAllreduce(SharedSlots slots) : slots_(std::move(slots)) {}
 
 char* SharedMemoryAllreduce::block(int rank, int64_t index) const {
@@ -77,16 +85,13 @@ void SharedMemoryAllreduce::barrier() {
 
 Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, DataType dtype, ReduceOp op,
                                         double prescale, PostScale scale) {
-  const int64_t esize = dtype_size(dtype);
-  const PieceSpans spans(pieces, esize);
   const int n = slots_.size, me = slots_.rank;
   if (n <= 1) {
-    spans.for_each(0, spans.total(), [&](const char* in, char* out, int64_t, int64_t take) {
-      scale_copy(out, in, take, dtype, prescale, 1);
-      scale_copy(out, out, take, dtype, scale.factor, scale.divisor);
-    });
+    allreduce_pieces_alone(pieces, dtype, prescale, scale);
     return Status::ok();
   }
+  const int64_t esize = dtype_size(dtype);
+  const PieceSpans spans(pieces, esize);
   // Part k of every block is staged at k * stride, whatever the block's
   // length: a rank's own part never moves, which the pipeline relies on.
   const int64_t stride = slots_.block_bytes / esize / n;

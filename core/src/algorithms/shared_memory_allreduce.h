@@ -29,6 +29,11 @@
 
 namespace chorus::detail {
 
+/// The allreduce of a group of one: each piece's input, scaled, into its
+/// output (prescale, then scale), with no staging.
+void allreduce_pieces_alone(const std::vector<ReducePiece>& pieces, DataType dtype, double prescale,
+                            PostScale scale);
+
 /// The shared memory of one group of ranks, as this rank sees it.
 struct SharedSlots {
   int rank = 0, size = 1;

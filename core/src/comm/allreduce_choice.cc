@@ -43,12 +43,18 @@ Status AllreduceChoiceCommunicator::allreduce(const void* input, void* output, i
   return ring_allreduce(link_, input, output, count, dtype, op, scratch, ring);
 }
 
+// A single rank copies each tensor to its output; shared memory reduces
+// them where they lie. Either way no fusion buffer.
 bool AllreduceChoiceCommunicator::reduces_pieces(int64_t bytes) const {
-  return route(bytes) == AllreduceRoute::kSharedMemory;
+  return link_.size() <= 1 || route(bytes) == AllreduceRoute::kSharedMemory;
 }
 
 Status AllreduceChoiceCommunicator::allreduce_pieces(const std::vector<ReducePiece>& pieces, DataType dtype,
                                                      ReduceOp op, double prescale, PostScale scale) {
+  if (link_.size() <= 1) {
+    allreduce_pieces_alone(pieces, dtype, prescale, scale);
+    return Status::ok();
+  }
   if (shared_ == nullptr) return Communicator::allreduce_pieces(pieces, dtype, op, prescale, scale);
   ++shared_calls_;
   return shared_->allreduce(pieces, dtype, op, prescale, scale);

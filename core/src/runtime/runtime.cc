@@ -115,7 +115,9 @@ const RuntimeOptions& Runtime::options() const { return impl_->options(); }
 Handle Runtime::allreduce_async(const std::string& name, std::shared_ptr<Tensor> input,
                                 std::shared_ptr<Tensor> output, const AllreduceOptions& options,
                                 OpHooks hooks) {
-  auto target = engine(hooks.process_set, "allreduce of tensor '" + name + "': ");
+  // The hot path of a backward pass: no error text built unless needed.
+  auto target = hooks.process_set.is_global() ? impl_
+                                              : engine(hooks.process_set, "allreduce of tensor '" + name + "': ");
   std::vector<detail::TensorEntry> entries;
   entries.push_back(allreduce_entry(name, std::move(input), std::move(output), options, target->topology().rank));
   entries.back().hooks = std::move(hooks);

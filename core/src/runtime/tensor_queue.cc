@@ -14,9 +14,9 @@ Status TensorQueue::add(std::vector<TensorEntry> entries) {
                                               std::string(" of tensor '") + first +
                                               "' refused: " + close_reason_.message());
     }
-    std::unordered_set<std::string> batch;
+    std::unordered_set<std::string> batch;  // repeats within a group; one entry cannot repeat
     for (const auto& e : entries) {
-      if (entries_.count(e.name()) || !batch.insert(e.name()).second) {
+      if (entries_.count(e.name()) || (entries.size() > 1 && !batch.insert(e.name()).second)) {
         return Status::invalid_argument("Tensor '" + e.name() +
                                         "' is already in flight on this rank: a name may be "
                                         "enqueued again only after its previous operation completed");
@@ -27,6 +27,8 @@ Status TensorQueue::add(std::vector<TensorEntry> entries) {
       std::string name = e.name();
       entries_.emplace(std::move(name), std::move(e));
     }
+    held_.store(entries_.size(), std::memory_order_relaxed);
+    has_new_requests_.store(true, std::memory_order_release);
     notified_ = notified_ || wake_on_add_;
   }
   if (wake_on_add_) cv_.notify_one();
@@ -34,10 +36,12 @@ Status TensorQueue::add(std::vector<TensorEntry> entries) {
 }
 
 std::vector<Request> TensorQueue::take_new_requests() {
+  if (!has_new_requests_.load(std::memory_order_acquire)) return {};  // a later poll sees it
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Request> out(std::make_move_iterator(new_requests_.begin()),
                            std::make_move_iterator(new_requests_.end()));
   new_requests_.clear();
+  has_new_requests_.store(false, std::memory_order_relaxed);
   return out;
 }
 
@@ -55,6 +59,7 @@ bool TensorQueue::take(const std::string& name, TensorEntry* out) {
   if (it == entries_.end()) return false;
   *out = std::move(it->second);
   entries_.erase(it);
+  held_.store(entries_.size(), std::memory_order_relaxed);
   return true;
 }
 
@@ -69,6 +74,8 @@ std::vector<TensorEntry> TensorQueue::close(const Status& reason) {
   for (auto& [name, e] : entries_) out.push_back(std::move(e));
   entries_.clear();
   new_requests_.clear();
+  held_.store(0, std::memory_order_relaxed);
+  has_new_requests_.store(false, std::memory_order_relaxed);
   return out;
 }
 
@@ -77,10 +84,7 @@ bool TensorQueue::closed() const {
   return closed_;
 }
 
-size_t TensorQueue::in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return entries_.size();
-}
+size_t TensorQueue::in_flight() const { return held_.load(std::memory_order_relaxed); }
 
 void TensorQueue::wait_for_work(std::chrono::nanoseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);

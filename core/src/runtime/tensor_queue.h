@@ -4,6 +4,7 @@
 // background thread takes the new requests each round and, once the
 // coordinator answered, the entries by name.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -43,6 +44,11 @@ class TensorQueue {
   void set_wake_on_add(bool wake) { wake_on_add_ = wake; }
 
  private:
+  // Mirrors read without the lock: the background thread polls them in a
+  // loop while a framework thread may be adding a burst of tensors, and
+  // taking the lock on every poll would make the two fight over it.
+  std::atomic<bool> has_new_requests_{false};
+  std::atomic<size_t> held_{0};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::unordered_map<std::string, TensorEntry> entries_;
