@@ -4,7 +4,7 @@
 
 namespace chorus::detail {
 
-void Coordinator::add(const Request& request, Clock::time_point now) {
+void Coordinator::add(Request request, Clock::time_point now) {
   if (request.rank < 0 || request.rank >= world_size_) return;  // not a rank of this job
   if (request.type == CollectiveType::kJoin) {
     add_join(request);
@@ -14,12 +14,13 @@ void Coordinator::add(const Request& request, Clock::time_point now) {
   Entry& e = it->second;
   if (inserted) {
     e.seen.assign(static_cast<size_t>(world_size_), false);
+    e.requests.reserve(static_cast<size_t>(world_size_));
     e.first_seen = now;
   }
   // A second request from the same rank still counts towards completion, so
   // that complete() reports it instead of the tensor waiting forever.
   e.seen[static_cast<size_t>(request.rank)] = true;
-  e.requests.push_back(request);
+  e.requests.push_back(std::move(request));
   if (covered(e)) finish(it);
 }
 
@@ -150,6 +151,7 @@ void Coordinator::release_group(const std::string& group) {
 std::vector<ReadyTensor> Coordinator::take_ready() {
   std::vector<ReadyTensor> out;
   out.swap(ready_);
+  ready_.reserve(out.size());  // bursts tend to repeat (a backward pass): grow once, not per push
   return out;
 }
 

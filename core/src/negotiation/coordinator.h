@@ -37,7 +37,7 @@ class Coordinator {
       : world_size_(world_size), scope_(std::move(scope)), joined_(static_cast<size_t>(world_size), false) {}
 
   /// Records one rank's request.
-  void add(const Request& request, Clock::time_point now = Clock::now());
+  void add(Request request, Clock::time_point now = Clock::now());
   /// Tensors that became complete since the last call, in completion order.
   /// Members of a group are held back until the whole group is complete,
   /// then returned together.

@@ -104,7 +104,7 @@ void BackgroundLoop::add_requests(int from_rank, const RequestList& list) {
     if (const Request* cached = cache_.resolve(key)) {
       Request r = *cached;
       r.rank = from_rank;
-      coordinator_->add(r);
+      coordinator_->add(std::move(r));
       ++hits;
     } else {
       pending_resends_.push_back({from_rank, key});  // the slot was refilled meanwhile
