@@ -149,6 +149,7 @@ void Coordinator::release_group(const std::string& group) {
 }
 
 std::vector<ReadyTensor> Coordinator::take_ready() {
+  if (ready_.empty()) return {};  // polled constantly: keep the capacity
   std::vector<ReadyTensor> out;
   out.swap(ready_);
   ready_.reserve(out.size());  // bursts tend to repeat (a backward pass): grow once, not per push

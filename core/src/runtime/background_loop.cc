@@ -159,6 +159,7 @@ std::vector<ReadyTensor> BackgroundLoop::take_fusable_burst() {
   if (!coordinator_->idle() && held_us < options_.fusion_wait_us && global_shutdown_reason_.empty()) return {};
   std::vector<ReadyTensor> out;
   out.swap(held_);
+  held_.reserve(out.size());
   return out;
 }
 
