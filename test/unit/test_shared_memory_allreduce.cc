@@ -222,6 +222,41 @@ TEST_CASE("Shared-memory allreduce: many calls in a row, ranks at different spee
   }
 }
 
+TEST_CASE("Shared-memory allreduce: calls of changing sizes and dtypes in a row", "[shm]") {
+  // Multi-block calls with odd block counts, empty calls in between, and the
+  // element size (so the part stride) changing from call to call.
+  const DataType dtypes[] = {DataType::kFloat64, DataType::kFloat16, DataType::kInt32, DataType::kUInt8};
+  const int64_t counts[] = {0, 1, 37, 100, 0, 333, 5, 1000};
+  for (int size : {2, 3, 5}) {
+    Group group(size, 256);
+    const int calls = 64;
+    std::vector<int64_t> wrong(static_cast<size_t>(size), 0);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < size; ++r) {
+      threads.emplace_back([&, r] {
+        SharedMemoryAllreduce shm(group.slots(r));
+        std::mt19937 rng(static_cast<uint32_t>(r) * 7 + 1);
+        for (int call = 0; call < calls; ++call) {
+          const DataType dt = dtypes[call % 4];
+          const int64_t count = counts[call % 8];
+          const ReduceOp op = call % 3 == 0 ? ReduceOp::kMax : ReduceOp::kSum;
+          std::vector<char> buf(static_cast<size_t>(count * dtype_size(dt)) + 1);
+          for (int64_t i = 0; i < count; ++i) store(buf.data(), i, dt, exact_input(op, dt, r, i + call));
+          if (rng() % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+          const std::vector<ReducePiece> pieces = cut(buf.data(), buf.data(), count, dtype_size(dt), rng());
+          if (!shm.allreduce(pieces, dt, op, 1.0, {}).is_ok()) ++wrong[static_cast<size_t>(r)];
+          for (int64_t i = 0; i < count; ++i) {
+            // exact_result(i + call) has the inputs exact_input(rank, i + call).
+            wrong[static_cast<size_t>(r)] += load(buf.data(), i, dt) != exact_result(op, dt, size, i + call);
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int64_t w : wrong) REQUIRE(w == 0);
+  }
+}
+
 TEST_CASE("Shared-memory allreduce refuses blocks too small for one element", "[shm]") {
   Group group(2, 4);
   std::vector<Status> status(2);

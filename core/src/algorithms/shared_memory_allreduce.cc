@@ -3,6 +3,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "algorithms/reduce_kernels.h"
@@ -11,6 +13,8 @@
 namespace chorus::detail {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // Element ranges of the concatenated pieces, as spans of single pieces.
 class PieceSpans {
@@ -77,8 +81,20 @@ void SharedMemoryAllreduce::barrier() {
     const std::atomic<uint64_t>* a = slots_.arrivals[static_cast<size_t>(k)];
     // The others are a few copies away: spin briefly, then give the core
     // away (ranks and compute threads may outnumber the cores).
-    for (int spins = 0; a->load(std::memory_order_acquire) < barriers_; ++spins) {
-      if (spins >= 64) sched_yield();
+    // A peer that stays away long (stopped, or starved of the core) is
+    // waited for in 1 ms sleeps, not by burning a core.
+    int spins = 0;
+    Clock::time_point since{};
+    while (a->load(std::memory_order_acquire) < barriers_) {
+      if (spins < 64) {
+        ++spins;
+        continue;
+      }
+      sched_yield();
+      if (++spins % 1024 != 0) continue;
+      const auto now = Clock::now();
+      if (since == Clock::time_point{}) since = now;
+      if (now - since > std::chrono::milliseconds(100)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
 }
@@ -94,7 +110,10 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
   const PieceSpans spans(pieces, esize);
   // Part k of every block is staged at k * stride, whatever the block's
   // length: a rank's own part never moves, which the pipeline relies on.
-  const int64_t stride = slots_.block_bytes / esize / n;
+  // Parts start on their own cache lines where the block allows it.
+  const int64_t per_line = std::max<int64_t>(1, 64 / esize);
+  int64_t stride = slots_.block_bytes / esize / n;
+  if (stride >= per_line) stride -= stride % per_line;
   if (stride <= 0) {
     return Status::invalid_argument("shared-memory staging blocks of " + std::to_string(slots_.block_bytes) +
                                     " bytes cannot hold one " + dtype_name(dtype) + " element per rank (" +
@@ -107,7 +126,7 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
   auto length_of = [&](int64_t b) { return std::min(block_elems, count - b * block_elems); };
   // This rank's contribution to every other rank's part of block b.
   auto copy_in = [&](int64_t b) {
-    char* mine = block(me, blocks_ + b);
+    char* mine = block(me, block_sequence_ + b);
     for (int k = 0; k < n; ++k) {
       if (k == me) continue;
       const ChunkRange part = ring_chunk(length_of(b), n, k);
@@ -118,7 +137,7 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
   };
   // Own part of block b: reduced once, here, for everyone.
   auto reduce = [&](int64_t b) {
-    char* mine = block(me, blocks_ + b);
+    char* mine = block(me, block_sequence_ + b);
     const ChunkRange own = ring_chunk(length_of(b), n, me);
     spans.for_each(first_of(b) + own.offset, own.length, [&](const char* in, char* out, int64_t done, int64_t take) {
       const int64_t at = (me * stride + done) * esize;
@@ -130,7 +149,7 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
       }
       for (int k = 0; k < n; ++k) {
         if (k == me) continue;
-        reduce_to(acc, a, block(k, blocks_ + b) + at, take, dtype, op);
+        reduce_to(acc, a, block(k, block_sequence_ + b) + at, take, dtype, op);
         a = acc;
       }
       scale_copy(out, acc, take, dtype, scale.factor, scale.divisor);
@@ -141,7 +160,7 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
     for (int k = 0; k < n; ++k) {
       if (k == me) continue;
       const ChunkRange part = ring_chunk(length_of(b), n, k);
-      const char* theirs = block(k, blocks_ + b);
+      const char* theirs = block(k, block_sequence_ + b);
       spans.for_each(first_of(b) + part.offset, part.length, [&](const char*, char* out, int64_t done, int64_t take) {
         scale_copy(out, theirs + (k * stride + done) * esize, take, dtype, scale.factor, scale.divisor);
       });
@@ -153,15 +172,17 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
   // for p and its own part of its staging for p-1, while the others read its
   // own part of the staging for p-2 (= p's) and their parts of p-1's:
   // disjoint, since parts sit at fixed places. The last phase (copy out
-  // only) needs no barrier after it: it is the first phase of the next
-  // call, whose copy in touches the other parts.
+  // only) needs no barrier after it: it runs alongside the next call's
+  // first phase, which copies into the other staging block (the block
+  // sequence runs on across calls), and that call's first barrier waits
+  // for it.
   for (int64_t p = 0; p < blocks + 2; ++p) {
     if (p >= 2) copy_out(p - 2);
     if (p >= 1 && p - 1 < blocks) reduce(p - 1);
     if (p < blocks) copy_in(p);
     if (p < blocks + 1) barrier();
   }
-  blocks_ += blocks;
+  block_sequence_ += blocks;
   return Status::ok();
 }
 

@@ -2,9 +2,10 @@
 // Allreduce among ranks that share memory (one host): every rank stages its
 // data in its own block of a shared region, reduces its 1/n part of each
 // block reading the other ranks' blocks directly, and copies the other
-// parts of the result out of their blocks. No messages and no system calls
-// on the data path, and the tensors of a fused response are read and
-// written where they are (no fusion-buffer pack and unpack).
+// parts of the result out of their blocks. No messages and no copies
+// through the kernel on the data path (waiting yields the core), and the
+// tensors of a fused response are read and written where they lie (no
+// fusion-buffer pack and unpack).
 //
 // Per block of the data:
 //   1. copy in: this rank's contribution to the other ranks' parts
@@ -37,7 +38,8 @@ void allreduce_pieces_alone(const std::vector<ReducePiece>& pieces, DataType dty
 /// The shared memory of one group of ranks, as this rank sees it.
 struct SharedSlots {
   int rank = 0, size = 1;
-  /// Bytes of one staging block; each rank owns two.
+  /// Bytes of one staging block, a multiple of 64 (element and cache-line
+  /// alignment of both blocks); each rank owns two.
   int64_t block_bytes = 0;
   /// Per rank: its two staging blocks (2 * block_bytes bytes).
   std::vector<char*> staging;
@@ -65,7 +67,7 @@ class SharedMemoryAllreduce {
 
   const SharedSlots slots_;
   uint64_t barriers_ = 0;  // barriers this rank passed; the same on every rank between calls
-  int64_t blocks_ = 0;     // blocks run so far: picks the staging block, alternating across calls
+  int64_t block_sequence_ = 0;  // blocks run so far, across calls: picks the staging block
 };
 
 }  // namespace chorus::detail

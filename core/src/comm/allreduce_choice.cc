@@ -10,7 +10,7 @@ AllreduceRoute choose_allreduce(const RuntimeOptions& o, int64_t bytes, int worl
   switch (o.allreduce_algorithm) {
     case AllreduceAlgorithm::kRing: return AllreduceRoute::kRing;
     case AllreduceAlgorithm::kMpi: return AllreduceRoute::kFallback;
-    case AllreduceAlgorithm::kSharedMemory:
+    case AllreduceAlgorithm::kSharedMemory:  // without it, init() already failed; the ring is a safe answer
       return shared_memory ? AllreduceRoute::kSharedMemory : AllreduceRoute::kRing;
     case AllreduceAlgorithm::kAuto:
       if (shared_memory && bytes >= o.shm_threshold_bytes) return AllreduceRoute::kSharedMemory;
@@ -55,7 +55,11 @@ Status AllreduceChoiceCommunicator::allreduce_pieces(const std::vector<ReducePie
     allreduce_pieces_alone(pieces, dtype, prescale, scale);
     return Status::ok();
   }
-  if (shared_ == nullptr) return Communicator::allreduce_pieces(pieces, dtype, op, prescale, scale);
+  int64_t count = 0;
+  for (const ReducePiece& p : pieces) count += p.count;
+  if (!reduces_pieces(count * dtype_size(dtype))) {  // the contract in communicator.h
+    return Communicator::allreduce_pieces(pieces, dtype, op, prescale, scale);
+  }
   ++shared_calls_;
   return shared_->allreduce(pieces, dtype, op, prescale, scale);
 }

@@ -134,9 +134,11 @@ const std::vector<EnvParam> kParams = {
        return set_int64_in(t, &o->shm_threshold_bytes, 0, INT64_MAX, "bytes");
      }},
     {"SHM_BLOCK_BYTES", "1048576",
-     "Bytes of each of a rank's two shared-memory staging blocks (at most 1 GiB).",
-     [](const std::string& t, RuntimeOptions* o) {
-       return set_int64_in(t, &o->shm_block_bytes, 64, int64_t{1} << 30, "bytes");
+     "Bytes of each of a rank's two shared-memory staging blocks: a multiple of 64, 4 KiB .. 1 GiB.",
+     [](const std::string& t, RuntimeOptions* o) -> std::string {
+       std::string error = set_int64_in(t, &o->shm_block_bytes, 4096, int64_t{1} << 30, "bytes");
+       if (error.empty() && o->shm_block_bytes % 64 != 0) error = "expected a multiple of 64 bytes";
+       return error;
      }},
     {"TIMELINE", "(off)",
      "Write a Chrome-trace timeline of every tensor to this file (rank r > 0 appends .rank<r>).",

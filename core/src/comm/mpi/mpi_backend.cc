@@ -158,7 +158,13 @@ class MpiBackend final : public Backend {
     } else if (algo == AllreduceAlgorithm::kSharedMemory) {
       return Status::precondition_error("CHORUS_ALLREDUCE_ALGO=shm needs every rank on one host with shared memory, "
                                         "but " + why_not + "; use auto, ring or mpi");
-    }  // otherwise auto goes without it (the data plane's name says which: "shm+ring+mpi" or "ring+mpi")
+    } else if (topo_.rank == 0 && topo_.local_size == topo_.size) {
+      // One host, yet no shared memory (e.g. a full /dev/shm): say so once,
+      // since allreduce is then slower than it could be.
+      Logger logger(options_.log_level);
+      logger.set_rank(topo_.rank);
+      CHORUS_LOG(logger, kWarning) << "allreduce runs without shared memory on this host: " << why_not;
+    }
     return Status::ok();
   }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Data plane over MPI's own collectives on a private communicator, counts
-// chunked so tensors past 2^31 elements work. Large allreduces go to the
-// pipelined ring instead (comm/ring_or_fallback.h), which wraps this one.
+// chunked so tensors past 2^31 elements work. Allreduces may go through
+// shared memory or the pipelined ring instead (comm/allreduce_choice.h,
+// which wraps this one).
 
 #include <mpi.h>
 

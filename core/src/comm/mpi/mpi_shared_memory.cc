@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <random>
 #include <vector>
 
 namespace chorus::detail {
@@ -46,22 +48,36 @@ Status MpiSharedMemory::create(MPI_Comm comm, int64_t block_bytes, std::unique_p
     return Status::ok();
   }
 
+  if (block_bytes < 64 * static_cast<int64_t>(size)) {  // the same answer on every rank
+    *why_not = "staging blocks of " + std::to_string(block_bytes) + " bytes are too small for " +
+               std::to_string(size) + " ranks (CHORUS_SHM_BLOCK_BYTES >= 64 per rank)";
+    return Status::ok();
+  }
+
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t per_rank = round_up(kCounterBytes + 2 * static_cast<size_t>(block_bytes), page);
   const size_t total = per_rank * static_cast<size_t>(size);
-  static std::atomic<int> created{0};
   char name[96] = {0};
   std::string error;
   if (rank == 0) {
-    std::snprintf(name, sizeof(name), "/chorus.%d.%d", static_cast<int>(getpid()), created++);
-    const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    int rc = fd < 0 ? errno : 0;
+    // A random part in the name: no clash with a leftover or with another
+    // job whose rank 0 had the same pid (another PID namespace).
+    std::random_device random;
+    int fd = -1, rc = EEXIST;
+    for (int attempt = 0; attempt < 8 && rc == EEXIST; ++attempt) {
+      const uint64_t nonce = (uint64_t{random()} << 32) ^ random();
+      std::snprintf(name, sizeof(name), "/chorus.%d.%016llx", static_cast<int>(getpid()),
+                    static_cast<unsigned long long>(nonce));
+      fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+      rc = fd < 0 ? errno : 0;
+    }
     // fallocate, not ftruncate: a full /dev/shm fails here, not as SIGBUS later.
     if (rc == 0) rc = posix_fallocate(fd, 0, static_cast<off_t>(total));
     if (fd >= 0) close(fd);
     if (rc != 0) {
       if (fd >= 0) shm_unlink(name);
-      error = std::string("shm_open/posix_fallocate of ") + std::to_string(total) + " bytes: " + std::strerror(rc);
+      error = std::string("shm_open/posix_fallocate of ") + std::to_string(total) + " bytes in /dev/shm: " +
+              std::strerror(rc);
       name[0] = 0;
     }
   }
@@ -69,18 +85,23 @@ Status MpiSharedMemory::create(MPI_Comm comm, int64_t block_bytes, std::unique_p
   void* base = MAP_FAILED;
   if (name[0] != 0) {
     const int fd = shm_open(name, O_RDWR, 0600);
-    if (fd >= 0) {
+    struct stat st {};
+    if (fd < 0) {
+      error = std::string("shm_open(") + name + "): " + std::strerror(errno);
+    } else if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != total) {
+      error = std::string(name) + " is not the segment rank 0 made (size " + std::to_string(st.st_size) + ")";
+    } else {
       base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (base == MAP_FAILED) error = std::string("mmap: ") + std::strerror(errno);
-      close(fd);
-    } else {
-      error = std::string("shm_open(") + name + "): " + std::strerror(errno);
     }
+    if (fd >= 0) close(fd);
   }
   const bool mapped = all_agree(comm, base != MAP_FAILED);
+  // Mapped everywhere, or given up: the name is no longer needed either way,
+  // so a crash from here on leaves nothing in /dev/shm.
+  if (rank == 0 && name[0] != 0) shm_unlink(name);
   if (!mapped) {
     if (base != MAP_FAILED) munmap(base, total);
-    if (rank == 0 && name[0] != 0) shm_unlink(name);
     *why_not = "shared memory could not be set up" + (error.empty() ? std::string(" on another rank") : ": " + error);
     return Status::ok();
   }
@@ -99,7 +120,6 @@ Status MpiSharedMemory::create(MPI_Comm comm, int64_t block_bytes, std::unique_p
   new (slots.arrivals[static_cast<size_t>(rank)]) std::atomic<uint64_t>(0);
   std::memset(slots.staging[static_cast<size_t>(rank)], 0, 2 * static_cast<size_t>(block_bytes));
   MPI_Barrier(comm);
-  if (rank == 0) shm_unlink(name);  // mapped everywhere: the name is no longer needed
   *out = std::move(shm);
   return Status::ok();
 }

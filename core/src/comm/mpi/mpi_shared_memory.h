@@ -1,9 +1,10 @@
 #pragma once
 // The shared staging memory of the shared-memory allreduce for the ranks of
 // an MPI communicator that all run on this host: one POSIX shared-memory
-// segment that rank 0 creates and every rank maps. Its name is removed once
-// everyone has mapped it, so nothing is left behind, whatever way the job
-// ends; unmapping needs no other rank (shutdown stays free of collectives).
+// segment that rank 0 creates and every rank maps. Its name is removed as
+// soon as every rank has mapped it (or given up), so a job that dies after
+// start leaves nothing in /dev/shm; unmapping needs no other rank, so
+// shutdown stays free of collectives.
 
 #include <mpi.h>
 
