@@ -80,21 +80,23 @@ void SharedMemoryAllreduce::barrier() {
   for (int k = 0; k < slots_.size; ++k) {
     const std::atomic<uint64_t>* a = slots_.arrivals[static_cast<size_t>(k)];
     // The others are a few copies away: spin briefly, then give the core
-    // away (ranks and compute threads may outnumber the cores).
-    // A peer that stays away long (stopped, or starved of the core) is
-    // waited for in 1 ms sleeps, not by burning a core.
-    int spins = 0;
+    // away (ranks and compute threads may outnumber the cores); a peer that
+    // stays away long (stopped, or starved of the core) is waited for in
+    // 1 ms sleeps rather than by burning a core.
+    int64_t spins = 0;
     Clock::time_point since{};
+    bool slow = false;
     while (a->load(std::memory_order_acquire) < barriers_) {
-      if (spins < 64) {
-        ++spins;
+      if (slow) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
         continue;
       }
+      if (++spins <= 64) continue;
       sched_yield();
-      if (++spins % 1024 != 0) continue;
+      if (spins % 1024 != 0) continue;
       const auto now = Clock::now();
       if (since == Clock::time_point{}) since = now;
-      if (now - since > std::chrono::milliseconds(100)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      slow = now - since > std::chrono::milliseconds(100);
     }
   }
 }
