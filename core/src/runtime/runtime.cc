@@ -20,19 +20,26 @@ void check_name(const std::string& name, const char* what) {
   if (name.empty()) invalid(std::string(what) + ": the tensor name is empty; every rank must use the same name");
 }
 
-// An entry for one tensor: what every collective's request carries.
+// An entry for one tensor: what every collective's request carries;
+// `shape` is the tensor's (read once by the caller when it needed it too).
 detail::TensorEntry tensor_entry(detail::CollectiveType type, const std::string& name,
-                                 const std::shared_ptr<Tensor>& tensor, int rank, OpHooks hooks) {
+                                 const std::shared_ptr<Tensor>& tensor, int rank, OpHooks hooks,
+                                 const TensorShape& shape) {
   detail::TensorEntry e;
   e.request.rank = rank;
   e.request.type = type;
   e.request.name = name;
   e.request.dtype = tensor->dtype();
-  e.request.shape = tensor->shape().dim_sizes();
+  e.request.shape = shape.dim_sizes();
   e.request.device = tensor->device();
   e.input = tensor;
   e.hooks = std::move(hooks);
   return e;
+}
+
+detail::TensorEntry tensor_entry(detail::CollectiveType type, const std::string& name,
+                                 const std::shared_ptr<Tensor>& tensor, int rank, OpHooks hooks) {
+  return tensor_entry(type, name, tensor, rank, std::move(hooks), tensor->shape());
 }
 
 
@@ -40,25 +47,26 @@ detail::TensorEntry allreduce_entry(const std::string& name, std::shared_ptr<Ten
                                     std::shared_ptr<Tensor> output, const AllreduceOptions& options,
                                     int rank) {
   check_name(name, "allreduce");
-  const std::string what = "allreduce of tensor '" + name + "': ";
-  if (!input) invalid(what + "input is null");
-  if (!output) invalid(what + "output is null");
+  // Called once per gradient: the error text is built only on an error.
+  auto fail = [&name](const std::string& why) { invalid("allreduce of tensor '" + name + "': " + why); };
+  if (!input) fail("input is null");
+  if (!output) fail("output is null");
   if (input->dtype() != output->dtype()) {
-    invalid(what + "input is " + dtype_name(input->dtype()) + " but output is " + dtype_name(output->dtype()));
+    fail(std::string("input is ") + dtype_name(input->dtype()) + " but output is " + dtype_name(output->dtype()));
   }
-  if (input->shape().num_elements() != output->shape().num_elements()) {
-    invalid(what + "input has shape " + input->shape().to_string() + " but output has shape " +
-            output->shape().to_string());
+  const TensorShape shape = input->shape();
+  if (shape.num_elements() != output->shape().num_elements()) {
+    fail("input has shape " + shape.to_string() + " but output has shape " + output->shape().to_string());
   }
-  if (input->device() != output->device()) invalid(what + "input and output are on different devices");
+  if (input->device() != output->device()) fail("input and output are on different devices");
   if (!detail::reduction_supported(input->dtype(), options.op)) {
-    invalid(what + reduce_op_name(options.op) + " is not defined for " + dtype_name(input->dtype()) +
-            " (bool supports min and max)");
+    fail(std::string(reduce_op_name(options.op)) + " is not defined for " + dtype_name(input->dtype()) +
+         " (bool supports min and max)");
   }
   if (input->dtype() == DataType::kBool && (options.prescale_factor != 1.0 || options.postscale_factor != 1.0)) {
-    invalid(what + "bool tensors cannot be scaled");
+    fail("bool tensors cannot be scaled");
   }
-  detail::TensorEntry e = tensor_entry(detail::CollectiveType::kAllreduce, name, input, rank, {});
+  detail::TensorEntry e = tensor_entry(detail::CollectiveType::kAllreduce, name, input, rank, {}, shape);
   e.request.op = options.op;
   e.request.prescale = options.prescale_factor;
   e.request.postscale = options.postscale_factor;
