@@ -25,31 +25,6 @@ using chorus::test::store;
 
 namespace {
 
-// The staging memory and counters of `size` ranks in one process.
-class Group {
- public:
-  Group(int size, int64_t block_bytes)
-      : size_(size), block_bytes_(block_bytes), memory_(static_cast<size_t>(size * 2 * block_bytes)),
-        arrivals_(static_cast<size_t>(size)) {}
-  SharedSlots slots(int rank) {
-    SharedSlots s;
-    s.rank = rank;
-    s.size = size_;
-    s.block_bytes = block_bytes_;
-    for (int k = 0; k < size_; ++k) {
-      s.staging.push_back(memory_.data() + k * 2 * block_bytes_);
-      s.arrivals.push_back(&arrivals_[static_cast<size_t>(k)]);
-    }
-    return s;
-  }
-
- private:
-  const int size_;
-  const int64_t block_bytes_;
-  std::vector<char> memory_;
-  std::vector<std::atomic<uint64_t>> arrivals_;
-};
-
 // Cuts `count` elements of `data` into pieces of random sizes (some empty),
 // a different cut per rank.
 std::vector<ReducePiece> cut(char* in, char* out, int64_t count, int64_t esize, uint32_t seed) {
@@ -80,7 +55,7 @@ struct Case {
 // Runs one allreduce on c.size threads; returns the number of wrong
 // elements over all ranks.
 int64_t run(const Case& c) {
-  Group group(c.size, c.block_bytes);
+  HeapStaging group(c.size, c.block_bytes);
   std::vector<int64_t> wrong(static_cast<size_t>(c.size), 0);
   std::vector<Status> status(static_cast<size_t>(c.size));
   std::vector<std::thread> threads;
@@ -193,7 +168,7 @@ TEST_CASE("Shared-memory allreduce: many calls in a row, ranks at different spee
   // others still copy out of the previous one's blocks; the staging blocks
   // must alternate across calls for that to be safe.
   for (int size : {2, 3, 4}) {
-    Group group(size, 256);
+    HeapStaging group(size, 256);
     const int calls = 300;
     std::vector<int64_t> wrong(static_cast<size_t>(size), 0);
     std::vector<std::thread> threads;
@@ -228,7 +203,7 @@ TEST_CASE("Shared-memory allreduce: calls of changing sizes and dtypes in a row"
   const DataType dtypes[] = {DataType::kFloat64, DataType::kFloat16, DataType::kInt32, DataType::kUInt8};
   const int64_t counts[] = {0, 1, 37, 100, 0, 333, 5, 1000};
   for (int size : {2, 3, 5}) {
-    Group group(size, 256);
+    HeapStaging group(size, 256);
     const int calls = 64;
     std::vector<int64_t> wrong(static_cast<size_t>(size), 0);
     std::vector<std::thread> threads;
@@ -258,7 +233,7 @@ TEST_CASE("Shared-memory allreduce: calls of changing sizes and dtypes in a row"
 }
 
 TEST_CASE("Shared-memory allreduce refuses blocks too small for one element", "[shm]") {
-  Group group(2, 4);
+  HeapStaging group(2, 4);
   std::vector<Status> status(2);
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r) {

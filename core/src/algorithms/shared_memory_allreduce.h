@@ -47,6 +47,32 @@ struct SharedSlots {
   std::vector<std::atomic<uint64_t>*> arrivals;
 };
 
+/// Staging for ranks that are threads of one process (in-process ranks,
+/// tests): plain heap memory and counters, rank after rank.
+class HeapStaging {
+ public:
+  HeapStaging(int size, int64_t block_bytes)
+      : size_(size), block_bytes_(block_bytes), memory_(static_cast<size_t>(size * 2 * block_bytes)),
+        arrivals_(static_cast<size_t>(size)) {}
+  SharedSlots slots(int rank) {
+    SharedSlots s;
+    s.rank = rank;
+    s.size = size_;
+    s.block_bytes = block_bytes_;
+    for (int k = 0; k < size_; ++k) {
+      s.staging.push_back(memory_.data() + k * 2 * block_bytes_);
+      s.arrivals.push_back(&arrivals_[static_cast<size_t>(k)]);
+    }
+    return s;
+  }
+
+ private:
+  const int size_;
+  const int64_t block_bytes_;
+  std::vector<char> memory_;
+  std::vector<std::atomic<uint64_t>> arrivals_;
+};
+
 class SharedMemoryAllreduce {
  public:
   explicit SharedMemoryAllreduce(SharedSlots slots);

@@ -19,22 +19,12 @@ class LoopbackWorld {
  public:
   LoopbackWorld(int size, int ranks_per_host)
       : size_(size), per_host_(ranks_per_host > 0 ? ranks_per_host : size), mailboxes_(static_cast<size_t>(size)),
-        staging_(static_cast<size_t>(size) * 2 * kStagingBlockBytes), arrivals_(static_cast<size_t>(size)) {}
+        staging_(size, kStagingBlockBytes) {}
 
   // Threads share all memory: the shared-memory allreduce runs over plain
   // heap blocks, small so that fused tensors cross many of them.
   static constexpr int64_t kStagingBlockBytes = 4096;
-  SharedSlots shared_slots(int rank) {
-    SharedSlots slots;
-    slots.rank = rank;
-    slots.size = size_;
-    slots.block_bytes = kStagingBlockBytes;
-    for (int k = 0; k < size_; ++k) {
-      slots.staging.push_back(staging_.data() + static_cast<size_t>(k) * 2 * kStagingBlockBytes);
-      slots.arrivals.push_back(&arrivals_[static_cast<size_t>(k)]);
-    }
-    return slots;
-  }
+  SharedSlots shared_slots(int rank) { return staging_.slots(rank); }
 
   int size() const { return size_; }
   Topology topology(int rank) const {
@@ -96,8 +86,7 @@ class LoopbackWorld {
   std::map<uint64_t, std::shared_ptr<LoopbackWorld>> children_;
   std::mutex coll_mu_;
   std::condition_variable coll_cv_;
-  std::vector<char> staging_;
-  std::vector<std::atomic<uint64_t>> arrivals_;
+  HeapStaging staging_;
   std::vector<void*> buffers_;
   int arrived_ = 0;
   uint64_t generation_ = 0;
