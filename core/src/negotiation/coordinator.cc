@@ -73,11 +73,10 @@ void Coordinator::finish(std::unordered_map<std::string, Entry>::iterator it) {
 
 ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
   ReadyTensor out;
-  const Request* rank0 = &entry.requests.front();
-  for (const auto& r : entry.requests) {
+  Request* rank0 = &entry.requests.front();
+  for (auto& r : entry.requests) {
     if (r.rank == 0) rank0 = &r;
   }
-  out.request = *rank0;
   out.response.names = {name};
   std::string error;
   std::vector<int> absent_joined;  // joined ranks that did not submit this tensor
@@ -99,6 +98,7 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
             " called join(); until every rank joined, only allreduce runs (with zeros from the joined ranks)";
   }
   if (!error.empty()) {
+    out.request = *rank0;
     out.response.type = ResponseType::kError;
     out.response.error_message = error;
     return out;
@@ -124,6 +124,7 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
       out.response.total_bytes += r.num_elements() * dtype_size(r.dtype);
     }
   }
+  out.request = std::move(*rank0);  // last use: the entry is erased after this
   return out;
 }
 

@@ -42,11 +42,10 @@ void ResponseCache::put(const Request& request) {
   auto it = by_name_.find(request.name);
   if (it != by_name_.end()) {
     Slot& s = slots_[static_cast<size_t>(it->second)];
-    recency_.erase(s.recency);
     if (same_signature(s.request, request)) {
-      recency_.push_front(it->second);
-      s.recency = recency_.begin();
+      recency_.splice(recency_.begin(), recency_, s.recency);  // most recent now; no node reallocated
     } else {
+      recency_.erase(s.recency);
       fill(it->second, request);  // a new signature: old keys must go stale
     }
     return;
