@@ -4,61 +4,50 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "../mpi/typed_values.h"
-#include "exact_reduction_values.h"
 #include "algorithms/reduce_kernels.h"
 #include "algorithms/ring_allreduce.h"
 #include "comm/loopback/in_process_links.h"
+#include "exact_reduction_values.h"
+#include "thread_ranks.h"
 
 using namespace chorus;
 using namespace chorus::detail;
-using chorus::test::load;
-using chorus::test::store;
+using namespace chorus::test;
 
 namespace {
-
-using chorus::test::exact_input;
-using chorus::test::exact_result;
 
 // Runs the ring on `size` threads; returns the number of wrong elements
 // over all ranks (and throws on a transport error).
 int64_t run_ring(int size, int64_t count, DataType dt, ReduceOp op, int64_t segment_bytes,
                  bool in_place = true, double scale = 1.0, int64_t divisor = 1) {
   auto net = make_in_process_network(size);
-  std::vector<int64_t> wrong(static_cast<size_t>(size), 0);
-  std::vector<Status> status(static_cast<size_t>(size));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      auto link = make_in_process_link(net, r);
-      std::vector<char> buf(static_cast<size_t>(count * dtype_size(dt)) + 1);
-      std::vector<char> out(buf.size(), 0);
-      std::vector<char> scratch(static_cast<size_t>(ring_scratch_bytes(count, dt, size)) + 1);
-      for (int64_t i = 0; i < count; ++i) store(buf.data(), i, dt, exact_input(op, dt, r, i));
-      const std::vector<char> original = buf;
-      RingOptions o;
-      o.segment_bytes = segment_bytes;
-      o.scale_factor = scale;
-      o.scale_divisor = divisor;
-      char* result = in_place ? buf.data() : out.data();
-      status[static_cast<size_t>(r)] =
-          ring_allreduce(*link, buf.data(), result, count, dt, op, scratch.data(), o);
-      for (int64_t i = 0; i < count; ++i) {
-        double want = exact_result(op, dt, size, i) * scale / double(divisor);
-        if (!is_floating(dt)) want = std::trunc(want);
-        wrong[static_cast<size_t>(r)] += load(result, i, dt) != want;
-      }
-      if (!in_place && buf != original) ++wrong[static_cast<size_t>(r)];  // the input is only read
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const Status& s : status) REQUIRE(s.is_ok());
-  int64_t total = 0;
-  for (int64_t w : wrong) total += w;
-  return total;
+  const auto outcomes = on_thread_ranks<RankOutcome>(size, [&](int r) {
+    RankOutcome o;
+    auto link = make_in_process_link(net, r);
+    std::vector<char> buf(static_cast<size_t>(count * dtype_size(dt)) + 1);
+    std::vector<char> out(buf.size(), 0);
+    std::vector<char> scratch(static_cast<size_t>(ring_scratch_bytes(count, dt, size)) + 1);
+    for (int64_t i = 0; i < count; ++i) store(buf.data(), i, dt, exact_input(op, dt, r, i));
+    const std::vector<char> original = buf;
+    RingOptions options;
+    options.segment_bytes = segment_bytes;
+    options.scale_factor = scale;
+    options.scale_divisor = divisor;
+    char* result = in_place ? buf.data() : out.data();
+    o.status = ring_allreduce(*link, buf.data(), result, count, dt, op, scratch.data(), options);
+    for (int64_t i = 0; i < count; ++i) {
+      double want = exact_result(op, dt, size, i) * scale / double(divisor);
+      if (!is_floating(dt)) want = std::trunc(want);
+      o.wrong += load(result, i, dt) != want;
+    }
+    if (!in_place && buf != original) ++o.wrong;  // the input is only read
+    return o;
+  });
+  for (const RankOutcome& o : outcomes) REQUIRE(o.status.is_ok());
+  return total_wrong(outcomes);
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 // scaling, and many calls in a row with ranks running at different speeds.
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -15,13 +14,11 @@
 #include "algorithms/reduce_kernels.h"
 #include "algorithms/shared_memory_allreduce.h"
 #include "exact_reduction_values.h"
+#include "thread_ranks.h"
 
 using namespace chorus;
 using namespace chorus::detail;
-using chorus::test::exact_input;
-using chorus::test::exact_result;
-using chorus::test::load;
-using chorus::test::store;
+using namespace chorus::test;
 
 namespace {
 
@@ -56,40 +53,34 @@ struct Case {
 // elements over all ranks.
 int64_t run(const Case& c) {
   HeapStaging group(c.size, c.block_bytes);
-  std::vector<int64_t> wrong(static_cast<size_t>(c.size), 0);
-  std::vector<Status> status(static_cast<size_t>(c.size));
-  std::vector<std::thread> threads;
   const int64_t esize = dtype_size(c.dt);
-  for (int r = 0; r < c.size; ++r) {
-    threads.emplace_back([&, r] {
-      SharedMemoryAllreduce shm(group.slots(r));
-      std::vector<char> in(static_cast<size_t>(c.count * esize) + 1), out(in.size(), 0);
-      for (int64_t i = 0; i < c.count; ++i) store(in.data(), i, c.dt, exact_input(c.op, c.dt, r, i));
-      const std::vector<char> original = in;
-      char* result = c.in_place ? in.data() : out.data();
-      const std::vector<ReducePiece> pieces =
-          c.pieces ? cut(in.data(), result, c.count, esize, 17u * static_cast<uint32_t>(r) + 3)
-                   : std::vector<ReducePiece>{{in.data(), result, c.count}};
-      status[static_cast<size_t>(r)] = shm.allreduce(pieces, c.dt, c.op, c.prescale, PostScale{c.factor, c.divisor});
-      for (int64_t i = 0; i < c.count; ++i) {
-        // Integers truncate at each scaling step, as the other data planes do.
-        double want = exact_result(c.op, c.dt, c.size, i) * c.prescale;
-        if (c.prescale != 1.0 && !is_floating(c.dt)) {
-          want = 0;
-          for (int k = 0; k < c.size; ++k) want += std::trunc(exact_input(c.op, c.dt, k, i) * c.prescale);
-        }
-        want = want * c.factor / double(c.divisor);
-        if (!is_floating(c.dt)) want = std::trunc(want);
-        wrong[static_cast<size_t>(r)] += load(result, i, c.dt) != want;
+  const auto outcomes = on_thread_ranks<RankOutcome>(c.size, [&](int r) {
+    RankOutcome o;
+    SharedMemoryAllreduce shm(group.slots(r));
+    std::vector<char> in(static_cast<size_t>(c.count * esize) + 1), out(in.size(), 0);
+    for (int64_t i = 0; i < c.count; ++i) store(in.data(), i, c.dt, exact_input(c.op, c.dt, r, i));
+    const std::vector<char> original = in;
+    char* result = c.in_place ? in.data() : out.data();
+    const std::vector<ReducePiece> pieces =
+        c.pieces ? cut(in.data(), result, c.count, esize, 17u * static_cast<uint32_t>(r) + 3)
+                 : std::vector<ReducePiece>{{in.data(), result, c.count}};
+    o.status = shm.allreduce(pieces, c.dt, c.op, c.prescale, PostScale{c.factor, c.divisor});
+    for (int64_t i = 0; i < c.count; ++i) {
+      // Integers truncate at each scaling step, as the other data planes do.
+      double want = exact_result(c.op, c.dt, c.size, i) * c.prescale;
+      if (c.prescale != 1.0 && !is_floating(c.dt)) {
+        want = 0;
+        for (int k = 0; k < c.size; ++k) want += std::trunc(exact_input(c.op, c.dt, k, i) * c.prescale);
       }
-      if (!c.in_place && in != original) ++wrong[static_cast<size_t>(r)];  // the input is only read
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const Status& s : status) REQUIRE(s.is_ok());
-  int64_t total = 0;
-  for (int64_t w : wrong) total += w;
-  return total;
+      want = want * c.factor / double(c.divisor);
+      if (!is_floating(c.dt)) want = std::trunc(want);
+      o.wrong += load(result, i, c.dt) != want;
+    }
+    if (!c.in_place && in != original) ++o.wrong;  // the input is only read
+    return o;
+  });
+  for (const RankOutcome& o : outcomes) REQUIRE(o.status.is_ok());
+  return total_wrong(outcomes);
 }
 
 }  // namespace
@@ -170,30 +161,23 @@ TEST_CASE("Shared-memory allreduce: many calls in a row, ranks at different spee
   for (int size : {2, 3, 4}) {
     HeapStaging group(size, 256);
     const int calls = 300;
-    std::vector<int64_t> wrong(static_cast<size_t>(size), 0);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < size; ++r) {
-      threads.emplace_back([&, r] {
-        SharedMemoryAllreduce shm(group.slots(r));
-        std::mt19937 rng(static_cast<uint32_t>(r) + 11);
-        for (int call = 0; call < calls; ++call) {
-          const int64_t count = 1 + call % 64;  // at most one 256-byte block of float32
-          std::vector<float> buf(static_cast<size_t>(count));
-          for (int64_t i = 0; i < count; ++i) buf[static_cast<size_t>(i)] = float(call * 100 + r + i);
-          if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
-          // (no REQUIRE off the main thread: Catch2 is not thread-safe)
-          if (!shm.allreduce({{buf.data(), buf.data(), count}}, DataType::kFloat32, ReduceOp::kSum, 1.0, {}).is_ok()) {
-            ++wrong[static_cast<size_t>(r)];
-          }
-          for (int64_t i = 0; i < count; ++i) {
-            const float want = float(size * (call * 100 + i) + size * (size - 1) / 2);
-            wrong[static_cast<size_t>(r)] += buf[static_cast<size_t>(i)] != want;
-          }
+    const auto wrong = on_thread_ranks<int64_t>(size, [&](int r) {
+      int64_t bad = 0;
+      SharedMemoryAllreduce shm(group.slots(r));
+      std::mt19937 rng(static_cast<uint32_t>(r) + 11);
+      for (int call = 0; call < calls; ++call) {
+        const int64_t count = 1 + call % 64;  // at most one 256-byte block of float32
+        std::vector<float> buf(static_cast<size_t>(count));
+        for (int64_t i = 0; i < count; ++i) buf[static_cast<size_t>(i)] = float(call * 100 + r + i);
+        if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+        bad += !shm.allreduce({{buf.data(), buf.data(), count}}, DataType::kFloat32, ReduceOp::kSum, 1.0, {}).is_ok();
+        for (int64_t i = 0; i < count; ++i) {
+          bad += buf[static_cast<size_t>(i)] != float(size * (call * 100 + i) + size * (size - 1) / 2);
         }
-      });
-    }
-    for (auto& t : threads) t.join();
-    for (int64_t w : wrong) REQUIRE(w == 0);
+      }
+      return bad;
+    });
+    REQUIRE(total(wrong) == 0);
   }
 }
 
@@ -205,45 +189,37 @@ TEST_CASE("Shared-memory allreduce: calls of changing sizes and dtypes in a row"
   for (int size : {2, 3, 5}) {
     HeapStaging group(size, 256);
     const int calls = 64;
-    std::vector<int64_t> wrong(static_cast<size_t>(size), 0);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < size; ++r) {
-      threads.emplace_back([&, r] {
-        SharedMemoryAllreduce shm(group.slots(r));
-        std::mt19937 rng(static_cast<uint32_t>(r) * 7 + 1);
-        for (int call = 0; call < calls; ++call) {
-          const DataType dt = dtypes[call % 4];
-          const int64_t count = counts[call % 8];
-          const ReduceOp op = call % 3 == 0 ? ReduceOp::kMax : ReduceOp::kSum;
-          std::vector<char> buf(static_cast<size_t>(count * dtype_size(dt)) + 1);
-          for (int64_t i = 0; i < count; ++i) store(buf.data(), i, dt, exact_input(op, dt, r, i + call));
-          if (rng() % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
-          const std::vector<ReducePiece> pieces = cut(buf.data(), buf.data(), count, dtype_size(dt), rng());
-          if (!shm.allreduce(pieces, dt, op, 1.0, {}).is_ok()) ++wrong[static_cast<size_t>(r)];
-          for (int64_t i = 0; i < count; ++i) {
-            // exact_result(i + call) has the inputs exact_input(rank, i + call).
-            wrong[static_cast<size_t>(r)] += load(buf.data(), i, dt) != exact_result(op, dt, size, i + call);
-          }
+    const auto wrong = on_thread_ranks<int64_t>(size, [&](int r) {
+      int64_t bad = 0;
+      SharedMemoryAllreduce shm(group.slots(r));
+      std::mt19937 rng(static_cast<uint32_t>(r) * 7 + 1);
+      for (int call = 0; call < calls; ++call) {
+        const DataType dt = dtypes[call % 4];
+        const int64_t count = counts[call % 8];
+        const ReduceOp op = call % 3 == 0 ? ReduceOp::kMax : ReduceOp::kSum;
+        std::vector<char> buf(static_cast<size_t>(count * dtype_size(dt)) + 1);
+        for (int64_t i = 0; i < count; ++i) store(buf.data(), i, dt, exact_input(op, dt, r, i + call));
+        if (rng() % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+        const std::vector<ReducePiece> pieces = cut(buf.data(), buf.data(), count, dtype_size(dt), rng());
+        bad += !shm.allreduce(pieces, dt, op, 1.0, {}).is_ok();
+        for (int64_t i = 0; i < count; ++i) {
+          // exact_result(i + call) has the inputs exact_input(rank, i + call).
+          bad += load(buf.data(), i, dt) != exact_result(op, dt, size, i + call);
         }
-      });
-    }
-    for (auto& t : threads) t.join();
-    for (int64_t w : wrong) REQUIRE(w == 0);
+      }
+      return bad;
+    });
+    REQUIRE(total(wrong) == 0);
   }
 }
 
 TEST_CASE("Shared-memory allreduce refuses blocks too small for one element", "[shm]") {
   HeapStaging group(2, 4);
-  std::vector<Status> status(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      SharedMemoryAllreduce shm(group.slots(r));
-      double v = 1;
-      status[static_cast<size_t>(r)] = shm.allreduce({{&v, &v, 1}}, DataType::kFloat64, ReduceOp::kSum, 1.0, {});
-    });
-  }
-  for (auto& t : threads) t.join();
+  const auto status = on_thread_ranks<Status>(2, [&](int r) {
+    SharedMemoryAllreduce shm(group.slots(r));
+    double v = 1;
+    return shm.allreduce({{&v, &v, 1}}, DataType::kFloat64, ReduceOp::kSum, 1.0, {});
+  });
   for (const Status& s : status) {
     REQUIRE_FALSE(s.is_ok());
     REQUIRE_THAT(s.message(), Catch::Contains("4 bytes") && Catch::Contains("float64 element per rank (2 ranks)"));

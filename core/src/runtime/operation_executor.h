@@ -41,8 +41,8 @@ class OperationExecutor {
   Status alltoall(const Response& response, TensorEntry& entry);
   void record_allgather(size_t tensors, const std::vector<Status>& each);
   using Clock = std::chrono::steady_clock;
-  void record_allreduce(size_t tensors, int64_t bytes, const char* algorithm, Clock::time_point start, Clock::time_point packed,
-                        Clock::time_point reduced);
+  void record_allreduce(size_t tensors, int64_t bytes, const char* algorithm, Clock::time_point start,
+                        Clock::time_point packed, Clock::time_point reduced);
 
   Communicator& comm_;
   int rank_;
