@@ -13,9 +13,11 @@ namespace {
 std::shared_ptr<HostTensorView> scalar_view(float* v) {
   return std::make_shared<HostTensorView>(v, DataType::kFloat32, TensorShape{1});
 }
-}  // namespace
 
-TEST_CASE("Join: every rank takes a turn at running out first", "[mpi][join]") {
+// Each rank in turn runs out first. With `cached_names` every step reuses
+// the same names, so the active ranks negotiate them by cache bits, which
+// the coordinator must hand over to the full path when a rank joins.
+void take_turns(bool cached_names) {
   const int rank = chorus::rank(), size = chorus::size();
   for (int first = 0; first < size; ++first) {
     // `first` has 2 steps, the next rank 3, ..., the rank before it size + 1.
@@ -26,10 +28,9 @@ TEST_CASE("Join: every rank takes a turn at running out first", "[mpi][join]") {
       float sum = 1.0f, avg = 1.0f;
       AllreduceOptions s;
       s.op = ReduceOp::kSum;
-      Handle hs = allreduce_async("join." + std::to_string(first) + ".sum." + std::to_string(i), scalar_view(&sum),
-                                  scalar_view(&sum), s);
-      Handle ha = allreduce_async("join." + std::to_string(first) + ".avg." + std::to_string(i), scalar_view(&avg),
-                                  scalar_view(&avg));
+      const std::string step = cached_names ? "cached" : std::to_string(first) + "." + std::to_string(i);
+      Handle hs = allreduce_async("join.sum." + step, scalar_view(&sum), scalar_view(&sum), s);
+      Handle ha = allreduce_async("join.avg." + step, scalar_view(&avg), scalar_view(&avg));
       hs.wait(std::chrono::seconds(60));
       ha.wait(std::chrono::seconds(60));
       REQUIRE(sum == float(active));
@@ -38,6 +39,13 @@ TEST_CASE("Join: every rank takes a turn at running out first", "[mpi][join]") {
     const int last = join();
     REQUIRE(last == (size == 1 ? 0 : (first - 1 + size) % size));
   }
+}
+}  // namespace
+
+TEST_CASE("Join: every rank takes a turn at running out first", "[mpi][join]") { take_turns(false); }
+
+TEST_CASE("Join: the same with names negotiated through the response cache", "[mpi][join][cache]") {
+  take_turns(true);
 }
 
 TEST_CASE("Join: other collectives fail while a rank has joined", "[mpi][join]") {

@@ -1,7 +1,8 @@
-// The response cache alone: hits need the same signature, keys go stale
-// when a slot is refilled, least recently used entries are evicted, and
-// identical sequences of updates give identical caches (what keeps ranks in
-// agreement).
+// The response cache alone: hits need the same signature, every change of a
+// slot's content advances the epoch (so bits set before it go stale), the
+// listener hears of a change while the slot still holds the old request,
+// least recently used entries are evicted, and identical sequences of
+// updates give identical caches (what keeps ranks in agreement).
 #include <catch2/catch.hpp>
 
 #include "negotiation/response_cache.h"
@@ -17,65 +18,106 @@ Request req(const std::string& name, int64_t n = 8, int rank = 0) {
   r.shape = {n};
   return r;
 }
+
+// Records each change with the name the slot held just before it.
+struct ChangeLog : ResponseCache::Listener {
+  explicit ChangeLog(const ResponseCache& c) : cache(c) {}
+  void before_slot_change(int32_t slot) override {
+    const Request* old = cache.at(slot);
+    changes.push_back(std::to_string(slot) + ":" + (old ? old->name : "-"));
+  }
+  const ResponseCache& cache;
+  std::vector<std::string> changes;
+};
 }  // namespace
 
-TEST_CASE("A cached signature is found by name and resolved by key", "[cache]") {
+TEST_CASE("A cached signature is found by name, its slot holds the request", "[cache]") {
   ResponseCache cache(4);
   REQUIRE_FALSE(cache.lookup(req("a")));
   cache.put(req("a", 8, 3));
-  const auto key = cache.lookup(req("a", 8, 1));  // any rank, same signature
-  REQUIRE(key);
-  const Request* r = cache.resolve(*key);
+  const auto slot = cache.lookup(req("a", 8, 1));  // any rank, same signature
+  REQUIRE(slot);
+  REQUIRE(cache.slot_of("a") == *slot);
+  const Request* r = cache.at(*slot);
   REQUIRE(r != nullptr);
   REQUIRE(r->name == "a");
+  REQUIRE(r->rank == 0);
   REQUIRE(r->shape == std::vector<int64_t>{8});
   REQUIRE_FALSE(cache.lookup(req("a", 9)));  // another shape: a miss
   Request other_op = req("a");
   other_op.op = ReduceOp::kMax;
   REQUIRE_FALSE(cache.lookup(other_op));
+  REQUIRE(cache.at(-1) == nullptr);
+  REQUIRE(cache.at(4) == nullptr);
+  REQUIRE(cache.slot_of("b") == -1);
 }
 
-TEST_CASE("A new signature refills the slot and makes old keys stale", "[cache]") {
+TEST_CASE("A new signature refills the slot: bits set before it are stale", "[cache]") {
   ResponseCache cache(4);
   cache.put(req("a", 8));
-  const CacheKey old_key = *cache.lookup(req("a", 8));
+  const int32_t slot = *cache.lookup(req("a", 8));
+  const uint64_t then = cache.epoch();
+  REQUIRE(cache.unchanged_since(slot, then));
+  cache.put(req("a", 8));  // a refresh changes nothing
+  REQUIRE(cache.epoch() == then);
+  REQUIRE(cache.unchanged_since(slot, then));
   cache.put(req("a", 16));  // every rank changed the shape consistently
-  REQUIRE(cache.resolve(old_key) == nullptr);
-  const CacheKey new_key = *cache.lookup(req("a", 16));
-  REQUIRE(new_key.slot == old_key.slot);
-  REQUIRE(new_key.generation != old_key.generation);
-  REQUIRE(cache.resolve(new_key)->shape == std::vector<int64_t>{16});
+  REQUIRE(cache.epoch() == then + 1);
+  REQUIRE_FALSE(cache.unchanged_since(slot, then));
+  REQUIRE(cache.unchanged_since(slot, cache.epoch()));
+  REQUIRE(*cache.lookup(req("a", 16)) == slot);
+  REQUIRE(cache.at(slot)->shape == std::vector<int64_t>{16});
 }
 
-TEST_CASE("The least recently used entry is evicted; erase frees a slot", "[cache]") {
+TEST_CASE("The least recently used entry is evicted; erase frees a slot; the listener hears first", "[cache]") {
   ResponseCache cache(2);
+  ChangeLog log(cache);
+  cache.set_listener(&log);
   cache.put(req("a"));
   cache.put(req("b"));
-  const CacheKey a = *cache.lookup(req("a"));
+  const int32_t a = *cache.lookup(req("a")), b = *cache.lookup(req("b"));
+  const uint64_t before = cache.epoch();
   cache.put(req("a"));  // a is now the most recently used
   cache.put(req("c"));  // evicts b
   REQUIRE(cache.size() == 2);
   REQUIRE(cache.lookup(req("a")));
   REQUIRE_FALSE(cache.lookup(req("b")));
-  REQUIRE(cache.lookup(req("c")));
-  REQUIRE(cache.resolve(a) != nullptr);  // a refresh keeps the key valid
-  const CacheKey c = *cache.lookup(req("c"));
+  REQUIRE(*cache.lookup(req("c")) == b);  // b's slot, refilled
+  REQUIRE(cache.unchanged_since(a, before));  // a refresh keeps a's bits valid
+  REQUIRE_FALSE(cache.unchanged_since(b, before));
+  const uint64_t with_c = cache.epoch();
   cache.erase("c");
-  REQUIRE(cache.resolve(c) == nullptr);
+  REQUIRE_FALSE(cache.unchanged_since(b, with_c));  // an empty slot means nothing
   REQUIRE_FALSE(cache.lookup(req("c")));
+  cache.erase("never cached");
   cache.put(req("d"));
   REQUIRE(cache.size() == 2);
+  // Fills of free slots have nothing to settle; evictions, refills and erases do.
+  REQUIRE(log.changes == std::vector<std::string>{std::to_string(b) + ":b", std::to_string(b) + ":c"});
 }
 
 TEST_CASE("Capacity 0 turns the cache off", "[cache]") {
   ResponseCache cache(0);
   cache.put(req("a"));
   REQUIRE_FALSE(cache.lookup(req("a")));
-  REQUIRE(cache.resolve(CacheKey{0, 1}) == nullptr);
+  REQUIRE(cache.at(0) == nullptr);
+  REQUIRE(cache.size() == 0);
+  REQUIRE(cache.epoch() == 0);
+}
+
+TEST_CASE("Allgathers, barriers and registrations are not cached", "[cache]") {
+  ResponseCache cache(4);
+  for (CollectiveType t : {CollectiveType::kAllgather, CollectiveType::kAlltoall, CollectiveType::kBarrier,
+                           CollectiveType::kAddProcessSet}) {
+    Request r = req("x");
+    r.type = t;
+    cache.put(r);
+    REQUIRE_FALSE(cache.lookup(r));
+  }
   REQUIRE(cache.size() == 0);
 }
 
-TEST_CASE("The same updates give the same keys on every rank", "[cache]") {
+TEST_CASE("The same updates give the same slots and epochs on every rank", "[cache]") {
   ResponseCache rank0(3), rank1(3);
   const char* names[] = {"w1", "w2", "w3", "w1", "w4", "w5", "w2", "w1", "w6"};
   for (const char* n : names) {
@@ -85,20 +127,11 @@ TEST_CASE("The same updates give the same keys on every rank", "[cache]") {
       rank0.erase("w3");
       rank1.erase("w3");
     }
+    REQUIRE(rank0.epoch() == rank1.epoch());
   }
   for (const char* n : names) {
-    const auto k0 = rank0.lookup(req(n)), k1 = rank1.lookup(req(n));
-    REQUIRE(k0.has_value() == k1.has_value());
-    if (k0) REQUIRE(*k0 == *k1);
+    const auto s0 = rank0.lookup(req(n)), s1 = rank1.lookup(req(n));
+    REQUIRE(s0.has_value() == s1.has_value());
+    if (s0) REQUIRE(*s0 == *s1);
   }
-}
-
-TEST_CASE("A key whose name hash does not match is stale (caches that drifted apart)", "[cache]") {
-  ResponseCache cache(2);
-  cache.put(req("a"));
-  CacheKey key = *cache.lookup(req("a"));
-  REQUIRE(key.name_hash == name_hash("a"));
-  REQUIRE(cache.resolve(key) != nullptr);
-  key.name_hash ^= 1;
-  REQUIRE(cache.resolve(key) == nullptr);
 }

@@ -272,23 +272,38 @@ TEST_CASE("Wait with a timeout gives up without losing the operation", "[runtime
   });
 }
 
-TEST_CASE("A stall shutdown fails stalled tensors naming the missing ranks", "[runtime][stall]") {
+namespace {
+
+// Rank 0 submits `name` (after `warm_up` rounds on both ranks, which cache
+// it), rank 1 never does: the stall shutdown must fail it naming rank 1.
+void expect_stall_shutdown(const std::string& name, int warm_up) {
   RuntimeOptions o = chorus::test::quiet_options();
   o.log_level = LogLevel::kFatal;  // the stall warning is expected here
   o.stall_check_seconds = 0.2;
   o.stall_shutdown_seconds = 0.2;
-  run_ranks(2, [](Runtime& rt, int rank) {
+  run_ranks(2, [&](Runtime& rt, int rank) {
+    std::vector<float> v(4, 1);
+    for (int i = 0; i < warm_up; ++i) rt.allreduce_async(name, view(v), view(v)).wait();
     if (rank != 0) {
-      // Rank 1 never submits; it just waits for the runtime to stop.
+      // Rank 1 does not submit; it just waits for the runtime to stop.
       for (int i = 0; i < 200 && rt.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       RANK_CHECK(!rt.is_running());
       return;
     }
-    std::vector<float> v(4, 1);
-    std::string m = error_of<AbortedError>(rt.allreduce_async("lonely", view(v), view(v)));
-    RANK_CHECK(m.find("'lonely'") != std::string::npos);
+    std::string m = error_of<AbortedError>(rt.allreduce_async(name, view(v), view(v)));
+    RANK_CHECK(m.find("'" + name + "'") != std::string::npos);
     RANK_CHECK(m.find("missing on ranks 1") != std::string::npos);
   }, o);
+}
+
+}  // namespace
+
+TEST_CASE("A stall shutdown fails stalled tensors naming the missing ranks", "[runtime][stall]") {
+  expect_stall_shutdown("lonely", 0);
+}
+
+TEST_CASE("A stall of a cached name (negotiated by cache bits) names it and the missing rank", "[runtime][cache][stall]") {
+  expect_stall_shutdown("cached.lonely", 3);
 }
 
 TEST_CASE("The fixed-cycle mode gives the same results", "[runtime]") {
@@ -305,11 +320,13 @@ TEST_CASE("The fixed-cycle mode gives the same results", "[runtime]") {
 
 namespace {
 
-int64_t last_resends = 0;  // stale cache keys resent in the last cache_rounds()
+int64_t last_resends = 0;  // stale cache bits resent in full in the last cache_rounds()
 
 // Rounds of allreduces over a fixed set of names with a shape that may change
-// per round; returns rank 1's cache hits. Values are checked every round.
-int64_t cache_rounds(int64_t capacity, int names, int rounds, bool change_shape_midway) {
+// per round, in an order that changes per round (and per rank, when
+// `order_per_rank`; `names` must not be a multiple of 7); returns rank 1's cache hits. Values are checked every
+// round.
+int64_t cache_rounds(int64_t capacity, int names, int rounds, bool change_shape_midway, bool order_per_rank = false) {
   RuntimeOptions options = chorus::test::quiet_options();
   options.cache_capacity = capacity;
   std::atomic<int64_t> hits{0}, resends{0};
@@ -320,13 +337,15 @@ int64_t cache_rounds(int64_t capacity, int names, int rounds, bool change_shape_
       std::vector<Handle> handles;
       AllreduceOptions sum;
       sum.op = ReduceOp::kSum;
+      auto name_of = [&](int t) { return (t * 7 + round + (order_per_rank ? rank * 3 : 0)) % names; };
       for (int t = 0; t < names; ++t) {
-        std::fill(bufs[t].begin(), bufs[t].end(), float(rank + t + round));
-        handles.push_back(rt.allreduce_async("c" + std::to_string((t * 7 + round) % names), view(bufs[t]),
-                                             view(bufs[t]), sum));
+        std::fill(bufs[t].begin(), bufs[t].end(), float(rank + name_of(t) + round));
+        handles.push_back(rt.allreduce_async("c" + std::to_string(name_of(t)), view(bufs[t]), view(bufs[t]), sum));
+        // A slow rank: the others' tensors complete one by one as its arrive.
+        if (order_per_rank && rank == 1) std::this_thread::sleep_for(std::chrono::microseconds(300));
       }
       for (auto& h : handles) h.wait(std::chrono::seconds(20));
-      for (int t = 0; t < names; ++t) RANK_CHECK(bufs[t][n - 1] == float(3 + 3 * (t + round)));
+      for (int t = 0; t < names; ++t) RANK_CHECK(bufs[t][n - 1] == float(3 + 3 * (name_of(t) + round)));
     }
     if (rank == 1) hits = rt.stats().cache_hits;
     resends += rt.stats().cache_resends;
@@ -350,7 +369,41 @@ TEST_CASE("A shape change on every rank refills the cache; eviction under a smal
   resends += last_resends;
   cache_rounds(1, 4, 20, true);
   resends += last_resends;
-  WARN("stale keys resent under eviction: " << resends);
+  WARN("stale cache bits resent under eviction: " << resends);
+}
+
+TEST_CASE("Ranks enqueuing cached names in different orders, with slots refilled while partly set", "[runtime][cache]") {
+  // 9 names for 4 slots, each rank in its own order: slots are evicted while
+  // some ranks' bits for them are counted and others' are on the way.
+  cache_rounds(4, 9, 16, false, true);
+  cache_rounds(4, 9, 16, true, true);
+  REQUIRE(cache_rounds(1024, 12, 6, false, true) > 0);
+}
+
+TEST_CASE("A rank that joins while others' cache bits are counted: they complete with its zeros", "[runtime][cache][join]") {
+  run_ranks(3, [](Runtime& rt, int rank) {
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    auto step = [&](int active) {
+      std::vector<float> a(5, 1.0f), b(3, 2.0f);
+      Handle ha = rt.allreduce_async("joined.a", view(a), view(a), sum);
+      Handle hb = rt.allreduce_async("joined.b", view(b), view(b), sum);
+      ha.wait(std::chrono::seconds(20));
+      hb.wait(std::chrono::seconds(20));
+      RANK_CHECK(a[4] == float(active));
+      RANK_CHECK(b[2] == float(2 * active));
+    };
+    for (int i = 0; i < 3; ++i) step(3);  // cached now
+    if (rank == 2) {
+      // Joins late: ranks 0 and 1 have set their bits by then, most likely.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } else {
+      for (int i = 0; i < 3; ++i) step(2);
+    }
+    Handle joined = rt.join_async();
+    joined.wait(std::chrono::seconds(20));
+    RANK_CHECK(joined.last_joined_rank() == 0 || joined.last_joined_rank() == 1);  // rank 2 joined first
+  });
 }
 
 TEST_CASE("A cached name that comes back with another shape on one rank fails everywhere, then works", "[runtime][cache]") {

@@ -1,6 +1,5 @@
 #include "fusion/fusion_planner.h"
 
-#include <algorithm>
 #include <climits>
 #include <tuple>
 
@@ -23,10 +22,47 @@ int64_t bucket_limit(ResponseType type, int64_t threshold_bytes) {
   return type == ResponseType::kAllgather ? std::min<int64_t>(threshold_bytes, INT_MAX) : threshold_bytes;
 }
 
-struct Bucket {
-  size_t output_index;  // where its response sits in the plan
-  Request key;
+// What placing a tensor needs to know about it.
+struct Item {
+  const Request* spec;
+  ResponseType type;
+  int64_t bytes;
 };
+
+// The response each item goes into, as an index into the plan; an item
+// whose index equals the number of responses before it starts a new one.
+std::vector<size_t> place(const std::vector<Item>& items, int64_t threshold_bytes) {
+  struct Bucket {
+    size_t response;
+    const Request* key;  // the first tensor's
+    ResponseType type;
+    int64_t bytes;
+  };
+  std::vector<size_t> out;
+  out.reserve(items.size());
+  std::vector<Bucket> open;
+  size_t responses = 0;
+  for (const Item& it : items) {
+    Bucket* target = nullptr;
+    if (fusable(it.type)) {
+      for (Bucket& b : open) {
+        if (b.type == it.type && fusable_together(*b.key, *it.spec) &&
+            b.bytes + it.bytes <= bucket_limit(b.type, threshold_bytes)) {
+          target = &b;
+          break;
+        }
+      }
+    }
+    if (target != nullptr) {
+      target->bytes += it.bytes;
+      out.push_back(target->response);
+      continue;
+    }
+    if (fusable(it.type)) open.push_back({responses, it.spec, it.type, it.bytes});
+    out.push_back(responses++);
+  }
+  return out;
+}
 
 // Appends `add` (one tensor) to the fused response `into`.
 void merge(Response& into, const Response& add) {
@@ -39,27 +75,39 @@ void merge(Response& into, const Response& add) {
 }  // namespace
 
 std::vector<Response> plan_fusion(std::vector<ReadyTensor> ready, int64_t threshold_bytes) {
+  std::vector<Item> items;
+  items.reserve(ready.size());
+  for (const ReadyTensor& t : ready) items.push_back({&t.request, t.response.type, t.response.total_bytes});
+  const std::vector<size_t> at = place(items, threshold_bytes);
   std::vector<Response> plan;
-  std::vector<Bucket> open;
-  for (ReadyTensor& t : ready) {
-    if (!fusable(t.response.type)) {
-      plan.push_back(std::move(t.response));
-      continue;
+  for (size_t i = 0; i < ready.size(); ++i) {
+    if (at[i] == plan.size()) {
+      plan.push_back(std::move(ready[i].response));
+    } else {
+      merge(plan[at[i]], ready[i].response);
     }
-    Bucket* target = nullptr;
-    for (Bucket& b : open) {
-      const Response& r = plan[b.output_index];
-      if (fusable_together(b.key, t.request) && r.total_bytes + t.response.total_bytes <= bucket_limit(r.type, threshold_bytes)) {
-        target = &b;
-        break;
-      }
+  }
+  return plan;
+}
+
+std::vector<Response> plan_fusion(const std::vector<int32_t>& slots, const ResponseCache& cache,
+                                  int64_t threshold_bytes) {
+  std::vector<Item> items;
+  items.reserve(slots.size());
+  for (int32_t slot : slots) {
+    const Request& spec = *cache.at(slot);
+    items.push_back({&spec, response_type_of(spec.type), spec.num_elements() * dtype_size(spec.dtype)});
+  }
+  const std::vector<size_t> at = place(items, threshold_bytes);
+  std::vector<Response> plan;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (at[i] == plan.size()) {
+      plan.emplace_back();
+      plan.back().type = items[i].type;
     }
-    if (target == nullptr) {
-      open.push_back({plan.size(), t.request});
-      plan.push_back(std::move(t.response));
-      continue;
-    }
-    merge(plan[target->output_index], t.response);
+    Response& r = plan[at[i]];
+    r.slots.push_back(slots[i]);
+    r.total_bytes += items[i].bytes;
   }
   return plan;
 }

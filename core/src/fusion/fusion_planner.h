@@ -11,9 +11,17 @@
 #include <vector>
 
 #include "negotiation/coordinator.h"
+#include "negotiation/response_cache.h"
 
 namespace chorus::detail {
 
+/// Tensors negotiated in full (the Coordinator's ready tensors).
 std::vector<Response> plan_fusion(std::vector<ReadyTensor> ready, int64_t threshold_bytes);
+
+/// Tensors negotiated by cache bits, as their slots in `cache`: responses
+/// that name slots. Slots fuse only with slots, so a response names either
+/// tensors or slots.
+std::vector<Response> plan_fusion(const std::vector<int32_t>& slots, const ResponseCache& cache,
+                                  int64_t threshold_bytes);
 
 }  // namespace chorus::detail

@@ -46,6 +46,10 @@ class Coordinator {
   std::vector<StalledTensor> stalled(Clock::time_point now, double threshold_seconds) const;
   /// True when no tensor is waiting for any rank.
   bool idle() const { return table_.empty() && groups_.empty(); }
+  /// Some rank has joined (and not every rank yet).
+  bool any_joined() const { return joined_count_ > 0; }
+  /// Some rank submitted `name` and the tensor is not complete.
+  bool waiting_for(const std::string& name) const { return !table_.empty() && table_.count(name) > 0; }
 
  private:
   struct Entry {

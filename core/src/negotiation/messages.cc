@@ -8,8 +8,10 @@ namespace chorus::detail {
 
 namespace {
 // Guards against parsing bytes of another protocol version.
-constexpr uint32_t kRequestMagic = 0x43524551;   // "CREQ"
-constexpr uint32_t kResponseMagic = 0x43525350;  // "CRSP"
+constexpr uint32_t kRequestMagic = 0x43525132;   // "CRQ2": cache bits, not keys
+constexpr uint32_t kResponseMagic = 0x43525332;  // "CRS2": cached slots
+// Bounds what a malformed message can make a reader allocate: 2^30 slots.
+constexpr uint32_t kMaxSlotWords = uint32_t{1} << 24;
 }  // namespace
 
 const char* collective_name(CollectiveType type) {
@@ -53,12 +55,6 @@ bool Request::operator==(const Request& o) const {
          group_size == o.group_size && splits == o.splits && process_set_ranks == o.process_set_ranks;
 }
 
-uint32_t name_hash(const std::string& name) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : name) h = (h ^ c) * 16777619u;
-  return h;
-}
-
 bool first_dim_varies(CollectiveType type) {
   return type == CollectiveType::kAllgather || type == CollectiveType::kAlltoall;
 }
@@ -98,18 +94,6 @@ void put_request(WireWriter& w, const Request& r) {
   w.put_int64s(r.process_set_ranks);
 }
 
-void put_key(WireWriter& w, const CacheKey& k) {
-  w.put(k.slot);
-  w.put(k.generation);
-  w.put(k.name_hash);
-}
-
-void get_key(WireReader& r, CacheKey* k) {
-  r.get(&k->slot);
-  r.get(&k->generation);
-  r.get(&k->name_hash);
-}
-
 bool get_request(WireReader& r, Request* q) {
   int32_t type = 0, dtype = 0, op = 0;
   r.get(&q->rank);
@@ -142,8 +126,8 @@ std::string RequestList::serialize() const {
   w.put<uint8_t>(shutdown ? 1 : 0);
   w.put<uint32_t>(static_cast<uint32_t>(requests.size()));
   for (const Request& r : requests) put_request(w, r);
-  w.put<uint32_t>(static_cast<uint32_t>(cached.size()));
-  for (const CacheKey& k : cached) put_key(w, k);
+  cached.write(w);
+  w.put(cache_epoch);
   return w.take();
 }
 
@@ -161,14 +145,10 @@ Status RequestList::parse(const std::string& bytes, RequestList* out) {
     if (!get_request(r, &q) && r.ok()) return Status::unknown_error("malformed request list (bad enum value)");
     out->requests.push_back(std::move(q));
   }
-  uint32_t cached = 0;
-  r.get(&cached);
-  out->cached.clear();
-  for (uint32_t i = 0; i < cached && r.ok(); ++i) {
-    CacheKey k;
-    get_key(r, &k);
-    out->cached.push_back(k);
+  if (r.ok() && !out->cached.read(r, kMaxSlotWords) && r.ok()) {
+    return Status::unknown_error("malformed request list (bad cache bits)");
   }
+  r.get(&out->cache_epoch);
   if (!r.ok() || !r.at_end()) return Status::unknown_error("malformed request list (truncated)");
   return Status::ok();
 }
@@ -183,6 +163,8 @@ std::string ResponseList::serialize() const {
     w.put(static_cast<int32_t>(r.type));
     w.put<uint32_t>(static_cast<uint32_t>(r.names.size()));
     for (const auto& n : r.names) w.put_string(n);
+    w.put<uint32_t>(static_cast<uint32_t>(r.slots.size()));
+    for (int32_t slot : r.slots) w.put(slot);
     w.put_string(r.error_message);
     w.put(r.total_bytes);
     w.put_int64s(r.first_dims);
@@ -194,7 +176,8 @@ std::string ResponseList::serialize() const {
   w.put<uint32_t>(static_cast<uint32_t>(resend.size()));
   for (const Resend& x : resend) {
     w.put(x.rank);
-    put_key(w, x.key);
+    w.put(x.slot);
+    w.put(x.epoch);
   }
   return w.take();
 }
@@ -220,6 +203,13 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out) {
       r.get_string(&n);
       p.names.push_back(std::move(n));
     }
+    uint32_t slots = 0;
+    r.get(&slots);
+    for (uint32_t k = 0; k < slots && r.ok(); ++k) {
+      int32_t slot = -1;
+      r.get(&slot);
+      p.slots.push_back(slot);
+    }
     r.get_string(&p.error_message);
     r.get(&p.total_bytes);
     r.get_int64s(&p.first_dims);
@@ -242,7 +232,8 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out) {
   for (uint32_t i = 0; i < resends && r.ok(); ++i) {
     Resend x;
     r.get(&x.rank);
-    get_key(r, &x.key);
+    r.get(&x.slot);
+    r.get(&x.epoch);
     out->resend.push_back(x);
   }
   if (!r.ok() || !r.at_end()) return Status::unknown_error("malformed response list (truncated)");

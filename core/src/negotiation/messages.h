@@ -8,6 +8,7 @@
 
 #include "chorus/status.h"
 #include "chorus/types.h"
+#include "negotiation/slot_bits.h"
 
 namespace chorus::detail {
 
@@ -59,40 +60,29 @@ bool first_dim_varies(CollectiveType type);
 /// either): what ranks must agree on.
 bool same_signature(const Request& a, const Request& b);
 
-/// Names one insertion into the response cache (negotiation/response_cache.h):
-/// a slot and how many times the slot was filled. Every rank fills slots in
-/// the same order, so a key means the same tensor everywhere.
-struct CacheKey {
-  int32_t slot = -1;
-  uint32_t generation = 0;
-  uint32_t name_hash = 0;  ///< guards against caches that drifted apart: a mismatch is treated as stale
-  bool operator==(const CacheKey& o) const {
-    return slot == o.slot && generation == o.generation && name_hash == o.name_hash;
-  }
-};
-
-/// 32-bit FNV-1a of a tensor name.
-uint32_t name_hash(const std::string& name);
-
-/// A rank's cache-keyed request the coordinator could not resolve (the slot
-/// was refilled meanwhile): that rank sends the full request again.
+/// A rank's cache bit the coordinator could not take (the slot's content
+/// changed after the epoch the rank set it at): that rank sends the full
+/// request again.
 struct Resend {
   int32_t rank = 0;
-  CacheKey key;
-  bool operator==(const Resend& o) const { return rank == o.rank && key == o.key; }
+  int32_t slot = -1;
+  uint64_t epoch = 0;  ///< the rank's cache epoch when it set the bit
+  bool operator==(const Resend& o) const { return rank == o.rank && slot == o.slot && epoch == o.epoch; }
 };
 
 /// Everything one rank sends in one round.
 struct RequestList {
   std::vector<Request> requests;
-  /// Requests the response cache knows: just their keys.
-  std::vector<CacheKey> cached;
+  /// Requests the response cache knows: one bit per slot...
+  SlotBits cached;
+  /// ...set against the sender's cache at this epoch.
+  uint64_t cache_epoch = 0;
   bool shutdown = false;  ///< this rank is leaving
 
   std::string serialize() const;
   static Status parse(const std::string& bytes, RequestList* out);
   bool operator==(const RequestList& o) const {
-    return requests == o.requests && cached == o.cached && shutdown == o.shutdown;
+    return requests == o.requests && cached == o.cached && cache_epoch == o.cache_epoch && shutdown == o.shutdown;
   }
 };
 
@@ -110,6 +100,10 @@ ResponseType response_type_of(CollectiveType type);
 struct Response {
   ResponseType type = ResponseType::kAllreduce;
   std::vector<std::string> names;
+  /// Tensors every rank negotiated through the response cache travel as
+  /// their slots instead of names; each rank reads the names from its cache
+  /// before it runs the list (BackgroundLoop::execute).
+  std::vector<int32_t> slots;
   std::string error_message;
   /// Total bytes of the tensors, for fusion planning on the coordinator.
   int64_t total_bytes = 0;
@@ -126,7 +120,7 @@ struct Response {
   int32_t last_joined_rank = -1;
 
   bool operator==(const Response& o) const {
-    return type == o.type && names == o.names && error_message == o.error_message &&
+    return type == o.type && names == o.names && slots == o.slots && error_message == o.error_message &&
            total_bytes == o.total_bytes && first_dims == o.first_dims && splits == o.splits &&
            joined_specs == o.joined_specs && last_joined_rank == o.last_joined_rank;
   }

@@ -6,25 +6,41 @@ ResponseCache::ResponseCache(size_t capacity) : slots_(capacity) {
   for (size_t i = capacity; i > 0; --i) free_.push_back(static_cast<int32_t>(i - 1));
 }
 
-std::optional<CacheKey> ResponseCache::lookup(const Request& request) const {
+std::optional<int32_t> ResponseCache::lookup(const Request& request) const {
   auto it = by_name_.find(request.name);
   if (it == by_name_.end()) return std::nullopt;
-  const Slot& s = slots_[static_cast<size_t>(it->second)];
-  if (!same_signature(s.request, request)) return std::nullopt;
-  return CacheKey{it->second, s.generation, name_hash(request.name)};
+  if (!same_signature(slots_[static_cast<size_t>(it->second)].request, request)) return std::nullopt;
+  return it->second;
 }
 
-const Request* ResponseCache::resolve(CacheKey key) const {
-  if (key.slot < 0 || key.slot >= static_cast<int32_t>(slots_.size())) return nullptr;
-  const Slot& s = slots_[static_cast<size_t>(key.slot)];
-  return s.used && s.generation == key.generation && name_hash(s.request.name) == key.name_hash ? &s.request : nullptr;
+const Request* ResponseCache::at(int32_t slot) const {
+  if (slot < 0 || slot >= static_cast<int32_t>(slots_.size())) return nullptr;
+  const Slot& s = slots_[static_cast<size_t>(slot)];
+  return s.used ? &s.request : nullptr;
+}
+
+int32_t ResponseCache::slot_of(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+bool ResponseCache::unchanged_since(int32_t slot, uint64_t epoch) const {
+  return at(slot) != nullptr && slots_[static_cast<size_t>(slot)].changed_at <= epoch;
+}
+
+// Shapes that differ per rank cannot share one cached signature. Barriers
+// and registrations are named by a count: each name comes once, so caching
+// them would only evict.
+bool ResponseCache::cacheable(const Request& request) {
+  return !first_dim_varies(request.type) && request.type != CollectiveType::kBarrier &&
+         request.type != CollectiveType::kAddProcessSet;
 }
 
 void ResponseCache::fill(int32_t slot, const Request& request) {
   Slot& s = slots_[static_cast<size_t>(slot)];
   s.request = request;
   s.request.rank = 0;  // the signature matters, not who cached it
-  ++s.generation;
+  s.changed_at = ++epoch_;
   s.used = true;
   recency_.push_front(slot);
   s.recency = recency_.begin();
@@ -32,21 +48,16 @@ void ResponseCache::fill(int32_t slot, const Request& request) {
 }
 
 void ResponseCache::put(const Request& request) {
-  // Shapes that differ per rank cannot share one cached signature; barriers
-  // have a new name every time, so caching them would only evict.
-  // Barriers and registrations are named by a count: each name comes once.
-  if (slots_.empty() || first_dim_varies(request.type) || request.type == CollectiveType::kBarrier ||
-      request.type == CollectiveType::kAddProcessSet) {
-    return;
-  }
+  if (slots_.empty() || !cacheable(request)) return;
   auto it = by_name_.find(request.name);
   if (it != by_name_.end()) {
     Slot& s = slots_[static_cast<size_t>(it->second)];
     if (same_signature(s.request, request)) {
       recency_.splice(recency_.begin(), recency_, s.recency);  // most recent now; no node reallocated
     } else {
+      changing(it->second);
       recency_.erase(s.recency);
-      fill(it->second, request);  // a new signature: old keys must go stale
+      fill(it->second, request);  // a new signature: bits set before now go stale
     }
     return;
   }
@@ -56,6 +67,7 @@ void ResponseCache::put(const Request& request) {
     free_.pop_back();
   } else {
     slot = recency_.back();  // least recently used
+    changing(slot);
     recency_.pop_back();
     by_name_.erase(slots_[static_cast<size_t>(slot)].request.name);
   }
@@ -65,9 +77,11 @@ void ResponseCache::put(const Request& request) {
 void ResponseCache::erase(const std::string& name) {
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return;
+  changing(it->second);
   Slot& s = slots_[static_cast<size_t>(it->second)];
   recency_.erase(s.recency);
   s.used = false;
+  s.changed_at = ++epoch_;
   free_.push_back(it->second);
   by_name_.erase(it);
 }

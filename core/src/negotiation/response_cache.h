@@ -2,19 +2,23 @@
 // The response cache: every rank remembers the signatures of tensors that
 // completed recently, in identical slots, because every rank updates it in
 // the same order (while executing the coordinator's response lists). A rank
-// that enqueues a name again with the same signature sends only its 8-byte
-// CacheKey; the coordinator turns the key back into the full request and, as
-// all agree, skips the detailed validation.
+// that enqueues a name again with the same signature only sets the name's
+// slot in a bit vector (negotiation/slot_bits.h); the coordinator counts the
+// ranks per slot (negotiation/cached_readiness.h) and answers with slots,
+// not names: the steady state moves no names and builds no requests.
 //
-// Keys from a rank whose cache lags the coordinator's can be stale (the slot
-// was refilled since): the coordinator asks that rank to resend the full
-// request (ResponseList::resend). A name that comes back with another
-// signature misses the cache and travels in full: if every rank changed it
-// (say, a smaller last batch) the response refills its slot with a new
-// generation; if only some did, the mismatch error removes it everywhere.
-// Least recently used entries are evicted when the capacity is reached.
-// Pure logic: unit-tested without communication.
+// Every change of a slot's content (a fill, a refill with a new signature,
+// an eviction, an erase) advances the cache's epoch. A rank sends the epoch
+// its bits were set at: a bit for a slot whose content changed after that
+// epoch is stale (the sender's cache lagged the coordinator's), and the
+// coordinator asks that rank to send the request in full (Resend). A name
+// that comes back with another signature misses the cache and travels in
+// full: if every rank changed it (say, a smaller last batch) the response
+// refills its slot; if only some did, the mismatch error erases it
+// everywhere. Least recently used entries are evicted when the capacity is
+// reached. Pure logic: unit-tested without communication.
 
+#include <cstdint>
 #include <list>
 #include <optional>
 #include <string>
@@ -27,19 +31,36 @@ namespace chorus::detail {
 
 class ResponseCache {
  public:
+  /// Told before a slot's content changes, while the slot still holds the
+  /// old request: what was negotiated against it must be settled first.
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    virtual void before_slot_change(int32_t slot) = 0;
+  };
+
   /// `capacity` 0 turns the cache off (lookups miss, puts do nothing).
   explicit ResponseCache(size_t capacity);
+  void set_listener(Listener* listener) { listener_ = listener; }
 
-  /// The key of `request`'s name when it is cached with the same signature.
-  std::optional<CacheKey> lookup(const Request& request) const;
-  /// The request cached under `key`, or nullptr when the key is stale.
-  const Request* resolve(CacheKey key) const;
+  /// The slot of `request`'s name when it is cached with the same signature.
+  std::optional<int32_t> lookup(const Request& request) const;
+  /// The request cached in `slot`, or nullptr when the slot is empty or out of range.
+  const Request* at(int32_t slot) const;
+  /// The slot `name` is cached in, or -1.
+  int32_t slot_of(const std::string& name) const;
   /// `request` completed: cache or refresh it (a new signature refills the
-  /// slot under a new generation), evicting the least recently used entry
-  /// when full.
+  /// slot), evicting the least recently used entry when full.
   void put(const Request& request);
   /// Forgets `name` (a failed operation).
   void erase(const std::string& name);
+
+  /// How many slot contents changed so far: equal on ranks that applied the
+  /// same updates.
+  uint64_t epoch() const { return epoch_; }
+  /// True when `slot` holds today what it held at `epoch`: a bit set for it
+  /// by a rank whose cache was at `epoch` means this slot's request.
+  bool unchanged_since(int32_t slot, uint64_t epoch) const;
 
   size_t size() const { return by_name_.size(); }
   size_t capacity() const { return slots_.size(); }
@@ -47,16 +68,22 @@ class ResponseCache {
  private:
   struct Slot {
     Request request;
-    uint32_t generation = 0;
+    uint64_t changed_at = 0;  // the epoch of the last change of content
     bool used = false;
     std::list<int32_t>::iterator recency;
   };
+  static bool cacheable(const Request& request);
   void fill(int32_t slot, const Request& request);
+  void changing(int32_t slot) {
+    if (listener_ != nullptr) listener_->before_slot_change(slot);
+  }
 
   std::vector<Slot> slots_;
   std::unordered_map<std::string, int32_t> by_name_;
   std::list<int32_t> recency_;  // most recently used first
   std::vector<int32_t> free_;   // unused slots; the next one filled is the last
+  uint64_t epoch_ = 0;
+  Listener* listener_ = nullptr;
 };
 
 }  // namespace chorus::detail

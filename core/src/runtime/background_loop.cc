@@ -1,5 +1,6 @@
 #include "runtime/background_loop.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "fusion/fusion_planner.h"
@@ -28,8 +29,13 @@ BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const Runti
       executor_(backend.data(), topo_.rank, topo_.size, stats, timeline, logger),
       waiter_(options, queue),
       cache_(static_cast<size_t>(options.cache_capacity)),
+      sent_(static_cast<size_t>(options.cache_capacity)),
       last_stall_check_(std::chrono::steady_clock::now()) {
-  if (topo_.rank == 0) coordinator_ = std::make_unique<Coordinator>(topo_.size, topo_.scope);
+  if (topo_.rank == 0) {
+    coordinator_ = std::make_unique<Coordinator>(topo_.size, topo_.scope);
+    readiness_ = std::make_unique<CachedReadiness>(topo_.size, cache_.capacity());
+  }
+  cache_.set_listener(this);
 }
 
 void BackgroundLoop::request_shutdown() {
@@ -43,7 +49,7 @@ void BackgroundLoop::run() {
       waiter_.on_progress();
     } else if (!finished_) {
       timeline_.flush();  // idle: a good moment to write
-      waiter_.wait(queue_.in_flight() > 0 || (coordinator_ && !coordinator_->idle()));
+      waiter_.wait(queue_.in_flight() > 0 || (coordinator_ && !coordinator_idle()));
     }
   }
 }
@@ -71,50 +77,123 @@ Status BackgroundLoop::send_local_requests(bool* progressed) {
   }
   if (mine.requests.empty() && !mine.shutdown) return Status::ok();
   *progressed = true;
+  use_cache_bits(&mine);
   if (coordinator_) {
     add_requests(topo_.rank, mine);
     return Status::ok();
   }
-  use_cache_keys(&mine);
   return backend_.control().send_to_coordinator(mine.serialize());
 }
 
-// Requests whose signature every rank has cached travel as keys.
-void BackgroundLoop::use_cache_keys(RequestList* list) {
+namespace {
+// Collectives whose cached signature says all a response needs: their
+// tensors can be negotiated by cache bits alone. Groups wait for each other
+// in the Coordinator; joins and registrations are one-off.
+bool negotiable_by_bits(const Request& r) {
+  return r.group.empty() && (r.type == CollectiveType::kAllreduce || r.type == CollectiveType::kBroadcast ||
+                             r.type == CollectiveType::kReducescatter);
+}
+}  // namespace
+
+// Requests whose signature every rank has cached travel as cache bits.
+void BackgroundLoop::use_cache_bits(RequestList* list) {
+  list->cache_epoch = cache_.epoch();
+  if (cache_.capacity() == 0) return;
   std::vector<Request> full;
   for (Request& r : list->requests) {
-    if (auto key = cache_.lookup(r)) {
-      list->cached.push_back(*key);
-      sent_keys_[r.name] = *key;
-    } else {
-      full.push_back(std::move(r));
+    if (negotiable_by_bits(r)) {
+      // Rank 0's bits are counted at once, against its own cache: never stale.
+      const std::optional<int32_t> slot = cache_.lookup(r);
+      if (slot && (coordinator_ || sent_.try_send(*slot, list->cache_epoch, r.name))) {
+        list->cached.add(*slot);
+        continue;
+      }
     }
+    full.push_back(std::move(r));
   }
-  if (!list->cached.empty()) {
-    const auto hits = static_cast<int64_t>(list->cached.size());
+  if (!coordinator_ && !list->cached.empty()) {
+    const auto hits = static_cast<int64_t>(list->cached.count());
     stats_.update([&](RuntimeStats& st) { st.cache_hits += hits; });
   }
   list->requests.swap(full);
 }
 
 void BackgroundLoop::add_requests(int from_rank, const RequestList& list) {
-  for (const Request& r : list.requests) coordinator_->add(r);
+  for (const Request& r : list.requests) add_full(r);
   int64_t hits = 0;
-  for (const CacheKey& key : list.cached) {
-    if (const Request* cached = cache_.resolve(key)) {
-      Request r = *cached;
-      r.rank = from_rank;
-      coordinator_->add(std::move(r));
+  list.cached.for_each([&](int32_t slot) {
+    if (cache_.unchanged_since(slot, list.cache_epoch)) {
+      add_cached(from_rank, slot);
       ++hits;
     } else {
-      pending_resends_.push_back({from_rank, key});  // the slot was refilled meanwhile
+      pending_resends_.push_back({from_rank, slot, list.cache_epoch});  // the slot changed meanwhile
     }
-  }
-  if (hits > 0) stats_.update([&](RuntimeStats& st) { st.cache_hits += hits; });
+  });
+  if (hits > 0 && from_rank != topo_.rank) stats_.update([&](RuntimeStats& st) { st.cache_hits += hits; });
   if (list.shutdown && global_shutdown_reason_.empty()) {
     const std::string who = "rank " + std::to_string(topo_.scope.world_rank(from_rank));
     global_shutdown_reason_ = topo_.scope.id == 0 ? who + " called shutdown()"
                                                   : who + " removed " + topo_.scope.describe() + " or shut down";
+  }
+}
+
+// A full request takes along what other ranks sent for the same tensor by
+// cache bits (say, this rank changed the tensor's shape: the Coordinator
+// then reports the mismatch); a join takes every partly set slot, since
+// tensors may now complete without the joined rank.
+void BackgroundLoop::add_full(Request request) {
+  if (request.type == CollectiveType::kJoin) {
+    for (int32_t slot : readiness_->partial_slots()) leave_fast_path(slot);
+  } else if (!readiness_->idle()) {
+    leave_fast_path(cache_.slot_of(request.name));
+  }
+  coordinator_->add(std::move(request));
+}
+
+void BackgroundLoop::add_cached(int rank, int32_t slot) {
+  const Request& spec = *cache_.at(slot);
+  if (coordinator_->any_joined() || !negotiable_by_bits(spec) || coordinator_->waiting_for(spec.name)) {
+    Request full = spec;  // the Coordinator's rules apply: it gets the request itself
+    full.rank = rank;
+    coordinator_->add(std::move(full));
+    return;
+  }
+  switch (readiness_->mark(slot, rank)) {
+    case CachedReadiness::Mark::kWaiting:
+      return;
+    case CachedReadiness::Mark::kReady:
+      bits_ready_.push_back(slot);
+      return;
+    case CachedReadiness::Mark::kDuplicate: {
+      leave_fast_path(slot);  // the Coordinator reports the tensor submitted twice
+      Request twice = spec;
+      twice.rank = rank;
+      coordinator_->add(std::move(twice));
+      return;
+    }
+  }
+}
+
+// Hands a partly set slot's marks to the Coordinator as full requests.
+void BackgroundLoop::leave_fast_path(int32_t slot) {
+  if (!readiness_->partial(slot)) return;
+  const CachedReadiness::Dropped marks = readiness_->drop(slot);
+  const Request& spec = *cache_.at(slot);
+  for (int rank : marks.ranks) {
+    Request r = spec;
+    r.rank = rank;
+    coordinator_->add(std::move(r), marks.first_seen);
+  }
+}
+
+// Every rank changes its cache at the same point of the response order.
+// Bits counted against the old content leave the fast path (coordinator);
+// this rank's bit for it, if one is out, is kept by name (worker).
+void BackgroundLoop::before_slot_change(int32_t slot) {
+  if (coordinator_) {
+    leave_fast_path(slot);
+  } else {
+    sent_.slot_changing(slot);
   }
 }
 
@@ -130,7 +209,7 @@ Status BackgroundLoop::coordinate(bool* progressed) {
   }
   check_stalls();  // first: a stall shutdown must not fail a burst that is ready everywhere
   ResponseList out;
-  out.responses = plan_fusion(take_fusable_burst(), options_.fusion_threshold_bytes);
+  out.responses = take_fusable_burst();
   if (!global_shutdown_reason_.empty()) {
     out.shutdown = true;
     out.shutdown_reason = global_shutdown_reason_;
@@ -149,27 +228,50 @@ Status BackgroundLoop::coordinate(bool* progressed) {
 // Ready tensors go out at once when nothing else is on its way; while other
 // tensors are partly submitted (a burst still arriving) they wait up to
 // fusion_wait_us so the burst fuses into one response.
-std::vector<ReadyTensor> BackgroundLoop::take_fusable_burst() {
+std::vector<Response> BackgroundLoop::take_fusable_burst() {
   std::vector<ReadyTensor> ready = coordinator_->take_ready();
-  if (!ready.empty() && held_.empty()) held_since_ = std::chrono::steady_clock::now();
+  const bool held_none = held_.empty() && held_slots_.empty();
+  if ((!ready.empty() || !bits_ready_.empty()) && held_none) held_since_ = std::chrono::steady_clock::now();
   held_.insert(held_.end(), std::make_move_iterator(ready.begin()), std::make_move_iterator(ready.end()));
-  if (held_.empty()) return {};
+  held_slots_.insert(held_slots_.end(), bits_ready_.begin(), bits_ready_.end());
+  bits_ready_.clear();
+  if (held_.empty() && held_slots_.empty()) return {};
   const double held_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - held_since_).count();
-  if (!coordinator_->idle() && held_us < options_.fusion_wait_us && global_shutdown_reason_.empty()) return {};
-  std::vector<ReadyTensor> out;
-  out.swap(held_);
-  held_.reserve(out.size());
-  return out;
+  if (!coordinator_idle() && held_us < options_.fusion_wait_us && global_shutdown_reason_.empty()) return {};
+  std::vector<Response> plan;
+  if (!held_.empty()) {
+    std::vector<ReadyTensor> full;
+    full.swap(held_);
+    held_.reserve(full.size());  // bursts tend to repeat: grow once
+    plan = plan_fusion(std::move(full), options_.fusion_threshold_bytes);
+  }
+  if (!held_slots_.empty()) {
+    std::vector<Response> by_slot = plan_fusion(held_slots_, cache_, options_.fusion_threshold_bytes);
+    plan.insert(plan.end(), std::make_move_iterator(by_slot.begin()), std::make_move_iterator(by_slot.end()));
+    held_slots_.clear();  // keeps its capacity: bursts repeat
+  }
+  return plan;
 }
 
 void BackgroundLoop::check_stalls() {
-  if (options_.stall_check_seconds <= 0 || coordinator_->idle()) return;
+  if (options_.stall_check_seconds <= 0 || coordinator_idle()) return;
   const auto now = std::chrono::steady_clock::now();
   if (std::chrono::duration<double>(now - last_stall_check_).count() < options_.stall_check_seconds) return;
   last_stall_check_ = now;
   std::ostringstream shutdown_why;
-  for (const StalledTensor& t : coordinator_->stalled(now, options_.stall_check_seconds)) {
+  std::vector<StalledTensor> stalled = coordinator_->stalled(now, options_.stall_check_seconds);
+  for (const CachedReadiness::Stalled& c : readiness_->stalled(now, options_.stall_check_seconds)) {
+    StalledTensor t;
+    t.name = cache_.at(c.slot)->name;
+    t.waiting_seconds = c.waiting_seconds;
+    for (int r = 0; r < topo_.size; ++r) {
+      const bool marked = std::find(c.marked_ranks.begin(), c.marked_ranks.end(), r) != c.marked_ranks.end();
+      (marked ? t.submitted_ranks : t.missing_ranks).push_back(topo_.scope.world_rank(r));
+    }
+    stalled.push_back(std::move(t));
+  }
+  for (const StalledTensor& t : stalled) {
     std::ostringstream line;
     line << "tensor '" << t.name << "'" << topo_.scope.in_text() << " has waited " << static_cast<int64_t>(t.waiting_seconds)
          << " s: submitted by ranks " << ranks_text(t.submitted_ranks) << ", missing on ranks "
@@ -198,14 +300,33 @@ Status BackgroundLoop::receive_responses(bool* progressed) {
   return Status::ok();
 }
 
-void BackgroundLoop::execute(const ResponseList& list) {
+// Slots name what they held when the coordinator planned the list, which
+// is what they hold here before the list runs: a response early in the list
+// may refill a slot that a later one names.
+void BackgroundLoop::name_cached_slots(ResponseList& list) const {
+  for (Response& response : list.responses) {
+    for (int32_t slot : response.slots) {
+      const Request* cached = cache_.at(slot);
+      if (cached == nullptr) {
+        CHORUS_LOG(logger_, kError) << "internal: a response names cache slot " << slot << ", empty on this rank";
+        continue;
+      }
+      response.names.push_back(cached->name);
+    }
+  }
+}
+
+void BackgroundLoop::execute(ResponseList& list) {
+  name_cached_slots(list);
   for (const Response& response : list.responses) {
     std::vector<TensorEntry> entries;
     entries.reserve(response.names.size());
     const bool failed = response.type == ResponseType::kError;
-    for (const std::string& name : response.names) {
+    const bool by_slot = response.slots.size() == response.names.size();
+    for (size_t i = 0; i < response.names.size(); ++i) {
+      const std::string& name = response.names[i];
       TensorEntry e;
-      sent_keys_.erase(name);
+      if (!sent_.empty()) sent_.completed(name, by_slot ? response.slots[i] : cache_.slot_of(name));
       // Every rank updates its cache here, in response order: identical caches.
       if (failed) cache_.erase(name);
       if (queue_.take(name, &e) || stand_in_for_joined(response, name, &e)) {
@@ -273,14 +394,11 @@ bool BackgroundLoop::stand_in_for_joined(const Response& response, const std::st
 void BackgroundLoop::resend_stale(const std::vector<Resend>& resend) {
   for (const Resend& x : resend) {
     if (x.rank != topo_.rank) continue;
-    for (auto it = sent_keys_.begin(); it != sent_keys_.end(); ++it) {
-      if (!(it->second == x.key)) continue;
-      Request full;
-      if (queue_.request_of(it->first, &full)) to_resend_.push_back(std::move(full));
-      sent_keys_.erase(it);
-      stats_.update([](RuntimeStats& st) { ++st.cache_resends; });
-      break;
-    }
+    const std::optional<std::string> name = sent_.take_resend(x.slot, x.epoch);
+    if (!name) continue;
+    Request full;
+    if (queue_.request_of(*name, &full)) to_resend_.push_back(std::move(full));
+    stats_.update([](RuntimeStats& st) { ++st.cache_resends; });
   }
   if (!to_resend_.empty()) queue_.notify();
 }

@@ -3,6 +3,9 @@
 //   1. send this rank's new requests to the coordinator (rank 0 keeps its own);
 //   2. rank 0: collect requests, make responses for tensors every rank
 //      submitted, plan fusion, send the response list to every rank;
+//      tensors every rank has in its response cache travel as cache bits
+//      instead (negotiation/cached_readiness.h), and their responses name
+//      cache slots;
 //   3. every rank: run the response lists in the order they came.
 // A shutdown anywhere travels the same way, so every rank stops at the same
 // point of the response order and fails what is left with a clear reason.
@@ -17,8 +20,10 @@
 
 #include "comm/backend.h"
 #include "common/logging.h"
+#include "negotiation/cached_readiness.h"
 #include "negotiation/coordinator.h"
 #include "negotiation/response_cache.h"
+#include "negotiation/sent_slots.h"
 #include "runtime/idle_waiter.h"
 #include "runtime/operation_executor.h"
 #include "runtime/shared_stats.h"
@@ -27,7 +32,7 @@
 
 namespace chorus::detail {
 
-class BackgroundLoop {
+class BackgroundLoop : private ResponseCache::Listener {
  public:
   BackgroundLoop(Backend& backend, TensorQueue& queue, const RuntimeOptions& options,
                  const Logger& logger, SharedStats& stats, Timeline& timeline);
@@ -44,12 +49,18 @@ class BackgroundLoop {
   Status coordinate(bool* progressed);
   Status receive_responses(bool* progressed);
   void add_requests(int from_rank, const RequestList& list);
-  void use_cache_keys(RequestList* list);
+  void use_cache_bits(RequestList* list);
+  void add_full(Request request);
+  void add_cached(int rank, int32_t slot);
+  void leave_fast_path(int32_t slot);
+  void before_slot_change(int32_t slot) override;
+  bool coordinator_idle() const { return coordinator_->idle() && readiness_->idle(); }
+  void name_cached_slots(ResponseList& list) const;
   void resend_stale(const std::vector<Resend>& resend);
   bool stand_in_for_joined(const Response& response, const std::string& name, TensorEntry* out);
   void check_stalls();
-  std::vector<ReadyTensor> take_fusable_burst();
-  void execute(const ResponseList& list);
+  std::vector<Response> take_fusable_burst();
+  void execute(ResponseList& list);
   void split_process_sets(std::vector<TensorEntry> entries);
   void finish(const Status& reason);
 
@@ -63,11 +74,14 @@ class BackgroundLoop {
   OperationExecutor executor_;
   IdleWaiter waiter_;
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
+  std::unique_ptr<CachedReadiness> readiness_;  // rank 0 only: cache bits per slot
+  std::vector<int32_t> bits_ready_;           // coordinator: slots ready everywhere by cache bits
   ResponseCache cache_;                       // identical on every rank
-  std::unordered_map<std::string, CacheKey> sent_keys_;  // this rank's requests sent by key
-  std::vector<Request> to_resend_;            // stale keys, going out in full next round
+  SentSlots sent_;                            // workers: bits out, not yet complete
+  std::vector<Request> to_resend_;            // stale bits, going out in full next round
   std::vector<Resend> pending_resends_;       // coordinator: to tell the workers
   std::vector<ReadyTensor> held_;             // coordinator: ready, waiting for a burst to complete
+  std::vector<int32_t> held_slots_;           // the same, negotiated by cache bits
   std::chrono::steady_clock::time_point held_since_;
 
   std::atomic<bool> shutdown_requested_{false};
