@@ -3,7 +3,10 @@
 # 3x32x32 images, SGD lr 0.01 x size, 1 compute thread per rank) with
 # PyTorch DDP (gloo) and with Chorus, at np = 1 and 2, under the same malloc
 # setting; prints images/s, scaling efficiency imgs/s(2) / (2 x imgs/s(1))
-# and the ratio Chorus / DDP.
+# and the ratio Chorus / DDP. Each round also runs two Chorus np=1 jobs at
+# the same time, each its own job with no communication: their summed
+# images/s is this machine's ceiling for any np=2 run (two ranks sharing the
+# cores and memory, nothing exchanged), measured in the same run.
 #
 #   scripts/compare_ddp.sh [--malloc tuned|default|out-of-box] [--rounds R]
 #                          [--build DIR] [--python PY] [--job-timeout S]
@@ -98,13 +101,34 @@ run_chorus() {
     { cat "$log" >&2; die "Chorus np=$np failed"; }
 }
 
-declare -A sum=([ddp1]=0 [ddp2]=0 [chorus1]=0 [chorus2]=0)
+# Two independent np=1 jobs at once; prints their summed images/s.
+run_ceiling() {
+  local log=$1 pids=() k rc=0 total=0 v
+  for k in a b; do
+    timeout -k 10 "$job_timeout" "$chorusrun" -np 1 "${chorus_flags[@]}" "${extra_chorus_flags[@]}" "$benchmark" \
+      "${bench_args[@]}" >"$log.$k" 2>&1 &
+    pids+=($!)
+  done
+  for k in "${!pids[@]}"; do wait "${pids[$k]}" || rc=$?; done
+  if ((rc != 0)); then cat "$log".? >&2; die "the two independent np=1 jobs failed (exit code $rc)"; fi
+  for k in a b; do
+    v=$(total_of "$log.$k")
+    total=$(awk -v a="$total" -v b="$v" 'BEGIN { print a + b }')
+  done
+  echo "RESULT np=2 imgs_per_sec_total=$total (two independent np=1 jobs at once)" >"$log"
+}
+
+declare -A sum=([ddp1]=0 [ddp2]=0 [chorus1]=0 [chorus2]=0 [ceiling2]=0)
 for ((round = 1; round <= rounds; round++)); do
-  for job in ddp1 ddp2 chorus1 chorus2; do
+  for job in ddp1 ddp2 chorus1 chorus2 ceiling2; do
     np=${job: -1}
     log="$logs/$job.$round"
     echo "compare_ddp: round $round/$rounds: ${job%?} np=$np ..." >&2
-    if [[ $job == ddp* ]]; then run_ddp "$np" "$log"; else run_chorus "$np" "$log"; fi
+    case $job in
+      ddp*) run_ddp "$np" "$log" ;;
+      chorus*) run_chorus "$np" "$log" ;;
+      ceiling*) run_ceiling "$log" ;;
+    esac
     v=$(total_of "$log")
     echo "compare_ddp:   $(grep '^RESULT' "$log")" >&2
     sum[$job]=$(awk -v a="${sum[$job]}" -v b="$v" 'BEGIN { print a + b }')
@@ -118,12 +142,15 @@ case $malloc in
 esac
 [[ ${#extra_chorus_flags[@]} -eq 0 ]] || setting+="; chorusrun ${extra_chorus_flags[*]}"
 awk -v rounds="$rounds" -v malloc="$malloc" -v setting="$setting" \
-    -v d1="${sum[ddp1]}" -v d2="${sum[ddp2]}" -v c1="${sum[chorus1]}" -v c2="${sum[chorus2]}" 'BEGIN {
-  d1 /= rounds; d2 /= rounds; c1 /= rounds; c2 /= rounds
+    -v d1="${sum[ddp1]}" -v d2="${sum[ddp2]}" -v c1="${sum[chorus1]}" -v c2="${sum[chorus2]}" \
+    -v x2="${sum[ceiling2]}" 'BEGIN {
+  d1 /= rounds; d2 /= rounds; c1 /= rounds; c2 /= rounds; x2 /= rounds
   printf "ResNet-18, batch 32 per rank, 1 thread per rank; malloc %s: %s; mean of %d round(s)\n",
          malloc, setting, rounds
   printf "%-12s %12s %12s %12s\n", "", "np=1 img/s", "np=2 img/s", "efficiency"
   printf "%-12s %12.1f %12.1f %12.2f\n", "PyTorch DDP", d1, d2, d2 / (2 * d1)
   printf "%-12s %12.1f %12.1f %12.2f\n", "Chorus", c1, c2, c2 / (2 * c1)
   printf "%-12s %12.2f %12.2f %12.2f\n", "Chorus/DDP", c1 / d1, c2 / d2, (c2 / (2 * c1)) / (d2 / (2 * d1))
+  printf "%-12s %12s %12.1f %12.2f   (two independent np=1 Chorus jobs at once: the ceiling)\n", "No comm.", "", x2, x2 / (2 * c1)
+  printf "ceiling / DDP np=2 = %.2f: no np=2 run here can beat DDP by more; Chorus reaches %.2f of the ceiling\n", x2 / d2, c2 / x2
 }'

@@ -90,6 +90,7 @@ TEST_CASE("Request and response lists carry cache bits, slots and resends", "[ca
   cached.total_bytes = 64;
   out.responses.push_back(cached);
   out.resend.push_back({1, 130, 41});
+  out.cache_epoch = 43;
   ResponseList out_back;
   REQUIRE(ResponseList::parse(out.serialize(), &out_back).is_ok());
   REQUIRE(out_back == out);
@@ -98,6 +99,9 @@ TEST_CASE("Request and response lists carry cache bits, slots and resends", "[ca
   std::string bytes = list.serialize();
   bytes.pop_back();
   REQUIRE_FALSE(RequestList::parse(bytes, &back).is_ok());
+  // Bits beyond the receiver's cache are refused before anything is allocated for them.
+  REQUIRE(RequestList::parse(list.serialize(), &back, 192).is_ok());
+  REQUIRE_FALSE(RequestList::parse(list.serialize(), &back, 128).is_ok());
 }
 
 TEST_CASE("Cached readiness: a slot is ready when the last rank sets it", "[cache][readiness]") {
@@ -149,7 +153,7 @@ TEST_CASE("Sent slots: one bit per slot, found again for a resend, displaced by 
   SentSlots sent(4);
   REQUIRE(sent.empty());
   REQUIRE(sent.try_send(1, 10, "a"));
-  REQUIRE_FALSE(sent.try_send(1, 11, "b"));  // slot 1 carries a's bit: b goes in full
+  REQUIRE_FALSE(sent.try_send(1, 11, "b"));  // a defence: slot 1 carries a's bit
   REQUIRE_FALSE(sent.try_send(9, 10, "c"));  // no such slot
   REQUIRE(sent.try_send(2, 10, "c"));
   REQUIRE_FALSE(sent.empty());

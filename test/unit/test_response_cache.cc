@@ -105,10 +105,10 @@ TEST_CASE("Capacity 0 turns the cache off", "[cache]") {
   REQUIRE(cache.epoch() == 0);
 }
 
-TEST_CASE("Allgathers, barriers and registrations are not cached", "[cache]") {
+TEST_CASE("Allgathers, barriers, registrations and joins are not cached", "[cache]") {
   ResponseCache cache(4);
   for (CollectiveType t : {CollectiveType::kAllgather, CollectiveType::kAlltoall, CollectiveType::kBarrier,
-                           CollectiveType::kAddProcessSet}) {
+                           CollectiveType::kAddProcessSet, CollectiveType::kJoin}) {
     Request r = req("x");
     r.type = t;
     cache.put(r);

@@ -1,5 +1,6 @@
 #include "fusion/fusion_planner.h"
 
+#include <algorithm>
 #include <climits>
 #include <tuple>
 
@@ -95,6 +96,8 @@ std::vector<Response> plan_fusion(const std::vector<int32_t>& slots, const Respo
   std::vector<Item> items;
   items.reserve(slots.size());
   for (int32_t slot : slots) {
+    // Ready slots cannot change before they are planned: the cache changes
+    // only when a list runs, and a list takes every ready slot with it.
     const Request& spec = *cache.at(slot);
     items.push_back({&spec, response_type_of(spec.type), spec.num_elements() * dtype_size(spec.dtype)});
   }

@@ -27,7 +27,7 @@ CachedReadiness::Mark CachedReadiness::mark(int32_t slot, int rank, Clock::time_
     ranks_[s * words_per_slot_ + r / 64] |= uint64_t{1} << (r % 64);
     return Mark::kWaiting;
   }
-  drop(slot);
+  reset(s);
   return Mark::kReady;
 }
 
@@ -49,10 +49,14 @@ CachedReadiness::Dropped CachedReadiness::drop(int32_t slot) {
   const size_t s = static_cast<size_t>(slot);
   out.ranks = ranks_of(s);
   out.first_seen = state_[s].first_seen;
-  state_[s].count = 0;
-  for (size_t w = 0; w < words_per_slot_; ++w) ranks_[s * words_per_slot_ + w] = 0;
-  --partial_slots_;
+  reset(s);
   return out;
+}
+
+void CachedReadiness::reset(size_t slot) {
+  state_[slot].count = 0;
+  for (size_t w = 0; w < words_per_slot_; ++w) ranks_[slot * words_per_slot_ + w] = 0;
+  --partial_slots_;
 }
 
 std::vector<int32_t> CachedReadiness::partial_slots() const {

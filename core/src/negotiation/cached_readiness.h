@@ -58,6 +58,7 @@ class CachedReadiness {
     Clock::time_point first_seen;
   };
   bool marked(size_t slot, int rank) const;
+  void reset(size_t slot);
   std::vector<int> ranks_of(size_t slot) const;
 
   int world_size_;

@@ -10,8 +10,6 @@ namespace {
 // Guards against parsing bytes of another protocol version.
 constexpr uint32_t kRequestMagic = 0x43525132;   // "CRQ2": cache bits, not keys
 constexpr uint32_t kResponseMagic = 0x43525332;  // "CRS2": cached slots
-// Bounds what a malformed message can make a reader allocate: 2^30 slots.
-constexpr uint32_t kMaxSlotWords = uint32_t{1} << 24;
 }  // namespace
 
 const char* collective_name(CollectiveType type) {
@@ -131,7 +129,7 @@ std::string RequestList::serialize() const {
   return w.take();
 }
 
-Status RequestList::parse(const std::string& bytes, RequestList* out) {
+Status RequestList::parse(const std::string& bytes, RequestList* out, size_t max_slots) {
   WireReader r(bytes);
   uint32_t magic = 0, count = 0;
   uint8_t shutdown = 0;
@@ -145,7 +143,8 @@ Status RequestList::parse(const std::string& bytes, RequestList* out) {
     if (!get_request(r, &q) && r.ok()) return Status::unknown_error("malformed request list (bad enum value)");
     out->requests.push_back(std::move(q));
   }
-  if (r.ok() && !out->cached.read(r, kMaxSlotWords) && r.ok()) {
+  const auto max_words = static_cast<uint32_t>(std::min<size_t>((max_slots + 63) / 64, UINT32_MAX));
+  if (r.ok() && !out->cached.read(r, max_words) && r.ok()) {
     return Status::unknown_error("malformed request list (bad cache bits)");
   }
   r.get(&out->cache_epoch);
@@ -158,6 +157,7 @@ std::string ResponseList::serialize() const {
   w.put(kResponseMagic);
   w.put<uint8_t>(shutdown ? 1 : 0);
   w.put_string(shutdown_reason);
+  w.put(cache_epoch);
   w.put<uint32_t>(static_cast<uint32_t>(responses.size()));
   for (const Response& r : responses) {
     w.put(static_cast<int32_t>(r.type));
@@ -189,6 +189,7 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out) {
   if (!r.get(&magic) || magic != kResponseMagic) return Status::unknown_error("malformed response list (bad header)");
   r.get(&shutdown);
   r.get_string(&out->shutdown_reason);
+  r.get(&out->cache_epoch);
   r.get(&count);
   out->shutdown = shutdown != 0;
   out->responses.clear();

@@ -80,7 +80,9 @@ struct RequestList {
   bool shutdown = false;  ///< this rank is leaving
 
   std::string serialize() const;
-  static Status parse(const std::string& bytes, RequestList* out);
+  /// `max_slots`: the receiver's cache capacity; bits beyond it are refused
+  /// (and cannot make the reader allocate more).
+  static Status parse(const std::string& bytes, RequestList* out, size_t max_slots = size_t{1} << 30);
   bool operator==(const RequestList& o) const {
     return requests == o.requests && cached == o.cached && cache_epoch == o.cache_epoch && shutdown == o.shutdown;
   }
@@ -131,6 +133,10 @@ struct Response {
 struct ResponseList {
   std::vector<Response> responses;
   std::vector<Resend> resend;
+  /// The coordinator's cache epoch when it planned the list: every rank's
+  /// cache must be at the same epoch before it runs the list, or the slots
+  /// it names would mean other tensors there (BackgroundLoop::execute).
+  uint64_t cache_epoch = 0;
   bool shutdown = false;
   std::string shutdown_reason;
 
@@ -138,7 +144,7 @@ struct ResponseList {
   static Status parse(const std::string& bytes, ResponseList* out);
   bool operator==(const ResponseList& o) const {
     return responses == o.responses && resend == o.resend && shutdown == o.shutdown &&
-           shutdown_reason == o.shutdown_reason;
+           shutdown_reason == o.shutdown_reason && cache_epoch == o.cache_epoch;
   }
 };
 

@@ -30,10 +30,10 @@ bool ResponseCache::unchanged_since(int32_t slot, uint64_t epoch) const {
 
 // Shapes that differ per rank cannot share one cached signature. Barriers
 // and registrations are named by a count: each name comes once, so caching
-// them would only evict.
+// them would only evict; joins always travel in full.
 bool ResponseCache::cacheable(const Request& request) {
   return !first_dim_varies(request.type) && request.type != CollectiveType::kBarrier &&
-         request.type != CollectiveType::kAddProcessSet;
+         request.type != CollectiveType::kAddProcessSet && request.type != CollectiveType::kJoin;
 }
 
 void ResponseCache::fill(int32_t slot, const Request& request) {

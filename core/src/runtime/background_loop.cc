@@ -29,7 +29,7 @@ BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const Runti
       executor_(backend.data(), topo_.rank, topo_.size, stats, timeline, logger),
       waiter_(options, queue),
       cache_(static_cast<size_t>(options.cache_capacity)),
-      sent_(static_cast<size_t>(options.cache_capacity)),
+      sent_(topo_.rank == 0 ? 0 : static_cast<size_t>(options.cache_capacity)),  // rank 0 sends no bits
       last_stall_check_(std::chrono::steady_clock::now()) {
   if (topo_.rank == 0) {
     coordinator_ = std::make_unique<Coordinator>(topo_.size, topo_.scope);
@@ -202,7 +202,7 @@ Status BackgroundLoop::coordinate(bool* progressed) {
   std::string bytes;
   while (backend_.control().poll_from_workers(&from, &bytes)) {
     RequestList list;
-    Status s = RequestList::parse(bytes, &list);
+    Status s = RequestList::parse(bytes, &list, cache_.capacity());
     if (!s.is_ok()) return Status::unknown_error("from rank " + std::to_string(from) + ": " + s.message());
     add_requests(from, list);
     *progressed = true;
@@ -215,6 +215,7 @@ Status BackgroundLoop::coordinate(bool* progressed) {
     out.shutdown_reason = global_shutdown_reason_;
   }
   out.resend.swap(pending_resends_);
+  out.cache_epoch = cache_.epoch();
   if (out.responses.empty() && out.resend.empty() && !out.shutdown) return Status::ok();
   *progressed = true;
   if (topo_.size > 1) {
@@ -301,28 +302,41 @@ Status BackgroundLoop::receive_responses(bool* progressed) {
 }
 
 // Slots name what they held when the coordinator planned the list, which
-// is what they hold here before the list runs: a response early in the list
-// may refill a slot that a later one names.
-void BackgroundLoop::name_cached_slots(ResponseList& list) const {
+// is what they hold here before the list runs, as every rank applied the
+// same cache updates (the epochs agree): a response early in the list may
+// refill a slot that a later one names.
+Status BackgroundLoop::name_cached_slots(ResponseList& list) const {
+  if (list.cache_epoch != cache_.epoch()) {
+    return Status::unknown_error("internal: this rank's response cache is at epoch " + std::to_string(cache_.epoch()) +
+                                 ", the coordinator's was at " + std::to_string(list.cache_epoch) +
+                                 ": the caches disagree, so cache slots would name other tensors here");
+  }
   for (Response& response : list.responses) {
     for (int32_t slot : response.slots) {
       const Request* cached = cache_.at(slot);
       if (cached == nullptr) {
-        CHORUS_LOG(logger_, kError) << "internal: a response names cache slot " << slot << ", empty on this rank";
-        continue;
+        return Status::unknown_error("internal: a response names cache slot " + std::to_string(slot) +
+                                     ", which is empty on this rank");
       }
       response.names.push_back(cached->name);
     }
   }
+  return Status::ok();
 }
 
 void BackgroundLoop::execute(ResponseList& list) {
-  name_cached_slots(list);
+  const Status named = name_cached_slots(list);
+  if (!named.is_ok()) {
+    // Running the list would pair other tensors than the other ranks do.
+    CHORUS_LOG(logger_, kError) << named.message();
+    finish(Status::aborted("Chorus stopped: " + named.message()));
+    return;
+  }
   for (const Response& response : list.responses) {
     std::vector<TensorEntry> entries;
     entries.reserve(response.names.size());
     const bool failed = response.type == ResponseType::kError;
-    const bool by_slot = response.slots.size() == response.names.size();
+    const bool by_slot = !response.slots.empty();  // then names[i] came from slots[i]
     for (size_t i = 0; i < response.names.size(); ++i) {
       const std::string& name = response.names[i];
       TensorEntry e;

@@ -55,7 +55,7 @@ class BackgroundLoop : private ResponseCache::Listener {
   void leave_fast_path(int32_t slot);
   void before_slot_change(int32_t slot) override;
   bool coordinator_idle() const { return coordinator_->idle() && readiness_->idle(); }
-  void name_cached_slots(ResponseList& list) const;
+  Status name_cached_slots(ResponseList& list) const;
   void resend_stale(const std::vector<Resend>& resend);
   bool stand_in_for_joined(const Response& response, const std::string& name, TensorEntry* out);
   void check_stalls();
