@@ -138,9 +138,15 @@ TEST_CASE("Prescale and postscale multiply around the reduction", "[mpi][allredu
   options.op = ReduceOp::kSum;
   options.prescale_factor = 0.5;
   options.postscale_factor = 3.0;
+  std::vector<double> out(33, -1.0);  // out of place: the input must stay as it was
+  auto to = std::make_shared<HostTensorView>(out.data(), DataType::kFloat64, TensorShape{33});
+  allreduce_async("scaled.out", t, to, options).wait();
   allreduce_async("scaled", t, t, options).wait();
   const double rank_sum = size * (size + 1) / 2.0;
-  for (size_t i = 0; i < v.size(); ++i) REQUIRE(v[i] == Approx(1.5 * rank_sum * double(i)));
+  for (size_t i = 0; i < v.size(); ++i) {
+    REQUIRE(out[i] == Approx(1.5 * rank_sum * double(i)));
+    REQUIRE(v[i] == Approx(1.5 * rank_sum * double(i)));
+  }
 
   std::vector<int32_t> ints(5, 10 + rank);  // Average of ints truncates the mean
   auto ti = std::make_shared<HostTensorView>(ints.data(), DataType::kInt32, TensorShape{5});

@@ -120,7 +120,15 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
   bool in_place_fused = false;
 
   Status s;
-  if (entries.size() == 1) {
+  if (entries.size() == 1 && first.prescale != 1.0 && comm_.reduces_pieces(total * esize)) {
+    // Unfused and prescaled, on a data plane that scales while it copies in:
+    // no separate prescale pass.
+    TensorEntry& e = entries.front();
+    const std::vector<ReducePiece> piece{{e.input->data(), e.output->mutable_data(), total}};
+    t_packed = Clock::now();
+    s = comm_.allreduce_pieces(piece, dtype, wire_op, first.prescale, PostScale{first.postscale, divisor});
+    t_reduced = Clock::now();
+  } else if (entries.size() == 1) {
     // Unfused: straight from the input into the output, no staging copy;
     // the data plane scales the result on a pass it makes anyway.
     TensorEntry& e = entries.front();
