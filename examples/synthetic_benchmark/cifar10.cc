@@ -66,10 +66,4 @@ Cifar10::Cifar10(const std::vector<std::string>& paths) {
   images_ = records.slice(1, 1).reshape({-1, 3, 32, 32}).to(torch::kFloat32).div_(255.0).sub_(mean).div_(std);
 }
 
-torch::data::Example<> Cifar10::get(size_t index) {
-  return {images_[static_cast<int64_t>(index)], labels_[static_cast<int64_t>(index)]};
-}
-
-torch::optional<size_t> Cifar10::size() const { return static_cast<size_t>(images_.size(0)); }
-
 }  // namespace chorus_examples

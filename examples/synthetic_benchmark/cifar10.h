@@ -8,15 +8,13 @@
 #include <string>
 #include <vector>
 
-#include <torch/data/datasets/base.h>
-#include <torch/data/example.h>
-#include <torch/types.h>
+#include "in_memory_dataset.h"
 
 namespace chorus_examples {
 
 /// Images float32 [N, 3, 32, 32] normalized per channel with the training
 /// set's mean and standard deviation; labels int64 [N] in 0..9.
-class Cifar10 : public torch::data::datasets::Dataset<Cifar10> {
+class Cifar10 : public InMemoryDataset<Cifar10> {
  public:
   enum class Split { kTrain, kTest };
   static constexpr int64_t kRecordBytes = 1 + 3 * 32 * 32;
@@ -30,16 +28,6 @@ class Cifar10 : public torch::data::datasets::Dataset<Cifar10> {
   /// file when one is missing, empty, not a whole number of records
   /// (truncated) or holds a label outside 0..9.
   explicit Cifar10(const std::vector<std::string>& paths);
-
-  torch::data::Example<> get(size_t index) override;
-  torch::optional<size_t> size() const override;
-
-  const torch::Tensor& images() const { return images_; }
-  const torch::Tensor& labels() const { return labels_; }
-
- private:
-  torch::Tensor images_;
-  torch::Tensor labels_;
 };
 
 }  // namespace chorus_examples

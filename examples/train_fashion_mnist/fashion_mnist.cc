@@ -67,10 +67,4 @@ FashionMnist::FashionMnist(const std::string& dir, Split split) {
   }
 }
 
-torch::data::Example<> FashionMnist::get(size_t index) {
-  return {images_[static_cast<int64_t>(index)], labels_[static_cast<int64_t>(index)]};
-}
-
-torch::optional<size_t> FashionMnist::size() const { return static_cast<size_t>(images_.size(0)); }
-
 }  // namespace chorus_examples

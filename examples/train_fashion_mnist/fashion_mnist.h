@@ -7,16 +7,14 @@
 #include <cstddef>
 #include <string>
 
-#include <torch/data/datasets/base.h>
-#include <torch/data/example.h>
-#include <torch/types.h>
+#include "in_memory_dataset.h"
 
 namespace chorus_examples {
 
 /// The training (60000 images) or test (10000 images) split. Images are
 /// float32 [N, 1, 28, 28] normalized with the training set's mean and
 /// standard deviation; labels are int64 [N] in 0..9.
-class FashionMnist : public torch::data::datasets::Dataset<FashionMnist> {
+class FashionMnist : public InMemoryDataset<FashionMnist> {
  public:
   enum class Split { kTrain, kTest };
 
@@ -25,16 +23,6 @@ class FashionMnist : public torch::data::datasets::Dataset<FashionMnist> {
   /// missing, malformed (magic number, 28x28 size, labels out of range), or
   /// when images and labels disagree on the count.
   FashionMnist(const std::string& dir, Split split);
-
-  torch::data::Example<> get(size_t index) override;
-  torch::optional<size_t> size() const override;
-
-  const torch::Tensor& images() const { return images_; }
-  const torch::Tensor& labels() const { return labels_; }
-
- private:
-  torch::Tensor images_;
-  torch::Tensor labels_;
 };
 
 }  // namespace chorus_examples
