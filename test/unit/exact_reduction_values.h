@@ -1,10 +1,12 @@
 #pragma once
 // Inputs whose reduction is exact in every dtype for up to 8 ranks, and the
-// expected results: shared by the data-plane algorithm tests.
+// expected results, and the dtype/op pairs to try: shared by the data-plane
+// algorithm tests.
 
 #include <algorithm>
 #include <cstdint>
 
+#include "algorithms/reduce_kernels.h"
 #include "chorus/types.h"
 
 namespace chorus::test {
@@ -29,6 +31,20 @@ inline double exact_result(ReduceOp op, DataType dt, int size, int64_t i) {
     if (op == ReduceOp::kMax) acc = std::max(acc, v);
   }
   return acc;
+}
+
+/// Calls f(dtype, op) for every dtype and every op it supports.
+template <class F>
+void for_each_dtype_and_op(F&& f) {
+  const DataType dtypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64,
+                             DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                             DataType::kFloat64, DataType::kBool};
+  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
+  for (DataType dt : dtypes) {
+    for (ReduceOp op : ops) {
+      if (detail::reduction_supported(dt, op)) f(dt, op);
+    }
+  }
 }
 
 }  // namespace chorus::test

@@ -85,19 +85,12 @@ TEST_CASE("Ring allreduce: world sizes 1..8, counts around n, primes and large",
 }
 
 TEST_CASE("Ring allreduce: every dtype and op", "[ring]") {
-  const DataType dtypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64,
-                             DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
-                             DataType::kFloat64, DataType::kBool};
-  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
-  for (DataType dt : dtypes) {
-    for (ReduceOp op : ops) {
-      if (!reduction_supported(dt, op)) continue;
-      for (int size : {2, 3, 5}) {
-        INFO(dtype_name(dt) << " " << reduce_op_name(op) << " on " << size << " ranks");
-        REQUIRE(run_ring(size, 1031, dt, op, 64) == 0);
-      }
+  chorus::test::for_each_dtype_and_op([](DataType dt, ReduceOp op) {
+    for (int size : {2, 3, 5}) {
+      INFO(dtype_name(dt) << " " << reduce_op_name(op) << " on " << size << " ranks");
+      REQUIRE(run_ring(size, 1031, dt, op, 64) == 0);
     }
-  }
+  });
 }
 
 TEST_CASE("Ring allreduce out of place leaves the input alone and scales the result", "[ring]") {

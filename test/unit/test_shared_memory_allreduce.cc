@@ -109,25 +109,18 @@ TEST_CASE("Shared-memory allreduce: world sizes 1..8, counts around n, primes an
 }
 
 TEST_CASE("Shared-memory allreduce: every dtype and op", "[shm]") {
-  const DataType dtypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64,
-                             DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
-                             DataType::kFloat64, DataType::kBool};
-  const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
-  for (DataType dt : dtypes) {
-    for (ReduceOp op : ops) {
-      if (!reduction_supported(dt, op)) continue;
-      for (int size : {2, 3, 5}) {
-        INFO(dtype_name(dt) << " " << reduce_op_name(op) << " on " << size << " ranks");
-        Case c;
-        c.size = size;
-        c.count = 1031;
-        c.dt = dt;
-        c.op = op;
-        c.block_bytes = 256;
-        REQUIRE(run(c) == 0);
-      }
+  chorus::test::for_each_dtype_and_op([](DataType dt, ReduceOp op) {
+    for (int size : {2, 3, 5}) {
+      INFO(dtype_name(dt) << " " << reduce_op_name(op) << " on " << size << " ranks");
+      Case c;
+      c.size = size;
+      c.count = 1031;
+      c.dt = dt;
+      c.op = op;
+      c.block_bytes = 256;
+      REQUIRE(run(c) == 0);
     }
-  }
+  });
 }
 
 TEST_CASE("Shared-memory allreduce scales before and after, out of place leaves the input alone", "[shm]") {
