@@ -25,6 +25,11 @@ void check_name(const std::string& name, const char* what) {
 detail::TensorEntry tensor_entry(detail::CollectiveType type, const std::string& name,
                                  const std::shared_ptr<Tensor>& tensor, int rank, OpHooks hooks,
                                  const TensorShape& shape) {
+  if (tensor->device() != kCpuDevice) {
+    // The data plane would read device memory from the host.
+    invalid(std::string(detail::collective_name(type)) + " of tensor '" + name + "': the tensor is on device " +
+            std::to_string(tensor->device()) + "; this build of Chorus moves host memory only (no GPU data plane)");
+  }
   detail::TensorEntry e;
   e.request.rank = rank;
   e.request.type = type;
