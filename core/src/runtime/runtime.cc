@@ -131,10 +131,10 @@ Handle Runtime::allreduce_async(const std::string& name, std::shared_ptr<Tensor>
   // The hot path of a backward pass: no error text built unless needed.
   auto target = hooks.process_set.is_global() ? impl_
                                               : engine(hooks.process_set, "allreduce of tensor '" + name + "': ");
-  std::vector<detail::TensorEntry> entries;
-  entries.push_back(allreduce_entry(name, std::move(input), std::move(output), options, target->topology().rank));
-  entries.back().hooks = std::move(hooks);
-  return target->enqueue(std::move(entries)).front();
+  detail::TensorEntry entry =
+      allreduce_entry(name, std::move(input), std::move(output), options, target->topology().rank);
+  entry.hooks = std::move(hooks);
+  return target->enqueue(std::move(entry));
 }
 
 std::vector<Handle> Runtime::grouped_allreduce_async(const std::vector<std::string>& names,
@@ -179,9 +179,9 @@ Handle Runtime::allgather_async(const std::string& name, std::shared_ptr<Tensor>
     if (d < 0) invalid(what + "negative dimension in shape " + shape.to_string());
   }
   auto target = engine(hooks.process_set, what);
-  std::vector<detail::TensorEntry> entries;
-  entries.push_back(tensor_entry(detail::CollectiveType::kAllgather, name, input, target->topology().rank, std::move(hooks)));
-  return target->enqueue(std::move(entries)).front();
+  detail::TensorEntry entry =
+      tensor_entry(detail::CollectiveType::kAllgather, name, input, target->topology().rank, std::move(hooks));
+  return target->enqueue(std::move(entry));
 }
 
 Handle Runtime::reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input,
@@ -198,13 +198,12 @@ Handle Runtime::reducescatter_async(const std::string& name, std::shared_ptr<Ten
     invalid(what + "bool tensors cannot be scaled");
   }
   auto target = engine(hooks.process_set, what);
-  std::vector<detail::TensorEntry> entries;
-  entries.push_back(tensor_entry(detail::CollectiveType::kReducescatter, name, input, target->topology().rank,
-                                 std::move(hooks)));
-  entries.back().request.op = options.op;
-  entries.back().request.prescale = options.prescale_factor;
-  entries.back().request.postscale = options.postscale_factor;
-  return target->enqueue(std::move(entries)).front();
+  detail::TensorEntry entry =
+      tensor_entry(detail::CollectiveType::kReducescatter, name, input, target->topology().rank, std::move(hooks));
+  entry.request.op = options.op;
+  entry.request.prescale = options.prescale_factor;
+  entry.request.postscale = options.postscale_factor;
+  return target->enqueue(std::move(entry));
 }
 
 Handle Runtime::alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, std::vector<int64_t> splits,
@@ -237,10 +236,10 @@ Handle Runtime::alltoall_async(const std::string& name, std::shared_ptr<Tensor> 
   if (total > rows) {
     invalid(what + "the splits sum past the first dimension " + std::to_string(rows));
   }
-  std::vector<detail::TensorEntry> entries;
-  entries.push_back(tensor_entry(detail::CollectiveType::kAlltoall, name, input, target->topology().rank, std::move(hooks)));
-  entries.back().request.splits = std::move(splits);
-  return target->enqueue(std::move(entries)).front();
+  detail::TensorEntry entry =
+      tensor_entry(detail::CollectiveType::kAlltoall, name, input, target->topology().rank, std::move(hooks));
+  entry.request.splits = std::move(splits);
+  return target->enqueue(std::move(entry));
 }
 
 Handle Runtime::join_async() {
@@ -249,9 +248,7 @@ Handle Runtime::join_async() {
   e.request.type = detail::CollectiveType::kJoin;
   e.request.name = detail::join_tensor_name();
   e.request.shape = {0};
-  std::vector<detail::TensorEntry> entries;
-  entries.push_back(std::move(e));
-  return impl_->enqueue(std::move(entries)).front();
+  return impl_->enqueue(std::move(e));
 }
 
 Handle Runtime::barrier_async() { return barrier_async(ProcessSet()); }
@@ -263,9 +260,7 @@ Handle Runtime::barrier_async(const ProcessSet& process_set) {
   e.request.type = detail::CollectiveType::kBarrier;
   e.request.name = "chorus.barrier." + std::to_string(target->next_barrier());
   e.request.shape = {0};
-  std::vector<detail::TensorEntry> entries;
-  entries.push_back(std::move(e));
-  return target->enqueue(std::move(entries)).front();
+  return target->enqueue(std::move(e));
 }
 
 ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
@@ -291,9 +286,7 @@ ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
   e.request.shape = {0};
   e.request.process_set_ranks.assign(ranks.begin(), ranks.end());
   e.process_set_split = split;
-  std::vector<detail::TensorEntry> entries;
-  entries.push_back(std::move(e));
-  impl_->enqueue(std::move(entries)).front().wait();
+  impl_->enqueue(std::move(e)).wait();
   // Members start the set's engine together: its backend's start is a
   // collective among them, on the set's own thread.
   std::shared_ptr<detail::RuntimeImpl> set_engine;
@@ -337,12 +330,12 @@ Handle Runtime::broadcast_async(const std::string& name, std::shared_ptr<Tensor>
   // A root outside the set is negotiated, not thrown here: the other ranks
   // may have named a valid root and would wait for this one forever.
   const int set_root = set_rank_of(topo, root_rank);
-  std::vector<detail::TensorEntry> entries;
-  entries.push_back(tensor_entry(detail::CollectiveType::kBroadcast, name, input, topo.rank, std::move(hooks)));
-  entries.back().request.root_rank = set_root;  // -1 when not in the set
-  entries.back().request.named_root = root_rank;
-  entries.back().output = std::move(output);
-  return target->enqueue(std::move(entries)).front();
+  detail::TensorEntry entry =
+      tensor_entry(detail::CollectiveType::kBroadcast, name, input, topo.rank, std::move(hooks));
+  entry.request.root_rank = set_root;  // -1 when not in the set
+  entry.request.named_root = root_rank;
+  entry.output = std::move(output);
+  return target->enqueue(std::move(entry));
 }
 
 }  // namespace chorus

@@ -84,4 +84,12 @@ std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
   return handles;
 }
 
+Handle RuntimeImpl::enqueue(TensorEntry entry) {
+  entry.enqueued = std::chrono::steady_clock::now();
+  entry.handle = std::make_shared<HandleState>();
+  Handle handle(entry.handle);
+  throw_if_error(queue_.add(std::move(entry)));
+  return handle;
+}
+
 }  // namespace chorus::detail

@@ -36,6 +36,8 @@ class RuntimeImpl {
   /// Validates locally and queues; throws chorus::Error on bad input or
   /// after shutdown.
   std::vector<Handle> enqueue(std::vector<TensorEntry> entries);
+  /// One tensor, without the vectors.
+  Handle enqueue(TensorEntry entry);
   /// Barriers are matched across ranks by how many came before.
   int64_t next_barrier() { return barriers_++; }
 

@@ -4,22 +4,47 @@
 
 namespace chorus::detail {
 
+Status TensorQueue::refused(const TensorEntry* first) const {
+  return Status(close_reason_.code(), collective_name(first ? first->request.type : CollectiveType::kAllreduce) +
+                                          std::string(" of tensor '") + (first ? first->name() : std::string()) +
+                                          "' refused: " + close_reason_.message());
+}
+
+Status TensorQueue::in_flight_error(const std::string& name) {
+  return Status::invalid_argument("Tensor '" + name +
+                                  "' is already in flight on this rank: a name may be "
+                                  "enqueued again only after its previous operation completed");
+}
+
+void TensorQueue::added() {
+  held_.store(entries_.size(), std::memory_order_relaxed);
+  has_new_requests_.store(true, std::memory_order_release);
+  notified_ = notified_ || wake_on_add_;
+}
+
+// The hot path of a backward pass: one tensor, one lookup.
+Status TensorQueue::add(TensorEntry entry) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return refused(&entry);
+    auto [it, inserted] = entries_.try_emplace(entry.name());
+    if (!inserted) return in_flight_error(entry.name());
+    new_requests_.push_back(entry.request);
+    it->second = std::move(entry);
+    added();
+  }
+  if (wake_on_add_) cv_.notify_one();
+  return Status::ok();
+}
+
 Status TensorQueue::add(std::vector<TensorEntry> entries) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closed_) {
-      const std::string first = entries.empty() ? std::string() : entries.front().name();
-      return Status(close_reason_.code(), collective_name(entries.empty() ? CollectiveType::kAllreduce
-                                                                          : entries.front().request.type) +
-                                              std::string(" of tensor '") + first +
-                                              "' refused: " + close_reason_.message());
-    }
+    if (closed_) return refused(entries.empty() ? nullptr : &entries.front());
     std::unordered_set<std::string> batch;  // repeats within a group; one entry cannot repeat
     for (const auto& e : entries) {
       if (entries_.count(e.name()) || (entries.size() > 1 && !batch.insert(e.name()).second)) {
-        return Status::invalid_argument("Tensor '" + e.name() +
-                                        "' is already in flight on this rank: a name may be "
-                                        "enqueued again only after its previous operation completed");
+        return in_flight_error(e.name());
       }
     }
     for (auto& e : entries) {
@@ -27,9 +52,7 @@ Status TensorQueue::add(std::vector<TensorEntry> entries) {
       std::string name = e.name();
       entries_.emplace(std::move(name), std::move(e));
     }
-    held_.store(entries_.size(), std::memory_order_relaxed);
-    has_new_requests_.store(true, std::memory_order_release);
-    notified_ = notified_ || wake_on_add_;
+    added();
   }
   if (wake_on_add_) cv_.notify_one();
   return Status::ok();

@@ -23,6 +23,8 @@ class TensorQueue {
   /// is already in flight on this rank or repeats within `entries`; the
   /// close reason once the queue is closed.
   Status add(std::vector<TensorEntry> entries);
+  /// The same for one entry (no batch bookkeeping).
+  Status add(TensorEntry entry);
   /// Requests added since the last call, in order.
   std::vector<Request> take_new_requests();
   /// The request of the entry named `name`, if one is held.
@@ -44,6 +46,10 @@ class TensorQueue {
   void set_wake_on_add(bool wake) { wake_on_add_ = wake; }
 
  private:
+  Status refused(const TensorEntry* first) const;  // mu_ held
+  static Status in_flight_error(const std::string& name);
+  void added();  // mu_ held: publishes what add() put in
+
   // Mirrors read without the lock: the background thread polls them in a
   // loop while a framework thread may be adding a burst of tensors, and
   // taking the lock on every poll would make the two fight over it.
