@@ -135,3 +135,22 @@ TEST_CASE("The same updates give the same slots and epochs on every rank", "[cac
     if (s0) REQUIRE(*s0 == *s1);
   }
 }
+
+TEST_CASE("Refresh by slot moves the entry to the front, or puts it again when the slot moved on", "[cache]") {
+  ResponseCache cache(2);
+  cache.put(req("a"));
+  cache.put(req("b"));
+  const int32_t a = *cache.lookup(req("a"));
+  const uint64_t epoch = cache.epoch();
+  cache.refresh(a, req("a"));  // a is the most recently used now: c evicts b
+  REQUIRE(cache.epoch() == epoch);
+  cache.put(req("c"));
+  REQUIRE(cache.lookup(req("a")));
+  REQUIRE_FALSE(cache.lookup(req("b")));
+  // b completed under a slot that c holds now: b is cached again, as put() would.
+  const int32_t c = *cache.lookup(req("c"));
+  cache.refresh(c, req("b"));
+  REQUIRE(cache.lookup(req("b")));
+  REQUIRE(cache.lookup(req("c")));
+  REQUIRE_FALSE(cache.lookup(req("a")));  // the least recently used went
+}

@@ -74,6 +74,16 @@ void ResponseCache::put(const Request& request) {
   fill(slot, request);
 }
 
+void ResponseCache::refresh(int32_t slot, const Request& request) {
+  const Request* held = at(slot);
+  if (held == nullptr || held->name != request.name) {
+    put(request);  // refilled earlier in the same list (evicted meanwhile)
+    return;
+  }
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  recency_.splice(recency_.begin(), recency_, s.recency);
+}
+
 void ResponseCache::erase(const std::string& name) {
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return;

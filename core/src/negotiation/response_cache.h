@@ -52,6 +52,9 @@ class ResponseCache {
   /// `request` completed: cache or refresh it (a new signature refills the
   /// slot), evicting the least recently used entry when full.
   void put(const Request& request);
+  /// put() for a tensor that completed under `slot`: when the slot still
+  /// holds its name, only the recency changes (no lookup); else a put().
+  void refresh(int32_t slot, const Request& request);
   /// Forgets `name` (a failed operation).
   void erase(const std::string& name);
 

@@ -327,10 +327,9 @@ Status BackgroundLoop::name_cached_slots(ResponseList& list) const {
 void BackgroundLoop::execute(ResponseList& list) {
   const Status named = name_cached_slots(list);
   if (!named.is_ok()) {
-    // Running the list would pair other tensors than the other ranks do.
-    CHORUS_LOG(logger_, kError) << named.message();
-    finish(Status::aborted("Chorus stopped: " + named.message()));
-    return;
+    // Running the list would pair other tensors than the other ranks do, and
+    // skipping it would leave them waiting in its collectives: end the job.
+    logger_.fatal(named.message());
   }
   for (const Response& response : list.responses) {
     std::vector<TensorEntry> entries;
@@ -344,7 +343,11 @@ void BackgroundLoop::execute(ResponseList& list) {
       // Every rank updates its cache here, in response order: identical caches.
       if (failed) cache_.erase(name);
       if (queue_.take(name, &e) || stand_in_for_joined(response, name, &e)) {
-        if (!failed) cache_.put(e.request);
+        if (by_slot) {
+          cache_.refresh(response.slots[i], e.request);  // the tensor the slot names: no lookup
+        } else if (!failed) {
+          cache_.put(e.request);
+        }
         entries.push_back(std::move(e));
       } else if (!failed) {  // errors may name tensors a joined rank never had
         CHORUS_LOG(logger_, kError) << "internal: response for tensor '" << name
