@@ -25,6 +25,9 @@ struct Settings {
   int latency_iters = 2000;
   double idle_seconds = 2.0;
   std::vector<std::string> sections = {"sweep", "storm", "latency"};
+  /// The sweep's buffers: "heap" (ordinary memory), "shared" (from
+  /// chorus::allocate_shared_host, reduced where they lie) or "both".
+  std::string buffers = "both";
 
   bool wants(const std::string& section) const {
     return std::find(sections.begin(), sections.end(), section) != sections.end();

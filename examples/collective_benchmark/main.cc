@@ -18,7 +18,7 @@ namespace {
   std::fprintf(stderr,
                "usage: collective_benchmark [--sections sweep,storm,latency] [--min-bytes N] [--max-bytes N]\n"
                "         [--iters N] [--storm-tensors N] [--storm-bytes N] [--storm-rounds N]\n"
-               "         [--latency-iters N] [--idle-seconds S]\n");
+               "         [--latency-iters N] [--idle-seconds S] [--buffers heap|shared|both]\n");
   std::exit(2);
 }
 
@@ -56,7 +56,12 @@ Settings parse_settings(int argc, char** argv) {
     else if (!std::strcmp(flag, "--storm-rounds")) s.storm_rounds = static_cast<int>(parse_positive(flag, value));
     else if (!std::strcmp(flag, "--latency-iters")) s.latency_iters = static_cast<int>(parse_positive(flag, value));
     else if (!std::strcmp(flag, "--idle-seconds")) s.idle_seconds = static_cast<double>(parse_positive(flag, value));
-    else usage((std::string("unknown flag ") + flag).c_str());
+    else if (!std::strcmp(flag, "--buffers")) {
+      s.buffers = value;
+      if (s.buffers != "heap" && s.buffers != "shared" && s.buffers != "both") {
+        usage(("--buffers expects heap, shared or both, got '" + s.buffers + "'").c_str());
+      }
+    } else usage((std::string("unknown flag ") + flag).c_str());
   }
   if (s.min_bytes > s.max_bytes) usage("--min-bytes is larger than --max-bytes");
   return s;

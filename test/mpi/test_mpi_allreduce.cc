@@ -2,7 +2,11 @@
 // values, in and out of place, scale factors, fusion, topology.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
 #include <sstream>
 
 #include "comm/allreduce_choice.h"
@@ -234,4 +238,73 @@ TEST_CASE("Repeated names are negotiated through the response cache", "[mpi][cac
     REQUIRE(after.cache_hits - before.cache_hits > 0);
   }
   if (!cache_on) REQUIRE(after.cache_hits == before.cache_hits);
+}
+
+TEST_CASE("Tensors from allocate_shared_host are reduced where they lie across processes", "[mpi][shm][arena]") {
+  // Zero-copy exactly when every rank's tensors lie in its arena and the
+  // route is shared memory; with rank 0's on the heap the same calls stage.
+  const int rank = chorus::rank(), size = chorus::size();
+  const AllreduceAlgorithm algo = runtime().options().allreduce_algorithm;
+  const bool arenas = size > 1 && runtime().options().shm_arena_bytes > 0 &&
+                      (algo == AllreduceAlgorithm::kAuto || algo == AllreduceAlgorithm::kSharedMemory);
+  for (bool rank0_on_heap : {false, true}) {
+    INFO("rank 0 on the heap: " << rank0_on_heap);
+    const bool in_arena = !(rank0_on_heap && rank == 0);
+    const std::vector<int64_t> counts{1, 4099, 1 << 20, 13, 0};
+    std::vector<std::shared_ptr<void>> memory;
+    std::vector<std::vector<char>> heap;
+    auto buffer = [&](int64_t bytes) -> char* {
+      if (in_arena) {
+        memory.push_back(runtime().allocate_shared_host(bytes));
+        REQUIRE(runtime().in_shared_host(memory.back().get(), bytes) == arenas);
+        return static_cast<char*>(memory.back().get());
+      }
+      heap.emplace_back(static_cast<size_t>(bytes) + 1);
+      return heap.back().data();
+    };
+    // A fused group of float32 sums, in place.
+    std::vector<std::string> names;
+    std::vector<std::shared_ptr<Tensor>> tensors;
+    std::vector<float*> data;
+    int64_t total = 0;
+    for (size_t t = 0; t < counts.size(); ++t) {
+      data.push_back(reinterpret_cast<float*>(buffer(counts[t] * 4)));
+      for (int64_t i = 0; i < counts[t]; ++i) data[t][i] = float(rank + 1) * float(i % 1000 + t);
+      names.push_back("arena.group." + std::to_string(t));
+      tensors.push_back(std::make_shared<HostTensorView>(data[t], DataType::kFloat32, TensorShape{counts[t]}));
+      total += counts[t] * 4;
+    }
+    // An int64 max out of place: the input must be left alone.
+    const int64_t n = 77777;
+    auto* in = reinterpret_cast<int64_t*>(buffer(n * 8));
+    auto* out = reinterpret_cast<int64_t*>(buffer(n * 8));
+    for (int64_t i = 0; i < n; ++i) in[i] = (i * 7 + rank * 3) % 11;
+    const RuntimeStats before = runtime().stats();
+    AllreduceOptions sum, max;
+    sum.op = ReduceOp::kSum;
+    max.op = ReduceOp::kMax;
+    for (auto& h : grouped_allreduce_async(names, tensors, {}, sum)) h.wait(std::chrono::seconds(60));
+    allreduce_async("arena.max", std::make_shared<HostTensorView>(in, DataType::kInt64, TensorShape{n}),
+                    std::make_shared<HostTensorView>(out, DataType::kInt64, TensorShape{n}), max)
+        .wait(std::chrono::seconds(60));
+    const RuntimeStats after = runtime().stats();
+    int64_t wrong = 0;
+    const float ranks_sum = float(size * (size + 1) / 2);
+    for (size_t t = 0; t < counts.size(); ++t) {
+      for (int64_t i = 0; i < counts[t]; ++i) wrong += data[t][i] != ranks_sum * float(i % 1000 + t);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t want = 0;
+      for (int k = 0; k < size; ++k) want = std::max<int64_t>(want, (i * 7 + k * 3) % 11);
+      wrong += out[i] != want;
+      wrong += in[i] != (i * 7 + rank * 3) % 11;
+    }
+    REQUIRE(wrong == 0);
+    const bool shm = size > 1 &&
+                     detail::choose_allreduce(runtime().options(), total, size, true) ==
+                         detail::AllreduceRoute::kSharedMemory &&
+                     detail::choose_allreduce(runtime().options(), n * 8, size, true) ==
+                         detail::AllreduceRoute::kSharedMemory;
+    REQUIRE(after.shm_zero_copy_ops - before.shm_zero_copy_ops == (arenas && shm && !rank0_on_heap ? 2 : 0));
+  }
 }

@@ -1,10 +1,12 @@
 // Element-wise reductions and scaling for every dtype.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "algorithms/reduce_kernels.h"
+#include "algorithms/streaming_copy.h"
 #include "common/half.h"
 
 using namespace chorus;
@@ -56,4 +58,24 @@ TEST_CASE("Scaling: floats multiply, integers truncate the exact quotient", "[ke
   std::vector<double> src = {1.5}, dst = {0};
   scale_copy(dst.data(), src.data(), 1, DataType::kFloat64, 1.0, 1);  // plain copy
   REQUIRE(dst[0] == 1.5);
+}
+
+TEST_CASE("copy_streaming copies like memcpy for every alignment and length", "[kernels]") {
+  std::vector<unsigned char> src(700), dst(700);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 31 + 7);
+  for (size_t from = 0; from < 20; ++from) {
+    for (size_t to = 0; to < 20; ++to) {
+      for (size_t bytes : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{63}, size_t{64}, size_t{65},
+                           size_t{129}, size_t{600}}) {
+        std::fill(dst.begin(), dst.end(), 0);
+        chorus::detail::copy_streaming(dst.data() + to, src.data() + from, bytes);
+        chorus::detail::streaming_stores_done();
+        bool untouched = true;  // nothing written outside the destination range
+        for (size_t i = 0; i < dst.size(); ++i) untouched = untouched && (i >= to && i < to + bytes ? true : dst[i] == 0);
+        INFO("from " << from << ", to " << to << ", bytes " << bytes);
+        REQUIRE(std::memcmp(dst.data() + to, src.data() + from, bytes) == 0);
+        REQUIRE(untouched);
+      }
+    }
+  }
 }

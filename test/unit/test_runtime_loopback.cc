@@ -5,7 +5,9 @@
 #include <atomic>
 #include <chrono>
 #include <numeric>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "chorus/error.h"
 #include "loopback_job.h"
@@ -141,6 +143,62 @@ TEST_CASE("Fused tensors lying back to back in memory are reduced in place", "[r
       RANK_CHECK(after.in_place_fused_allreduce_ops - before.in_place_fused_allreduce_ops == (rank == 0 ? 1 : 0));
     });
   }
+}
+
+TEST_CASE("Tensors from allocate_shared_host are reduced where they lie, on every rank or not at all",
+          "[runtime][arena]") {
+  for (int size : {2, 3}) {
+    for (bool rank0_on_heap : {false, true}) {
+      INFO("size " << size << ", rank 0 on the heap " << rank0_on_heap);
+      run_ranks(size, [&](Runtime& rt, int rank) {
+        const bool arena = !(rank0_on_heap && rank == 0);
+        const std::vector<int64_t> lengths{1000, 7, 33333};
+        std::vector<std::shared_ptr<void>> memory;
+        std::vector<std::string> names;
+        std::vector<std::shared_ptr<Tensor>> tensors;
+        std::vector<float> heap(40000);
+        int64_t at = 0;
+        for (size_t i = 0; i < lengths.size(); ++i) {
+          float* data = heap.data() + at;
+          at += lengths[i];
+          if (arena) {
+            memory.push_back(rt.allocate_shared_host(lengths[i] * 4));
+            data = static_cast<float*>(memory.back().get());
+            RANK_CHECK(rt.in_shared_host(data, lengths[i] * 4));
+          }
+          for (int64_t j = 0; j < lengths[i]; ++j) data[j] = float(rank + 1) * float(i * 100 + j % 1000);
+          names.push_back("arena" + std::to_string(i));
+          tensors.push_back(std::make_shared<HostTensorView>(data, DataType::kFloat32, TensorShape{lengths[i]}));
+        }
+        RANK_CHECK(!rt.in_shared_host(heap.data(), 4));
+        AllreduceOptions avg;  // Average, with scale factors on both sides
+        avg.prescale_factor = 2.0;
+        avg.postscale_factor = 0.25;
+        const RuntimeStats before = rt.stats();
+        for (auto& h : rt.grouped_allreduce_async(names, tensors, {}, avg)) h.wait();
+        const double rank_sum = size * (size + 1) / 2.0;
+        for (size_t i = 0; i < lengths.size(); ++i) {
+          const auto* data = static_cast<const float*>(tensors[i]->data());
+          for (int64_t j = 0; j < lengths[i]; ++j) {
+            RANK_CHECK(data[j] == Approx(rank_sum * double(i * 100 + j % 1000) * 2.0 * 0.25 / size));
+          }
+        }
+        const RuntimeStats after = rt.stats();
+        RANK_CHECK(after.shm_zero_copy_ops - before.shm_zero_copy_ops == (rank0_on_heap ? 0 : 1));
+        RANK_CHECK(after.shm_allreduce_ops - before.shm_allreduce_ops == 1);
+      });
+    }
+  }
+  run_ranks(1, [&](Runtime& rt, int) {
+    bool refused = false;
+    try {
+      rt.allocate_shared_host(-1);
+    } catch (const InvalidArgumentError& e) {
+      refused = std::string(e.what()).find("allocate_shared_host: -1 bytes") != std::string::npos;
+    }
+    RANK_CHECK(refused);
+    RANK_CHECK(rt.allocate_shared_host(0) != nullptr);
+  });
 }
 
 TEST_CASE("Broadcast copies the root's tensor to every rank", "[runtime]") {

@@ -2,17 +2,22 @@
 // region): world sizes 1..8, counts around the rank count, primes and large,
 // tensors cut into pieces differently on every rank, every dtype and op,
 // scaling, and many calls in a row with ranks running at different speeds.
+// The same for the zero-copy path (tensors in every rank's arena), and for
+// calls where only some ranks' tensors lie in their arenas (staged).
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "../mpi/typed_values.h"
 #include "algorithms/reduce_kernels.h"
 #include "algorithms/shared_memory_allreduce.h"
+#include "algorithms/zero_copy_allreduce.h"
 #include "exact_reduction_values.h"
 #include "thread_ranks.h"
 
@@ -37,7 +42,31 @@ std::vector<ReducePiece> cut(char* in, char* out, int64_t count, int64_t esize, 
   return pieces;
 }
 
+// Where the ranks' tensors lie: on the heap, in every rank's arena
+// (zero-copy), or in the arenas of all ranks but rank 0 (staged).
+enum class Placement { kHeap, kArenas, kArenasButRank0 };
+
+constexpr int64_t kTestArenaBytes = 8 << 20;
+
+// A rank's buffer of `bytes`, from its arena or the heap.
+struct Buffer {
+  std::shared_ptr<void> arena_memory;
+  std::vector<char> heap;
+  char* data = nullptr;
+  Buffer(const HeapStaging& group, int rank, bool in_arena, int64_t bytes) {
+    if (in_arena) {
+      std::string why;
+      arena_memory = group.arena(rank)->allocate(bytes + 1, &why);
+      data = static_cast<char*>(arena_memory.get());
+    } else {
+      heap.resize(static_cast<size_t>(bytes) + 1);
+      data = heap.data();
+    }
+  }
+};
+
 struct Case {
+  Placement placement = Placement::kHeap;
   int size = 2;
   int64_t count = 0;
   DataType dt = DataType::kFloat32;
@@ -49,50 +78,74 @@ struct Case {
   int64_t divisor = 1;
 };
 
+// The result element i must have: op over ranks of (input * prescale),
+// then * factor / divisor; integers truncate at each scaling step, as the
+// other data planes do.
+double expected(const Case& c, int64_t i) {
+  double want = exact_result(c.op, c.dt, c.size, i);
+  if (c.prescale != 1.0) {
+    for (int k = 0; k < c.size; ++k) {
+      double v = exact_input(c.op, c.dt, k, i) * c.prescale;
+      if (!is_floating(c.dt)) v = std::trunc(v);
+      if (k == 0) want = v;
+      else if (c.op == ReduceOp::kMin) want = std::min(want, v);
+      else if (c.op == ReduceOp::kMax) want = std::max(want, v);
+      else if (c.op == ReduceOp::kProduct) want *= v;
+      else want += v;
+    }
+  }
+  want = want * c.factor / double(c.divisor);
+  return is_floating(c.dt) ? want : std::trunc(want);
+}
+
 // Runs one allreduce on c.size threads; returns the number of wrong
-// elements over all ranks.
+// elements over all ranks. The call must be zero-copy exactly when every
+// rank's tensors lie in its arena (and fit its exchange area): a wrong path
+// counts as a wrong element.
 int64_t run(const Case& c) {
-  HeapStaging group(c.size, c.block_bytes);
+  HeapStaging group(c.size, c.block_bytes, c.placement == Placement::kHeap ? 0 : kTestArenaBytes);
   const int64_t esize = dtype_size(c.dt);
+  std::vector<int64_t> pieces_of(static_cast<size_t>(c.size)), zero_copy_of(static_cast<size_t>(c.size));
   const auto outcomes = on_thread_ranks<RankOutcome>(c.size, [&](int r) {
     RankOutcome o;
     SharedMemoryAllreduce shm(group.slots(r));
-    std::vector<char> in(static_cast<size_t>(c.count * esize) + 1), out(in.size(), 0);
-    for (int64_t i = 0; i < c.count; ++i) store(in.data(), i, c.dt, exact_input(c.op, c.dt, r, i));
-    const std::vector<char> original = in;
-    char* result = c.in_place ? in.data() : out.data();
+    const bool in_arena = c.placement == Placement::kArenas || (c.placement == Placement::kArenasButRank0 && r > 0);
+    Buffer in_buffer(group, r, in_arena, c.count * esize), out_buffer(group, r, in_arena, c.count * esize);
+    char* in = in_buffer.data;
+    for (int64_t i = 0; i < c.count; ++i) store(in, i, c.dt, exact_input(c.op, c.dt, r, i));
+    const std::vector<char> original(in, in + c.count * esize);
+    char* result = c.in_place ? in : out_buffer.data;
     const std::vector<ReducePiece> pieces =
-        c.pieces ? cut(in.data(), result, c.count, esize, 17u * static_cast<uint32_t>(r) + 3)
-                 : std::vector<ReducePiece>{{in.data(), result, c.count}};
+        c.pieces ? cut(in, result, c.count, esize, 17u * static_cast<uint32_t>(r) + 3)
+                 : std::vector<ReducePiece>{{in, result, c.count}};
     o.status = shm.allreduce(pieces, c.dt, c.op, c.prescale, PostScale{c.factor, c.divisor});
-    for (int64_t i = 0; i < c.count; ++i) {
-      // Integers truncate at each scaling step, as the other data planes do.
-      double want = exact_result(c.op, c.dt, c.size, i) * c.prescale;
-      if (c.prescale != 1.0 && !is_floating(c.dt)) {
-        want = 0;
-        for (int k = 0; k < c.size; ++k) want += std::trunc(exact_input(c.op, c.dt, k, i) * c.prescale);
-      }
-      want = want * c.factor / double(c.divisor);
-      if (!is_floating(c.dt)) want = std::trunc(want);
-      o.wrong += load(result, i, c.dt) != want;
-    }
-    if (!c.in_place && in != original) ++o.wrong;  // the input is only read
+    pieces_of[static_cast<size_t>(r)] = static_cast<int64_t>(pieces.size());
+    zero_copy_of[static_cast<size_t>(r)] = shm.zero_copy_calls();
+    for (int64_t i = 0; i < c.count; ++i) o.wrong += load(result, i, c.dt) != expected(c, i);
+    if (!c.in_place && std::vector<char>(in, in + c.count * esize) != original) ++o.wrong;  // only read
     return o;
   });
   for (const RankOutcome& o : outcomes) REQUIRE(o.status.is_ok());
-  return total_wrong(outcomes);
+  bool zero_copy = c.placement == Placement::kArenas && c.size > 1 && c.count > 0;
+  for (int64_t p : pieces_of) zero_copy = zero_copy && p <= kZeroCopyMaxPieces;
+  int64_t wrong_path = 0;
+  for (int64_t z : zero_copy_of) wrong_path += z != (zero_copy ? 1 : 0);
+  return total_wrong(outcomes) + wrong_path;
 }
 
-}  // namespace
-
-TEST_CASE("Shared-memory allreduce: world sizes 1..8, counts around n, primes and large", "[shm]") {
+// Every world size 1..8 with counts around it, primes and large, whole and
+// cut into pieces, each as a float32 sum in place and an int64 max out of
+// place. REQUIREs inside: call from the test's thread.
+void sizes_and_counts(Placement placement, const std::vector<int64_t>& block_sizes) {
   for (int size = 1; size <= 8; ++size) {
     for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{size - 1}, int64_t{size}, int64_t{size + 1},
                           int64_t{13}, int64_t{101}, int64_t{100003}}) {
-      for (int64_t block : {int64_t{64}, int64_t{4096}, int64_t{1} << 20}) {
+      for (int64_t block : block_sizes) {
         for (bool pieces : {false, true}) {
-          INFO("size " << size << ", count " << count << ", block bytes " << block << ", pieces " << pieces);
+          INFO("placement " << int(placement) << ", size " << size << ", count " << count << ", block bytes "
+                            << block << ", pieces " << pieces);
           Case c;
+          c.placement = placement;
           c.size = size;
           c.count = count;
           c.block_bytes = block;
@@ -108,29 +161,35 @@ TEST_CASE("Shared-memory allreduce: world sizes 1..8, counts around n, primes an
   }
 }
 
-TEST_CASE("Shared-memory allreduce: every dtype and op", "[shm]") {
-  chorus::test::for_each_dtype_and_op([](DataType dt, ReduceOp op) {
+// Every dtype and op on 2, 3 and 5 ranks.
+void every_dtype_and_op(Placement placement, int64_t count, int64_t block_bytes) {
+  chorus::test::for_each_dtype_and_op([&](DataType dt, ReduceOp op) {
     for (int size : {2, 3, 5}) {
       INFO(dtype_name(dt) << " " << reduce_op_name(op) << " on " << size << " ranks");
       Case c;
+      c.placement = placement;
       c.size = size;
-      c.count = 1031;
+      c.count = count;
       c.dt = dt;
       c.op = op;
-      c.block_bytes = 256;
+      c.block_bytes = block_bytes;
       REQUIRE(run(c) == 0);
     }
   });
 }
 
-TEST_CASE("Shared-memory allreduce scales before and after, out of place leaves the input alone", "[shm]") {
-  for (int size : {1, 2, 3, 4, 7}) {
-    for (int64_t count : {int64_t{1}, int64_t{size + 1}, int64_t{4099}}) {
-      INFO("size " << size << ", count " << count);
+// Prescale and postscale on `sizes` ranks: float64 out of place, int32
+// Average in place (the truncated mean), and a negative prescale, which
+// flips min and max (each input is scaled before it is compared).
+void scalings(Placement placement, const std::vector<int>& sizes, int64_t large_count, int64_t block_bytes) {
+  for (int size : sizes) {
+    for (int64_t count : {int64_t{1}, int64_t{size + 1}, large_count}) {
+      INFO("placement " << int(placement) << ", size " << size << ", count " << count);
       Case c;
+      c.placement = placement;
       c.size = size;
       c.count = count;
-      c.block_bytes = 512;
+      c.block_bytes = block_bytes;
       c.in_place = false;
       c.dt = DataType::kFloat64;
       c.prescale = 0.5;
@@ -140,11 +199,28 @@ TEST_CASE("Shared-memory allreduce scales before and after, out of place leaves 
       c.dt = DataType::kInt32;
       c.prescale = 2.0;
       c.factor = 1.0;
-      c.divisor = size;  // Average of integers: the truncated mean
+      c.divisor = size;
       c.in_place = true;
+      REQUIRE(run(c) == 0);
+      c.dt = DataType::kFloat32;
+      c.op = ReduceOp::kMin;
+      c.prescale = -1.0;
+      c.divisor = 1;
       REQUIRE(run(c) == 0);
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("Shared-memory allreduce: world sizes 1..8, counts around n, primes and large", "[shm]") {
+  sizes_and_counts(Placement::kHeap, {64, 4096, 1 << 20});
+}
+
+TEST_CASE("Shared-memory allreduce: every dtype and op", "[shm]") { every_dtype_and_op(Placement::kHeap, 1031, 256); }
+
+TEST_CASE("Shared-memory allreduce scales before and after, out of place leaves the input alone", "[shm]") {
+  scalings(Placement::kHeap, {1, 2, 3, 4, 7}, 4099, 512);
 }
 
 TEST_CASE("Shared-memory allreduce: many calls in a row, ranks at different speeds", "[shm]") {
@@ -217,4 +293,111 @@ TEST_CASE("Shared-memory allreduce refuses blocks too small for one element", "[
     REQUIRE_FALSE(s.is_ok());
     REQUIRE_THAT(s.message(), Catch::Contains("4 bytes") && Catch::Contains("float64 element per rank (2 ranks)"));
   }
+}
+
+TEST_CASE("Shared-memory allreduce, zero-copy: world sizes 1..8, counts around n, primes and large", "[shm][arena]") {
+  sizes_and_counts(Placement::kArenas, {4096});
+  sizes_and_counts(Placement::kArenasButRank0, {4096});
+}
+
+TEST_CASE("Shared-memory allreduce, zero-copy: every dtype and op, scaling before and after", "[shm][arena]") {
+  every_dtype_and_op(Placement::kArenas, 10007, 4096);  // several 16 KiB steps, and a ragged last one
+  scalings(Placement::kArenas, {2, 3, 4, 7}, 40099, 4096);
+}
+
+TEST_CASE("Shared-memory allreduce: zero-copy and staged calls mixed in a row, ranks at different speeds",
+          "[shm][arena]") {
+  // Each rank puts each call's tensors in its arena or not on its own
+  // (a per rank and call coin): some calls are zero-copy, the others stage,
+  // with block 0's copy made up by the ranks that had skipped it. Ranks
+  // that run ahead publish the next call's tensors while others still read
+  // this call's: the exchange areas must alternate.
+  for (int size : {2, 3, 4}) {
+    HeapStaging group(size, 256, kTestArenaBytes);
+    const int calls = 300;
+    const auto results = on_thread_ranks<std::vector<int64_t>>(size, [&](int r) {
+      int64_t bad = 0;
+      SharedMemoryAllreduce shm(group.slots(r));
+      std::mt19937 rng(static_cast<uint32_t>(r) * 5 + 2);
+      std::string why;
+      std::shared_ptr<void> arena_memory = group.arena(r)->allocate(4 << 10, &why);
+      std::vector<float> heap(1024);
+      for (int call = 0; call < calls; ++call) {
+        const int64_t count = 1 + (call * 37) % 700;  // up to 11 blocks of 64 floats
+        const bool in_arena = ((call * 7 + r * 3) % 5) != 0;
+        float* buf = in_arena ? static_cast<float*>(arena_memory.get()) : heap.data();
+        for (int64_t i = 0; i < count; ++i) buf[i] = float(call * 100 + r + i);
+        if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+        bad += !shm.allreduce({{buf, buf, count}}, DataType::kFloat32, ReduceOp::kSum, 1.0, {}).is_ok();
+        for (int64_t i = 0; i < count; ++i) bad += buf[i] != float(size * (call * 100 + i) + size * (size - 1) / 2);
+      }
+      return std::vector<int64_t>{bad, shm.zero_copy_calls()};
+    });
+    int64_t expected_zero_copy = 0;
+    for (int call = 0; call < calls; ++call) {
+      bool all = true;
+      for (int r = 0; r < size; ++r) all = all && ((call * 7 + r * 3) % 5) != 0;
+      expected_zero_copy += all ? 1 : 0;
+    }
+    INFO("size " << size);
+    REQUIRE(expected_zero_copy > 0);
+    REQUIRE(expected_zero_copy < calls);
+    for (const auto& r : results) {
+      REQUIRE(r[0] == 0);
+      REQUIRE(r[1] == expected_zero_copy);
+    }
+  }
+}
+
+TEST_CASE("Shared-memory allreduce: more tensors than the exchange area describes are staged", "[shm][arena]") {
+  const int size = 3;
+  HeapStaging group(size, 4096, kTestArenaBytes);
+  const int64_t tensors = kZeroCopyMaxPieces + 1;
+  const auto results = on_thread_ranks<std::vector<int64_t>>(size, [&](int r) {
+    SharedMemoryAllreduce shm(group.slots(r));
+    std::string why;
+    std::shared_ptr<void> memory = group.arena(r)->allocate(tensors * 2 * 8, &why);
+    auto* data = static_cast<double*>(memory.get());
+    int64_t bad = 0;
+    for (int64_t pieces : {tensors - 1, tensors}) {
+      std::vector<ReducePiece> list;
+      for (int64_t t = 0; t < pieces; ++t) {
+        data[2 * t] = double(r + t);
+        data[2 * t + 1] = double(2 * r);
+        list.push_back({data + 2 * t, data + 2 * t, 2});
+      }
+      bad += !shm.allreduce(list, DataType::kFloat64, ReduceOp::kSum, 1.0, {}).is_ok();
+      for (int64_t t = 0; t < pieces; ++t) {
+        bad += data[2 * t] != double(size * t + size * (size - 1) / 2);
+        bad += data[2 * t + 1] != double(size * (size - 1));
+      }
+    }
+    return std::vector<int64_t>{bad, shm.zero_copy_calls()};
+  });
+  for (const auto& r : results) {
+    REQUIRE(r[0] == 0);
+    REQUIRE(r[1] == 1);  // the call with kZeroCopyMaxPieces tensors only
+  }
+}
+
+TEST_CASE("Shared-memory allreduce, zero-copy: calls large enough for streaming stores", "[shm][arena]") {
+  // Past kZeroCopyStreamingBytes the results go out with streaming stores;
+  // outputs off a 16-byte boundary exercise the cached head and tail.
+  const int size = 3;
+  const int64_t count = kZeroCopyStreamingBytes / 4 + 13;
+  HeapStaging group(size, 1 << 20, 2 * count * 4 + (1 << 20));
+  const auto wrong = on_thread_ranks<int64_t>(size, [&](int r) {
+    SharedMemoryAllreduce shm(group.slots(r));
+    std::string why;
+    std::shared_ptr<void> memory = group.arena(r)->allocate(2 * count * 4 + 64, &why);
+    float* in = static_cast<float*>(memory.get());
+    float* out = in + count + 1;  // 4 bytes past a 64-byte boundary at most
+    for (int64_t i = 0; i < count; ++i) in[i] = float((i % 1000) + r);
+    int64_t bad = !shm.allreduce({{in, out, count / 2}, {in + count / 2, out + count / 2, count - count / 2}},
+                                 DataType::kFloat32, ReduceOp::kSum, 1.0, {})
+                       .is_ok();
+    for (int64_t i = 0; i < count; ++i) bad += out[i] != float(size * (i % 1000) + size * (size - 1) / 2);
+    return bad + (shm.zero_copy_calls() == 1 ? 0 : 1);
+  });
+  REQUIRE(total(wrong) == 0);
 }

@@ -45,6 +45,10 @@ int cross_size();
 /// The process-wide runtime; throws PreconditionError before init().
 Runtime& runtime();
 
+/// Host memory that allreduce reduces in place across the ranks of a host;
+/// see Runtime::allocate_shared_host. Throws PreconditionError before init().
+std::shared_ptr<void> allocate_shared_host(int64_t bytes);
+
 /// Asynchronous allreduce of `input` into `output` (pass the same tensor for in place).
 Handle allreduce_async(const std::string& name, std::shared_ptr<Tensor> input,
                        std::shared_ptr<Tensor> output, const AllreduceOptions& options = {});

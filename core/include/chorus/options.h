@@ -70,6 +70,11 @@ struct RuntimeOptions {
   /// Bytes of each of a rank's two shared-memory staging blocks.
   /// CHORUS_SHM_BLOCK_BYTES.
   int64_t shm_block_bytes = 1 << 20;
+  /// Bytes of address space for each rank's shared-memory arena, where
+  /// allocate_shared_host() places tensors that the shared-memory allreduce
+  /// reduces where they lie (no staging copies). Memory is used only as it
+  /// is allocated; 0 turns arenas off. CHORUS_SHM_ARENA_BYTES.
+  int64_t shm_arena_bytes = int64_t{16} << 30;
   /// Write a Chrome-trace timeline of every tensor to this file (rank r > 0
   /// appends ".rank<r>"); empty: off. CHORUS_TIMELINE.
   std::string timeline_path;
@@ -120,6 +125,8 @@ struct RuntimeStats {
                                             ///< reduced where they are (no fusion-buffer copies)
   int64_t ring_allreduce_ops = 0;  ///< of those, the ones the pipelined ring ran
   int64_t shm_allreduce_ops = 0;   ///< of those, the ones run through shared memory
+  int64_t shm_zero_copy_ops = 0;   ///< of those, the ones whose tensors lay in every rank's
+                                   ///< arena, reduced where they lie (allocate_shared_host)
   int64_t broadcasts = 0;
   int64_t allgathers = 0;          ///< tensors that completed an allgather
   int64_t allgather_ops = 0;       ///< data-plane allgather calls (fused or not)

@@ -131,6 +131,19 @@ class Runtime {
 
   /// Counters of every set's collectives together.
   RuntimeStats stats() const;
+
+  /// `bytes` of host memory (64-byte aligned) for tensors that allreduce
+  /// reduces fastest. When every rank runs on one host it comes from this
+  /// rank's shared-memory arena, which the other ranks map too: an
+  /// allreduce whose tensors lie there on every rank (inputs and outputs)
+  /// reads and writes them in place, with no staging copies (about twice as
+  /// fast for large tensors; docs/performance.md). Otherwise, or when the
+  /// arena is full, ordinary memory (still correct, just not zero-copy).
+  /// Freed when the last copy of the pointer goes, even after shutdown.
+  /// Throws InvalidArgumentError for negative `bytes`.
+  std::shared_ptr<void> allocate_shared_host(int64_t bytes);
+  /// True when `bytes` bytes at `p` lie in this rank's arena.
+  bool in_shared_host(const void* p, int64_t bytes) const;
   const RuntimeOptions& options() const;
 
  private:

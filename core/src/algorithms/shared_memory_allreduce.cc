@@ -9,6 +9,7 @@
 
 #include "algorithms/reduce_kernels.h"
 #include "algorithms/ring_allreduce.h"
+#include "algorithms/zero_copy_allreduce.h"
 
 namespace chorus::detail {
 
@@ -68,7 +69,57 @@ void allreduce_pieces_alone(const std::vector<ReducePiece>& pieces, DataType dty
   }
 }
 
+HeapStaging::HeapStaging(int size, int64_t block_bytes, int64_t arena_bytes)
+    : size_(size), block_bytes_(block_bytes), arena_bytes_(arena_bytes),
+      memory_(static_cast<size_t>(size * 2 * block_bytes)),
+      exchange_(static_cast<size_t>(size * 2 * kExchangeAreaBytes)), arrivals_(static_cast<size_t>(size)) {
+  for (int k = 0; arena_bytes > 0 && k < size; ++k) {
+    std::shared_ptr<char> memory(new char[static_cast<size_t>(arena_bytes)], std::default_delete<char[]>());
+    arenas_.push_back(std::make_shared<SharedArena>(memory.get(), arena_bytes, memory, -1, 0));
+  }
+}
+
+SharedSlots HeapStaging::slots(int rank) {
+  SharedSlots s;
+  s.rank = rank;
+  s.size = size_;
+  s.block_bytes = block_bytes_;
+  for (int k = 0; k < size_; ++k) {
+    s.staging.push_back(memory_.data() + k * 2 * block_bytes_);
+    s.arrivals.push_back(&arrivals_[static_cast<size_t>(k)]);
+    if (!arenas_.empty()) {
+      s.exchange.push_back(exchange_.data() + k * 2 * kExchangeAreaBytes);
+      s.arenas.push_back(arenas_[static_cast<size_t>(k)]->base());
+    }
+  }
+  s.arena_bytes = arenas_.empty() ? 0 : arena_bytes_;
+  return s;
+}
+
 SharedMemoryAllreduce::SharedMemoryAllreduce(SharedSlots slots) : slots_(std::move(slots)) {}
+
+char* SharedMemoryAllreduce::exchange_area(int rank) const {
+  return slots_.exchange[static_cast<size_t>(rank)] + static_cast<int64_t>(calls_ % 2) * kExchangeAreaBytes;
+}
+
+bool SharedMemoryAllreduce::every_rank_in_arena() const {
+  for (int k = 0; k < slots_.size; ++k) {
+    if (!published_in_arena(exchange_area(k))) return false;
+  }
+  return true;
+}
+
+void SharedMemoryAllreduce::reduce_in_place_of_all(int64_t count, DataType dtype, ReduceOp op, double prescale,
+                                                   PostScale scale) {
+  std::vector<std::vector<ReducePiece>> ranks;
+  ranks.reserve(static_cast<size_t>(slots_.size));
+  for (int k = 0; k < slots_.size; ++k) {
+    ranks.push_back(published_pieces(exchange_area(k), slots_.arenas[static_cast<size_t>(k)]));
+  }
+  const ChunkRange own = ring_chunk(count, slots_.size, slots_.rank);
+  const bool streaming = count * dtype_size(dtype) >= kZeroCopyStreamingBytes;
+  reduce_part_into_all(ranks, own.offset, own.length, dtype, op, prescale, scale, streaming, &scratch_);
+}
 
 char* SharedMemoryAllreduce::block(int rank, int64_t index) const {
   return slots_.staging[static_cast<size_t>(rank)] + (index % 2) * slots_.block_bytes;
@@ -178,13 +229,41 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
   // first phase, which copies into the other staging block (the block
   // sequence runs on across calls), and that call's first barrier waits
   // for it.
+  //
+  // With arenas, the first phase also says whether this rank's tensors lie
+  // in its arena (and then copies nothing in). After its barrier every rank
+  // reads the same answers: all in their arenas, the zero-copy path (its
+  // part of everyone's tensors, then one barrier so no rank returns before
+  // its outputs are written and its inputs read); otherwise the staging
+  // path, where ranks that skipped block 0's copy make it up before one
+  // more barrier.
+  const bool arenas = !slots_.arenas.empty();
+  const bool mine_in_arena =
+      arenas &&
+      publish_arena_pieces(exchange_area(me), pieces, slots_.arenas[static_cast<size_t>(me)], slots_.arena_bytes,
+                           esize) &&
+      count > 0;
   for (int64_t p = 0; p < blocks + 2; ++p) {
     if (p >= 2) copy_out(p - 2);
     if (p >= 1 && p - 1 < blocks) reduce(p - 1);
-    if (p < blocks) copy_in(p);
+    if (p < blocks && !(p == 0 && mine_in_arena)) copy_in(p);
     if (p < blocks + 1) barrier();
+    if (p == 0 && arenas && count > 0) {
+      if (every_rank_in_arena()) {
+        reduce_in_place_of_all(count, dtype, op, prescale, scale);
+        barrier();
+        ++calls_;
+        ++zero_copy_calls_;
+        return Status::ok();
+      }
+      int in_arena = 0;
+      for (int k = 0; k < n; ++k) in_arena += published_in_arena(exchange_area(k)) ? 1 : 0;
+      if (mine_in_arena) copy_in(0);
+      if (in_arena > 0) barrier();
+    }
   }
   block_sequence_ += blocks;
+  ++calls_;
   return Status::ok();
 }
 

@@ -19,14 +19,21 @@
 // count runs on across calls, so what a rank writes in a phase is never
 // what another rank reads in it (see the phase loop).
 // Each element is reduced by exactly one rank, so all ranks get the same bits.
+//
+// Zero-copy path: when every rank's tensors of a call lie in its arena
+// (SharedSlots::arenas), nothing is staged; see zero_copy_allreduce.h. Each
+// rank says so in its exchange area during the first phase, and after its
+// barrier all ranks read the same answers and take the same path.
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "chorus/status.h"
 #include "chorus/types.h"
 #include "comm/reduce_piece.h"
+#include "comm/shared_arena.h"
 
 namespace chorus::detail {
 
@@ -45,32 +52,34 @@ struct SharedSlots {
   std::vector<char*> staging;
   /// Per rank: how many barriers it has reached (only its owner writes it).
   std::vector<std::atomic<uint64_t>*> arrivals;
+  /// Per rank, only with arenas: two exchange areas of kExchangeAreaBytes
+  /// (by call parity) where it tells where its tensors of a call lie.
+  std::vector<char*> exchange;
+  /// Per rank: its arena as mapped here, `arena_bytes` long; empty when the
+  /// group has none (the same on every rank).
+  std::vector<char*> arenas;
+  int64_t arena_bytes = 0;
 };
 
 /// Staging for ranks that are threads of one process (in-process ranks,
 /// tests): plain heap memory and counters, rank after rank.
+/// With `arena_bytes` > 0 every rank also gets an arena of plain memory.
 class HeapStaging {
  public:
-  HeapStaging(int size, int64_t block_bytes)
-      : size_(size), block_bytes_(block_bytes), memory_(static_cast<size_t>(size * 2 * block_bytes)),
-        arrivals_(static_cast<size_t>(size)) {}
-  SharedSlots slots(int rank) {
-    SharedSlots s;
-    s.rank = rank;
-    s.size = size_;
-    s.block_bytes = block_bytes_;
-    for (int k = 0; k < size_; ++k) {
-      s.staging.push_back(memory_.data() + k * 2 * block_bytes_);
-      s.arrivals.push_back(&arrivals_[static_cast<size_t>(k)]);
-    }
-    return s;
+  HeapStaging(int size, int64_t block_bytes, int64_t arena_bytes = 0);
+  SharedSlots slots(int rank);
+  /// Rank `rank`'s arena (nullptr without arenas).
+  std::shared_ptr<SharedArena> arena(int rank) const {
+    return arenas_.empty() ? nullptr : arenas_[static_cast<size_t>(rank)];
   }
 
  private:
   const int size_;
-  const int64_t block_bytes_;
+  const int64_t block_bytes_, arena_bytes_;
   std::vector<char> memory_;
+  std::vector<char> exchange_;
   std::vector<std::atomic<uint64_t>> arrivals_;
+  std::vector<std::shared_ptr<SharedArena>> arenas_;
 };
 
 class SharedMemoryAllreduce {
@@ -86,14 +95,22 @@ class SharedMemoryAllreduce {
                    PostScale scale);
 
   int size() const { return slots_.size; }
+  /// Calls that took the zero-copy path so far.
+  int64_t zero_copy_calls() const { return zero_copy_calls_; }
 
  private:
   void barrier();
   char* block(int rank, int64_t index) const;
+  char* exchange_area(int rank) const;
+  bool every_rank_in_arena() const;
+  void reduce_in_place_of_all(int64_t count, DataType dtype, ReduceOp op, double prescale, PostScale scale);
 
   const SharedSlots slots_;
   uint64_t barriers_ = 0;  // barriers this rank passed; the same on every rank between calls
   int64_t block_sequence_ = 0;  // blocks run so far, across calls: picks the staging block
+  uint64_t calls_ = 0;          // calls so far, the same on every rank: picks the exchange area
+  int64_t zero_copy_calls_ = 0;
+  std::vector<char> scratch_;   // the zero-copy path's running result
 };
 
 }  // namespace chorus::detail

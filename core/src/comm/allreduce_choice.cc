@@ -43,6 +43,10 @@ Status AllreduceChoiceCommunicator::allreduce(const void* input, void* output, i
   return ring_allreduce(link_, input, output, count, dtype, op, scratch, ring);
 }
 
+int64_t AllreduceChoiceCommunicator::zero_copy_allreduces() const {
+  return shared_ ? shared_->zero_copy_calls() : 0;
+}
+
 // A single rank copies each tensor to its output; shared memory reduces
 // them where they lie. Either way no fusion buffer.
 bool AllreduceChoiceCommunicator::reduces_pieces(int64_t bytes) const {

@@ -48,6 +48,7 @@ class AllreduceChoiceCommunicator final : public Communicator {
   const char* name() const override { return shared_ ? "shm+ring+mpi" : "ring+mpi"; }
   int64_t ring_allreduces() const override { return ring_calls_; }
   int64_t shared_memory_allreduces() const override { return shared_calls_; }
+  int64_t zero_copy_allreduces() const override;
 
  private:
   AllreduceRoute route(int64_t bytes) const;

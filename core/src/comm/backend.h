@@ -12,6 +12,7 @@
 #include "chorus/status.h"
 #include "comm/communicator.h"
 #include "comm/control_channel.h"
+#include "comm/shared_arena.h"
 #include "common/set_scope.h"
 
 namespace chorus::detail {
@@ -35,6 +36,10 @@ class Backend {
   virtual Topology topology() const = 0;
   virtual ControlChannel& control() = 0;
   virtual Communicator& data() = 0;
+  /// This rank's shared-memory arena (comm/shared_arena.h), whose tensors
+  /// the data plane can reduce where they lie; nullptr when there is none.
+  /// Valid from start() on; the arena outlives stop() while tensors use it.
+  virtual std::shared_ptr<SharedArena> shared_arena() const { return nullptr; }
   /// Collective over every rank of this backend, on its background thread,
   /// in the same place of the response order everywhere: makes the backend
   /// of process set `set_id` whose members are `members` (ranks of this

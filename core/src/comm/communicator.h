@@ -57,6 +57,9 @@ class Communicator {
   virtual int64_t ring_allreduces() const { return 0; }
   /// Allreduces run through shared memory so far.
   virtual int64_t shared_memory_allreduces() const { return 0; }
+  /// Of those, the ones that reduced the tensors where they lie (every
+  /// rank's in its shared-memory arena), with no staging.
+  virtual int64_t zero_copy_allreduces() const { return 0; }
   /// Name for logs and --check-build, e.g. "mpi".
   virtual const char* name() const = 0;
 };

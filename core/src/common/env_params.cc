@@ -140,6 +140,12 @@ const std::vector<EnvParam> kParams = {
        if (error.empty() && o->shm_block_bytes % 64 != 0) error = "expected a multiple of 64 bytes";
        return error;
      }},
+    {"SHM_ARENA_BYTES", "17179869184",
+     "Address space of each rank's shared-memory arena (allocate_shared_host); memory is used only as tensors are "
+     "allocated from it. 0: no arenas.",
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_int64_in(t, &o->shm_arena_bytes, 0, int64_t{1} << 46, "bytes");
+     }},
     {"TIMELINE", "(off)",
      "Write a Chrome-trace timeline of every tensor to this file (rank r > 0 appends .rank<r>).",
      [](const std::string& t, RuntimeOptions* o) -> std::string {

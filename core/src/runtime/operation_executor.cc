@@ -193,6 +193,7 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
     st.bytes_allreduced += total * esize;
     st.ring_allreduce_ops = comm_.ring_allreduces();
     st.shm_allreduce_ops = comm_.shared_memory_allreduces();
+    st.shm_zero_copy_ops = comm_.zero_copy_allreduces();
   });
   return s;
 }

@@ -80,6 +80,8 @@ int local_size() { return require_runtime().local_size(); }
 int cross_rank() { return require_runtime().cross_rank(); }
 int cross_size() { return require_runtime().cross_size(); }
 
+std::shared_ptr<void> allocate_shared_host(int64_t bytes) { return require_runtime().allocate_shared_host(bytes); }
+
 Handle allreduce_async(const std::string& name, std::shared_ptr<Tensor> input,
                        std::shared_ptr<Tensor> output, const AllreduceOptions& options) {
   return require_runtime().allreduce_async(name, std::move(input), std::move(output), options);

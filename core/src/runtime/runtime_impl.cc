@@ -1,6 +1,9 @@
 #include "runtime/runtime_impl.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <future>
+#include <new>
 
 #include "algorithms/reduce_kernels.h"
 #include "chorus/error.h"
@@ -36,6 +39,7 @@ void RuntimeImpl::thread_main(std::promise<Status>* started) {
     return;
   }
   topo_ = backend_->topology();
+  arena_ = backend_->shared_arena();
   logger_.set_rank(topo_.scope.world_rank(topo_.rank));
   if (topo_.rank == 0 && topo_.scope.id == 0) {
     for (const std::string& var : unknown_chorus_variables()) {
@@ -57,6 +61,29 @@ void RuntimeImpl::thread_main(std::promise<Status>* started) {
   running_.store(false);
   backend_->control().close();
   backend_->stop();
+}
+
+std::shared_ptr<void> ordinary_host_memory(int64_t bytes) {
+  void* p = nullptr;
+  const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1) + 63) / 64 * 64;
+  if (posix_memalign(&p, 64, size) != 0) throw std::bad_alloc();
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+std::shared_ptr<void> RuntimeImpl::allocate_shared_host(int64_t bytes) {
+  if (bytes < 0) {
+    throw_if_error(Status::invalid_argument("allocate_shared_host: " + std::to_string(bytes) + " bytes"));
+  }
+  if (!arena_) return ordinary_host_memory(bytes);
+  std::string why;
+  std::shared_ptr<void> p = arena_->allocate(bytes, &why);
+  if (p) return p;
+  // Correct either way, only slower: say it once rather than every step.
+  if (!arena_fallback_said_.exchange(true)) {
+    CHORUS_LOG(logger_, kWarning) << "allocate_shared_host(" << bytes << "): " << why
+                                  << "; returning ordinary memory (its allreduces stage through shared memory)";
+  }
+  return ordinary_host_memory(bytes);
 }
 
 void RuntimeImpl::shutdown() {

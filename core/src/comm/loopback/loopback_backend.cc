@@ -17,14 +17,17 @@ namespace chorus::detail {
 
 class LoopbackWorld {
  public:
-  LoopbackWorld(int size, int ranks_per_host)
+  LoopbackWorld(int size, int ranks_per_host, int64_t arena_bytes)
       : size_(size), per_host_(ranks_per_host > 0 ? ranks_per_host : size), mailboxes_(static_cast<size_t>(size)),
-        staging_(size, kStagingBlockBytes) {}
+        staging_(size, kStagingBlockBytes, arena_bytes) {}
 
   // Threads share all memory: the shared-memory allreduce runs over plain
-  // heap blocks, small so that fused tensors cross many of them.
+  // heap blocks, small so that fused tensors cross many of them. Arenas
+  // only for the whole job, as under MPI (process sets stage).
   static constexpr int64_t kStagingBlockBytes = 4096;
+  static constexpr int64_t kArenaBytes = 32 << 20;
   SharedSlots shared_slots(int rank) { return staging_.slots(rank); }
+  std::shared_ptr<SharedArena> arena(int rank) const { return staging_.arena(rank); }
 
   int size() const { return size_; }
   Topology topology(int rank) const {
@@ -57,7 +60,7 @@ class LoopbackWorld {
   std::shared_ptr<LoopbackWorld> child(uint64_t index, int size) {
     std::lock_guard<std::mutex> lock(mu_);
     auto& world = children_[index];
-    if (!world) world = std::make_shared<LoopbackWorld>(size, 0);
+    if (!world) world = std::make_shared<LoopbackWorld>(size, 0, 0);
     return world;
   }
 
@@ -124,6 +127,7 @@ class LoopbackComm final : public Communicator {
     return shared_.allreduce(pieces, dtype, op, prescale, scale);
   }
   int64_t shared_memory_allreduces() const override { return shared_calls_; }
+  int64_t zero_copy_allreduces() const override { return shared_.zero_copy_calls(); }
   // Allreduce runs on the shared-memory algorithm, as on one host under
   // MPI; a rank whose tensors lie together and one whose do not must meet
   // in the same algorithm.
@@ -222,6 +226,7 @@ class LoopbackBackend final : public Backend {
   }
   ControlChannel& control() override { return control_; }
   Communicator& data() override { return data_; }
+  std::shared_ptr<SharedArena> shared_arena() const override { return world_->arena(rank_); }
   Status split(int32_t set_id, const std::vector<int>& members, std::unique_ptr<Backend>* out) override {
     const uint64_t index = splits_++;
     out->reset();
@@ -244,7 +249,7 @@ class LoopbackBackend final : public Backend {
 }  // namespace
 
 std::shared_ptr<LoopbackWorld> make_loopback_world(int size, int ranks_per_host) {
-  return std::make_shared<LoopbackWorld>(size, ranks_per_host);
+  return std::make_shared<LoopbackWorld>(size, ranks_per_host, LoopbackWorld::kArenaBytes);
 }
 
 std::unique_ptr<Backend> make_loopback_backend(std::shared_ptr<LoopbackWorld> world, int rank) {

@@ -33,6 +33,7 @@ Status check_settings_agree(MPI_Comm comm, int size, const RuntimeOptions& o, bo
   mix(static_cast<uint64_t>(o.ring_segment_bytes));
   mix(static_cast<uint64_t>(o.shm_threshold_bytes));
   mix(static_cast<uint64_t>(o.shm_block_bytes));
+  mix(static_cast<uint64_t>(o.shm_arena_bytes));
   mix(static_cast<uint64_t>(o.cache_capacity));
   mix(thread_multiple ? 1 : 0);
   std::vector<uint64_t> all(static_cast<size_t>(size));
@@ -44,7 +45,7 @@ Status check_settings_agree(MPI_Comm comm, int size, const RuntimeOptions& o, bo
   if (differing.empty()) return Status::ok();
   return Status::invalid_argument(
       "CHORUS_ALLREDUCE_ALGO, CHORUS_RING_THRESHOLD_BYTES, CHORUS_RING_SEGMENT_BYTES, CHORUS_SHM_THRESHOLD_BYTES, "
-      "CHORUS_SHM_BLOCK_BYTES, CHORUS_CACHE_CAPACITY and the MPI thread level must be the same on every rank, "
+      "CHORUS_SHM_BLOCK_BYTES, CHORUS_SHM_ARENA_BYTES, CHORUS_CACHE_CAPACITY and the MPI thread level must be the same on every rank, "
       "but rank(s) " + differing + " differ from rank 0 (chorusrun's flags set them on every rank)");
 }
 
@@ -122,6 +123,9 @@ class MpiBackend final : public Backend {
   Topology topology() const override { return topo_; }
   ControlChannel& control() override { return *control_; }
   Communicator& data() override { return *data_; }
+  std::shared_ptr<SharedArena> shared_arena() const override {
+    return shared_memory_ ? shared_memory_->arena() : nullptr;
+  }
 
   // A set's own background thread makes its MPI calls while this one makes
   // ours: that needs MPI_THREAD_MULTIPLE, which every rank has or lacks alike
@@ -150,11 +154,20 @@ class MpiBackend final : public Backend {
     const AllreduceAlgorithm algo = options_.allreduce_algorithm;
     const bool wanted = algo == AllreduceAlgorithm::kSharedMemory || algo == AllreduceAlgorithm::kAuto;
     if (!wanted || topo_.size <= 1) return Status::ok();
-    std::string why_not;
-    Status s = MpiSharedMemory::create(data_comm_, options_.shm_block_bytes, &shared_memory_, &why_not);
+    std::string why_not, arena_why_not;
+    // Process sets stage through their own segment, without arenas: tensors
+    // come from the whole job's arenas.
+    const int64_t arena_bytes = topo_.scope.id == 0 ? options_.shm_arena_bytes : 0;
+    Status s = MpiSharedMemory::create(data_comm_, options_.shm_block_bytes, arena_bytes, &shared_memory_, &why_not,
+                                       &arena_why_not);
     if (!s.is_ok()) return s;
     if (shared_memory_) {
       shared_allreduce_ = std::make_unique<SharedMemoryAllreduce>(shared_memory_->slots());
+      if (!arena_why_not.empty() && topo_.rank == 0) {
+        Logger logger(options_.log_level);
+        logger.set_rank(topo_.rank);
+        CHORUS_LOG(logger, kWarning) << arena_why_not << ": allocate_shared_host() returns ordinary memory";
+      }
     } else if (algo == AllreduceAlgorithm::kSharedMemory) {
       return Status::precondition_error("CHORUS_ALLREDUCE_ALGO=shm needs every rank on one host with shared memory, "
                                         "but " + why_not + "; use auto, ring or mpi");

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -12,6 +13,8 @@
 #include <new>
 #include <random>
 #include <vector>
+
+#include "algorithms/zero_copy_allreduce.h"
 
 namespace chorus::detail {
 
@@ -32,8 +35,9 @@ bool all_agree(MPI_Comm comm, bool ok) {
 
 }  // namespace
 
-Status MpiSharedMemory::create(MPI_Comm comm, int64_t block_bytes, std::unique_ptr<MpiSharedMemory>* out,
-                               std::string* why_not) {
+Status MpiSharedMemory::create(MPI_Comm comm, int64_t block_bytes, int64_t arena_bytes,
+                               std::unique_ptr<MpiSharedMemory>* out, std::string* why_not,
+                               std::string* arena_why_not) {
   out->reset();
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
@@ -54,8 +58,13 @@ Status MpiSharedMemory::create(MPI_Comm comm, int64_t block_bytes, std::unique_p
     return Status::ok();
   }
 
+  // Per rank: counters, exchange areas and staging blocks (reserved up
+  // front), then the arena (reserved as it is handed out).
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t per_rank = round_up(kCounterBytes + 2 * static_cast<size_t>(block_bytes), page);
+  const size_t exchange = arena_bytes > 0 ? 2 * static_cast<size_t>(kExchangeAreaBytes) : 0;
+  const size_t head = round_up(kCounterBytes + exchange + 2 * static_cast<size_t>(block_bytes), page);
+  const size_t arena = round_up(static_cast<size_t>(std::max<int64_t>(arena_bytes, 0)), page);
+  const size_t per_rank = head + arena;
   const size_t total = per_rank * static_cast<size_t>(size);
   char name[96] = {0};
   std::string error;
@@ -71,20 +80,28 @@ Status MpiSharedMemory::create(MPI_Comm comm, int64_t block_bytes, std::unique_p
       fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
       rc = fd < 0 ? errno : 0;
     }
-    // fallocate, not ftruncate: a full /dev/shm fails here, not as SIGBUS later.
-    if (rc == 0) rc = posix_fallocate(fd, 0, static_cast<off_t>(total));
+    const char* step = "shm_open";
+    if (rc == 0 && arena > 0) {
+      step = "ftruncate";
+      rc = ftruncate(fd, static_cast<off_t>(total)) == 0 ? 0 : errno;
+    }
+    // fallocate, not ftruncate alone: a full /dev/shm fails here, not as SIGBUS later.
+    for (int k = 0; rc == 0 && k < size; ++k) {
+      step = "posix_fallocate";
+      rc = posix_fallocate(fd, static_cast<off_t>(per_rank * static_cast<size_t>(k)), static_cast<off_t>(head));
+    }
     if (fd >= 0) close(fd);
     if (rc != 0) {
       if (fd >= 0) shm_unlink(name);
-      error = std::string("shm_open/posix_fallocate of ") + std::to_string(total) + " bytes in /dev/shm: " +
-              std::strerror(rc);
+      error = std::string(step) + " of a " + std::to_string(total) + "-byte segment in /dev/shm: " + std::strerror(rc);
       name[0] = 0;
     }
   }
   MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, comm);
   void* base = MAP_FAILED;
+  int fd = -1;
   if (name[0] != 0) {
-    const int fd = shm_open(name, O_RDWR, 0600);
+    fd = shm_open(name, O_RDWR, 0600);
     struct stat st {};
     if (fd < 0) {
       error = std::string("shm_open(") + name + "): " + std::strerror(errno);
@@ -94,7 +111,11 @@ Status MpiSharedMemory::create(MPI_Comm comm, int64_t block_bytes, std::unique_p
       base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (base == MAP_FAILED) error = std::string("mmap: ") + std::strerror(errno);
     }
-    if (fd >= 0) close(fd);
+    // Kept open only to reserve arena pages.
+    if (fd >= 0 && (base == MAP_FAILED || arena == 0)) {
+      close(fd);
+      fd = -1;
+    }
   }
   const bool mapped = all_agree(comm, base != MAP_FAILED);
   // Mapped everywhere, or given up: the name is no longer needed either way,
@@ -102,28 +123,49 @@ Status MpiSharedMemory::create(MPI_Comm comm, int64_t block_bytes, std::unique_p
   if (rank == 0 && name[0] != 0) shm_unlink(name);
   if (!mapped) {
     if (base != MAP_FAILED) munmap(base, total);
+    if (fd >= 0) close(fd);
+    if (arena > 0) {
+      // Perhaps only the arenas' size was refused: try once more without them.
+      std::string arena_error = error.empty() ? "shared memory could not be set up on another rank" : error;
+      Status s = create(comm, block_bytes, 0, out, why_not, arena_why_not);
+      if (*out) *arena_why_not = "no shared-memory arenas (" + arena_error + ")";
+      return s;
+    }
     *why_not = "shared memory could not be set up" + (error.empty() ? std::string(" on another rank") : ": " + error);
     return Status::ok();
   }
-  std::unique_ptr<MpiSharedMemory> shm(new MpiSharedMemory(base, total));
+  std::unique_ptr<MpiSharedMemory> shm(new MpiSharedMemory());
+  shm->mapping_ = std::shared_ptr<void>(base, [total, fd](void* p) {
+    munmap(p, total);
+    if (fd >= 0) close(fd);
+  });
   SharedSlots& slots = shm->slots_;
   slots.rank = rank;
   slots.size = size;
   slots.block_bytes = block_bytes;
+  slots.arena_bytes = static_cast<int64_t>(arena);
   for (int k = 0; k < size; ++k) {
     char* at = static_cast<char*>(base) + per_rank * static_cast<size_t>(k);
     slots.arrivals.push_back(reinterpret_cast<std::atomic<uint64_t>*>(at));
-    slots.staging.push_back(at + kCounterBytes);
+    slots.staging.push_back(at + kCounterBytes + exchange);
+    if (arena > 0) {
+      slots.exchange.push_back(at + kCounterBytes);
+      slots.arenas.push_back(at + head);
+    }
   }
-  // Each rank starts its own counter and touches its own blocks (no page
+  if (arena > 0) {
+    shm->arena_ = std::make_shared<SharedArena>(slots.arenas[static_cast<size_t>(rank)], static_cast<int64_t>(arena),
+                                                shm->mapping_, fd,
+                                                static_cast<int64_t>(per_rank * static_cast<size_t>(rank) + head));
+  }
+  // Each rank starts its own counter and touches its own head (no page
   // faults on the hot path) before anyone reads them.
   new (slots.arrivals[static_cast<size_t>(rank)]) std::atomic<uint64_t>(0);
-  std::memset(slots.staging[static_cast<size_t>(rank)], 0, 2 * static_cast<size_t>(block_bytes));
+  std::memset(static_cast<char*>(base) + per_rank * static_cast<size_t>(rank) + kCounterBytes, 0,
+              head - kCounterBytes);
   MPI_Barrier(comm);
   *out = std::move(shm);
   return Status::ok();
 }
-
-MpiSharedMemory::~MpiSharedMemory() { munmap(base_, bytes_); }
 
 }  // namespace chorus::detail

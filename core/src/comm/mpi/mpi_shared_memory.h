@@ -5,6 +5,12 @@
 // soon as every rank has mapped it (or given up), so a job that dies after
 // start leaves nothing in /dev/shm; unmapping needs no other rank, so
 // shutdown stays free of collectives.
+//
+// With an arena size, every rank's part of the segment also holds its two
+// exchange areas and, after them, its arena: sparse, its pages reserved as
+// tensors are allocated from it (comm/shared_arena.h). A rank keeps the
+// segment's file open for that, and the mapping lives on while tensors from
+// its arena do.
 
 #include <mpi.h>
 
@@ -14,6 +20,7 @@
 
 #include "algorithms/shared_memory_allreduce.h"
 #include "chorus/status.h"
+#include "comm/shared_arena.h"
 
 namespace chorus::detail {
 
@@ -22,19 +29,22 @@ class MpiSharedMemory {
   /// Collective over `comm`. Leaves *out empty, with an OK status, when the
   /// ranks span hosts; `*why_not` then says so. Every rank gets the same
   /// outcome (a rank that cannot map the segment makes all go without).
-  static Status create(MPI_Comm comm, int64_t block_bytes, std::unique_ptr<MpiSharedMemory>* out,
-                       std::string* why_not);
-  ~MpiSharedMemory();
+  /// `arena_bytes` 0: no arenas. Arenas that cannot be set up (the
+  /// segment's size refused) leave the staging alone: `*arena_why_not` says why.
+  static Status create(MPI_Comm comm, int64_t block_bytes, int64_t arena_bytes,
+                       std::unique_ptr<MpiSharedMemory>* out, std::string* why_not, std::string* arena_why_not);
   MpiSharedMemory(const MpiSharedMemory&) = delete;
   MpiSharedMemory& operator=(const MpiSharedMemory&) = delete;
 
   const SharedSlots& slots() const { return slots_; }
+  /// This rank's arena; nullptr without arenas.
+  const std::shared_ptr<SharedArena>& arena() const { return arena_; }
 
  private:
-  MpiSharedMemory(void* base, size_t bytes) : base_(base), bytes_(bytes) {}
-  void* base_;
-  size_t bytes_;
+  MpiSharedMemory() = default;
+  std::shared_ptr<void> mapping_;  // unmaps (and closes the file) when the last user goes
   SharedSlots slots_;
+  std::shared_ptr<SharedArena> arena_;
 };
 
 }  // namespace chorus::detail

@@ -1,0 +1,52 @@
+#pragma once
+// The zero-copy path of the shared-memory allreduce: when every rank's
+// tensors of a call lie in its arena (shared memory that every rank on the
+// host maps), each rank reduces its 1/n part of the concatenation reading
+// every rank's inputs where they lie, and writes the result straight into
+// every rank's outputs. Each byte is read once and written once, against
+// about twice that through staging; the other ranks' memory is found from
+// the offsets each rank publishes in its exchange area at the call's start.
+
+#include <cstdint>
+#include <vector>
+
+#include "chorus/types.h"
+#include "comm/reduce_piece.h"
+
+namespace chorus::detail {
+
+/// Most tensors of one call the exchange area can describe; a call with
+/// more takes the staging path.
+constexpr int64_t kZeroCopyMaxPieces = 1024;
+/// Bytes of one exchange area (a rank has two, used by call parity).
+constexpr int64_t kExchangeAreaBytes = (16 + 24 * kZeroCopyMaxPieces + 63) / 64 * 64;
+
+/// Writes where `pieces` lie in `arena` (`arena_bytes` long) to `area`;
+/// returns true when all of them, inputs and outputs, lie there (and fit the
+/// area), false after marking the area "not in the arena".
+bool publish_arena_pieces(char* area, const std::vector<ReducePiece>& pieces, const char* arena,
+                          int64_t arena_bytes, int64_t element_size);
+
+/// True when the area's rank said its pieces lie in its arena.
+bool published_in_arena(const char* area);
+
+/// The pieces another rank published in `area`, as addresses of its arena
+/// mapped here at `arena`.
+std::vector<ReducePiece> published_pieces(const char* area, char* arena);
+
+/// Calls of at least this many bytes write their results with streaming
+/// stores: measured here, 16 MiB took 2.8-3.1 ms with them against
+/// 4.1-4.6 ms without, while at 1-4 MiB (results still cached) they cost
+/// 5-25 % (docs/performance.md).
+constexpr int64_t kZeroCopyStreamingBytes = 8 << 20;
+
+/// Reduces elements [begin, begin + length) of the concatenation, over the
+/// ranks whose pieces are `ranks` (in rank order, each covering the same
+/// total), and writes the result to every rank's outputs: op over ranks of
+/// (input * prescale), then * scale. `streaming`: with streaming stores,
+/// ordered before the function returns. `scratch` is grown as needed.
+void reduce_part_into_all(const std::vector<std::vector<ReducePiece>>& ranks, int64_t begin, int64_t length,
+                          DataType dtype, ReduceOp op, double prescale, PostScale scale, bool streaming,
+                          std::vector<char>* scratch);
+
+}  // namespace chorus::detail
