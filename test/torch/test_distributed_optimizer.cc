@@ -355,20 +355,35 @@ TEST_CASE("Flat gradients: one buffer after the first step, reduced in place, sa
         std::sort(extents.begin(), extents.end());
         for (size_t i = 1; i < extents.size(); ++i) CHECK(extents[i].first == extents[i - 1].first + extents[i - 1].second);
         CHECK(static_cast<int64_t>(params.front().grad().storage().nbytes()) == total);
+        // In the shared-memory arena, whenever the job has one.
+        const bool arenas = n > 1 && runtime().options().shm_arena_bytes > 0 &&
+                            runtime().options().allreduce_algorithm != AllreduceAlgorithm::kRing &&
+                            runtime().options().allreduce_algorithm != AllreduceAlgorithm::kMpi;
+        CHECK(runtime().in_shared_host(params.front().grad().data_ptr(), total) == arenas);
       }
     }
     const RuntimeStats after = runtime().stats();
-    return std::make_pair(std::move(net), after.in_place_fused_allreduce_ops - before.in_place_fused_allreduce_ops);
+    return std::make_tuple(std::move(net), after.in_place_fused_allreduce_ops - before.in_place_fused_allreduce_ops,
+                           after.shm_zero_copy_ops - before.shm_zero_copy_ops);
   };
-  auto [flat, flat_in_place] = train(true, "flat.on.", false);
-  auto [copied, copied_in_place] = train(false, "flat.off.", false);
-  auto [replaced, replaced_in_place] = train(true, "flat.replaced.", true);
+  auto [flat, flat_in_place, flat_zero_copy] = train(true, "flat.on.", false);
+  auto [copied, copied_in_place, copied_zero_copy] = train(false, "flat.off.", false);
+  auto [replaced, replaced_in_place, replaced_zero_copy] = train(true, "flat.replaced.", true);
   CHECK(torch_test::max_parameter_difference(*flat, *copied) < 1e-6);
   CHECK(torch_test::max_parameter_difference(*flat, *replaced) < 1e-6);
   CHECK(copied_in_place == 0);
   // Four small gradients produced within microseconds fuse; a fused group
   // that is back to back in the layout is reduced where it lies.
   if (n > 1) CHECK(flat_in_place > 0);
-  INFO("in place: flat " << flat_in_place << ", replaced " << replaced_in_place);
+  // Flat gradients live in the shared-memory arena: with shared memory,
+  // their allreduces after the first step read the other ranks' gradients
+  // where they lie; copied (per-tensor) gradients never do.
+  CHECK(copied_zero_copy == 0);
+  if (n > 1 && runtime().options().shm_arena_bytes > 0 &&
+      runtime().options().allreduce_algorithm == AllreduceAlgorithm::kAuto) {
+    CHECK(flat_zero_copy > 0);
+  }
+  INFO("in place: flat " << flat_in_place << ", replaced " << replaced_in_place << "; zero-copy: flat "
+                         << flat_zero_copy << ", replaced " << replaced_zero_copy);
   CHECK(!replaced->fc1->bias.grad().storage().is_alias_of(replaced->fc1->weight.grad().storage()));
 }

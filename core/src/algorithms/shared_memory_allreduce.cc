@@ -92,7 +92,7 @@ SharedSlots HeapStaging::slots(int rank) {
       s.arenas.push_back(arenas_[static_cast<size_t>(k)]->base());
     }
   }
-  s.arena_bytes = arenas_.empty() ? 0 : arena_bytes_;
+  s.arena_bytes = arenas_.empty() ? 0 : arenas_[static_cast<size_t>(rank)]->bytes();  // as trimmed to 64-byte units
   return s;
 }
 
@@ -102,9 +102,19 @@ char* SharedMemoryAllreduce::exchange_area(int rank) const {
   return slots_.exchange[static_cast<size_t>(rank)] + static_cast<int64_t>(calls_ % 2) * kExchangeAreaBytes;
 }
 
-bool SharedMemoryAllreduce::every_rank_in_arena() const {
-  for (int k = 0; k < slots_.size; ++k) {
-    if (!published_in_arena(exchange_area(k))) return false;
+// Both answers come from what every rank published, so all ranks get the
+// same ones. Zero-copy also needs the ranks' totals to agree (they always
+// do when the contract holds; a cursor would run off a shorter rank's
+// pieces otherwise).
+int SharedMemoryAllreduce::ranks_in_arena() const {
+  int in_arena = 0;
+  for (int k = 0; k < slots_.size; ++k) in_arena += published_in_arena(exchange_area(k)) ? 1 : 0;
+  return in_arena;
+}
+
+bool SharedMemoryAllreduce::totals_agree() const {
+  for (int k = 1; k < slots_.size; ++k) {
+    if (published_total(exchange_area(k)) != published_total(exchange_area(0))) return false;
   }
   return true;
 }
@@ -249,15 +259,14 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
     if (p < blocks && !(p == 0 && mine_in_arena)) copy_in(p);
     if (p < blocks + 1) barrier();
     if (p == 0 && arenas && count > 0) {
-      if (every_rank_in_arena()) {
+      const int in_arena = ranks_in_arena();
+      if (in_arena == n && totals_agree()) {
         reduce_in_place_of_all(count, dtype, op, prescale, scale);
         barrier();
         ++calls_;
         ++zero_copy_calls_;
         return Status::ok();
       }
-      int in_arena = 0;
-      for (int k = 0; k < n; ++k) in_arena += published_in_arena(exchange_area(k)) ? 1 : 0;
       if (mine_in_arena) copy_in(0);
       if (in_arena > 0) barrier();
     }

@@ -102,7 +102,8 @@ class SharedMemoryAllreduce {
   void barrier();
   char* block(int rank, int64_t index) const;
   char* exchange_area(int rank) const;
-  bool every_rank_in_arena() const;
+  int ranks_in_arena() const;
+  bool totals_agree() const;
   void reduce_in_place_of_all(int64_t count, DataType dtype, ReduceOp op, double prescale, PostScale scale);
 
   const SharedSlots slots_;

@@ -14,7 +14,7 @@ namespace {
 struct AreaHeader {
   uint32_t in_arena;
   uint32_t pieces;
-  uint64_t unused;
+  int64_t total;  // elements over all pieces: checked against the reader's own
 };
 struct AreaEntry {
   int64_t input_offset, output_offset, count;
@@ -64,22 +64,30 @@ bool publish_arena_pieces(char* area, const std::vector<ReducePiece>& pieces, co
                           int64_t arena_bytes, int64_t element_size) {
   auto* header = reinterpret_cast<AreaHeader*>(area);
   auto* entries = reinterpret_cast<AreaEntry*>(area + sizeof(AreaHeader));
-  bool all_in = arena != nullptr && static_cast<int64_t>(pieces.size()) <= kZeroCopyMaxPieces;
+  bool all_in = arena != nullptr;
+  uint32_t published = 0;
+  int64_t total = 0;
   for (size_t i = 0; all_in && i < pieces.size(); ++i) {
     const ReducePiece& p = pieces[i];
+    if (p.count == 0) continue;  // empty tensors (perhaps with no data at all) take no part
     const int64_t bytes = p.count * element_size;
-    all_in = lies_in(p.input, bytes, arena, arena_bytes) && lies_in(p.output, bytes, arena, arena_bytes);
+    all_in = published < kZeroCopyMaxPieces && lies_in(p.input, bytes, arena, arena_bytes) &&
+             lies_in(p.output, bytes, arena, arena_bytes);
     if (all_in) {
-      entries[i] = AreaEntry{static_cast<const char*>(p.input) - arena,
-                             static_cast<const char*>(p.output) - arena, p.count};
+      entries[published++] = AreaEntry{static_cast<const char*>(p.input) - arena,
+                                       static_cast<const char*>(p.output) - arena, p.count};
+      total += p.count;
     }
   }
-  header->pieces = all_in ? static_cast<uint32_t>(pieces.size()) : 0;
+  header->pieces = all_in ? published : 0;
+  header->total = all_in ? total : -1;
   header->in_arena = all_in ? 1 : 0;
   return all_in;
 }
 
 bool published_in_arena(const char* area) { return reinterpret_cast<const AreaHeader*>(area)->in_arena == 1; }
+
+int64_t published_total(const char* area) { return reinterpret_cast<const AreaHeader*>(area)->total; }
 
 std::vector<ReducePiece> published_pieces(const char* area, char* arena) {
   const auto* header = reinterpret_cast<const AreaHeader*>(area);

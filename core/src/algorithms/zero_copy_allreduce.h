@@ -15,20 +15,23 @@
 
 namespace chorus::detail {
 
-/// Most tensors of one call the exchange area can describe; a call with
-/// more takes the staging path.
+/// Most non-empty tensors of one call the exchange area can describe; a
+/// call with more takes the staging path.
 constexpr int64_t kZeroCopyMaxPieces = 1024;
 /// Bytes of one exchange area (a rank has two, used by call parity).
 constexpr int64_t kExchangeAreaBytes = (16 + 24 * kZeroCopyMaxPieces + 63) / 64 * 64;
 
-/// Writes where `pieces` lie in `arena` (`arena_bytes` long) to `area`;
-/// returns true when all of them, inputs and outputs, lie there (and fit the
-/// area), false after marking the area "not in the arena".
+/// Writes where `pieces` lie in `arena` (`arena_bytes` long) to `area`,
+/// with their total count; returns true when all of them, inputs and
+/// outputs, lie there (and fit the area), false after marking the area "not
+/// in the arena". Empty pieces are left out (their data may be null).
 bool publish_arena_pieces(char* area, const std::vector<ReducePiece>& pieces, const char* arena,
                           int64_t arena_bytes, int64_t element_size);
 
 /// True when the area's rank said its pieces lie in its arena.
 bool published_in_arena(const char* area);
+/// The elements its pieces add up to (when in the arena).
+int64_t published_total(const char* area);
 
 /// The pieces another rank published in `area`, as addresses of its arena
 /// mapped here at `arena`.

@@ -63,15 +63,17 @@ void RuntimeImpl::thread_main(std::promise<Status>* started) {
   backend_->stop();
 }
 
+namespace {
 std::shared_ptr<void> ordinary_host_memory(int64_t bytes) {
   void* p = nullptr;
   const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1) + 63) / 64 * 64;
   if (posix_memalign(&p, 64, size) != 0) throw std::bad_alloc();
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
+}  // namespace
 
 std::shared_ptr<void> RuntimeImpl::allocate_shared_host(int64_t bytes) {
-  if (bytes < 0) {
+  if (bytes < 0 || bytes > (int64_t{1} << 56)) {
     throw_if_error(Status::invalid_argument("allocate_shared_host: " + std::to_string(bytes) + " bytes"));
   }
   if (!arena_) return ordinary_host_memory(bytes);

@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include "chorus/chorus.h"
+#include "chorus/torch/shared_host_tensor.h"
 #include "rank_agreement.h"
 #include "torch_tensor.h"
 
@@ -254,7 +255,9 @@ void DistributedOptimizer::State::flatten_gradients() {
     for (size_t i : order) {
       if (params_[i].tensor.scalar_type() == dtype) total += params_[i].tensor.numel();
     }
-    const torch::Tensor buffer = torch::empty({total}, params_[order.front()].tensor.options().dtype(dtype));
+    const torch::TensorOptions options = params_[order.front()].tensor.options().dtype(dtype);
+    const torch::Tensor buffer =
+        options.device().is_cpu() ? empty_shared_host({total}, options) : torch::empty({total}, options);
     int64_t offset = 0;
     for (size_t i : order) {
       const torch::Tensor& param = params_[i].tensor;

@@ -19,3 +19,4 @@
 #include "chorus/torch/distributed_optimizer.h"
 #include "chorus/torch/loss_scaler.h"
 #include "chorus/torch/ops.h"
+#include "chorus/torch/shared_host_tensor.h"

@@ -42,8 +42,11 @@ struct DistributedOptimizerOptions {
   /// are instead of copying them into and out of a fusion buffer (PyTorch
   /// DDP's gradient_as_bucket_view). Gradients are then slices of that
   /// buffer; a gradient you replace (p.mutable_grad() = ...) is still
-  /// reduced correctly, through the copying path. Saves nothing with
-  /// compression (what is sent is a compressed copy).
+  /// reduced correctly, through the copying path. CPU buffers come from
+  /// the shared-memory arena (empty_shared_host), so with every rank on one
+  /// host the fused allreduces read and write the other ranks' gradients in
+  /// place (zero-copy). Saves nothing with compression (what is sent is a
+  /// compressed copy).
   bool flat_gradients = true;
 };
 
