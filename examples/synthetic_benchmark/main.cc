@@ -138,9 +138,11 @@ int run(const ce::BenchmarkOptions& o, int* rank_out) {
     std::printf("Step time on rank 0: forward+backward %.1f ms, waiting for allreduces %.1f ms, update %.1f ms\n",
                 times.compute * ms, times.waiting * ms, times.update * ms);
     const chorus::RuntimeStats st = chorus::runtime().stats();
-    std::printf("Allreduces on rank 0: %lld data-plane calls, %lld fused, %lld of those in place (flat gradients %s)\n",
+    std::printf("Allreduces on rank 0: %lld data-plane calls, %lld fused, %lld of those in place (flat gradients %s), "
+                "%lld zero-copy in shared memory\n",
                 static_cast<long long>(st.allreduce_ops), static_cast<long long>(st.fused_allreduce_ops),
-                static_cast<long long>(st.in_place_fused_allreduce_ops), o.no_flat_gradients ? "off" : "on");
+                static_cast<long long>(st.in_place_fused_allreduce_ops), o.no_flat_gradients ? "off" : "on",
+                static_cast<long long>(st.shm_zero_copy_ops));
     std::printf("RESULT np=%d imgs_per_sec_total=%.1f per_rank=%.1f std=%.1f\n", size, total_stats.mean,
                 rank_stats.mean, rank_stats.std);
     std::fflush(stdout);
