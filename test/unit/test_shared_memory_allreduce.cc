@@ -10,6 +10,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,7 +47,9 @@ std::vector<ReducePiece> cut(char* in, char* out, int64_t count, int64_t esize, 
 // (zero-copy), or in the arenas of all ranks but rank 0 (staged).
 enum class Placement { kHeap, kArenas, kArenasButRank0 };
 
-constexpr int64_t kTestArenaBytes = 8 << 20;
+// Plain memory that is never touched costs nothing: room for the streaming
+// cases (two float64 tensors of 16 MiB).
+constexpr int64_t kTestArenaBytes = 64 << 20;
 
 // A rank's buffer of `bytes`, from its arena or the heap.
 struct Buffer {
@@ -57,6 +60,7 @@ struct Buffer {
     if (in_arena) {
       std::string why;
       arena_memory = group.arena(rank)->allocate(bytes + 1, &why);
+      if (!arena_memory) throw std::runtime_error("test arena too small: " + why);
       data = static_cast<char*>(arena_memory.get());
     } else {
       heap.resize(static_cast<size_t>(bytes) + 1);
@@ -221,6 +225,16 @@ TEST_CASE("Shared-memory allreduce: every dtype and op", "[shm]") { every_dtype_
 
 TEST_CASE("Shared-memory allreduce scales before and after, out of place leaves the input alone", "[shm]") {
   scalings(Placement::kHeap, {1, 2, 3, 4, 7}, 4099, 512);
+}
+
+TEST_CASE("Shared-memory allreduce: staged calls large enough for streaming stores", "[shm]") {
+  // Past kZeroCopyStreamingBytes the staged path streams its results into
+  // the outputs too: scaled ones through a small buffer, plain ones directly;
+  // the cut pieces put outputs off every alignment. Also when only some
+  // ranks' tensors lie in their arenas.
+  const int64_t count = kZeroCopyStreamingBytes / 4 + 13;
+  scalings(Placement::kHeap, {2, 3}, count, 1 << 20);
+  scalings(Placement::kArenasButRank0, {3}, count, 1 << 20);
 }
 
 TEST_CASE("Shared-memory allreduce: many calls in a row, ranks at different speeds", "[shm]") {

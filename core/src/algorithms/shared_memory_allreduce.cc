@@ -9,6 +9,7 @@
 
 #include "algorithms/reduce_kernels.h"
 #include "algorithms/ring_allreduce.h"
+#include "algorithms/streaming_copy.h"
 #include "algorithms/zero_copy_allreduce.h"
 
 namespace chorus::detail {
@@ -187,6 +188,30 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
   const int64_t blocks = (count + block_elems - 1) / block_elems;
   auto first_of = [&](int64_t b) { return b * block_elems; };
   auto length_of = [&](int64_t b) { return std::min(block_elems, count - b * block_elems); };
+  // Results land in the outputs with streaming stores on large calls (as on
+  // the zero-copy path): nobody reads them back soon, and skipping the read
+  // for ownership of the output lines is a third less memory traffic. The
+  // staging keeps ordinary stores: the other ranks read it next phase.
+  const bool streaming = count * esize >= kZeroCopyStreamingBytes;
+  const int64_t step = std::max<int64_t>(1, kZeroCopyStepBytes / esize);
+  if (streaming && !scale.is_identity() && scratch_.size() < static_cast<size_t>(step * esize)) {
+    scratch_.resize(static_cast<size_t>(step * esize));
+  }
+  auto write_out = [&](char* out, const char* result, int64_t take) {
+    if (!streaming) {
+      scale_copy(out, result, take, dtype, scale.factor, scale.divisor);
+      return;
+    }
+    if (scale.is_identity()) {
+      copy_streaming(out, result, static_cast<size_t>(take * esize));
+      return;
+    }
+    for (int64_t done = 0; done < take; done += step) {  // scaled in L1, then streamed out
+      const int64_t n_step = std::min(step, take - done);
+      scale_copy(scratch_.data(), result + done * esize, n_step, dtype, scale.factor, scale.divisor);
+      copy_streaming(out + done * esize, scratch_.data(), static_cast<size_t>(n_step * esize));
+    }
+  };
   // This rank's contribution to every other rank's part of block b.
   auto copy_in = [&](int64_t b) {
     char* mine = block(me, block_sequence_ + b);
@@ -215,7 +240,7 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
         reduce_to(acc, a, block(k, block_sequence_ + b) + at, take, dtype, op);
         a = acc;
       }
-      scale_copy(out, acc, take, dtype, scale.factor, scale.divisor);
+      write_out(out, acc, take);
     });
   };
   // The other parts of block b, from the ranks that reduced them.
@@ -225,7 +250,7 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
       const ChunkRange part = ring_chunk(length_of(b), n, k);
       const char* theirs = block(k, block_sequence_ + b);
       spans.for_each(first_of(b) + part.offset, part.length, [&](const char*, char* out, int64_t done, int64_t take) {
-        scale_copy(out, theirs + (k * stride + done) * esize, take, dtype, scale.factor, scale.divisor);
+        write_out(out, theirs + (k * stride + done) * esize, take);
       });
     }
   };
@@ -271,6 +296,7 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
       if (in_arena > 0) barrier();
     }
   }
+  if (streaming) streaming_stores_done();  // before the caller hands the outputs to another thread
   block_sequence_ += blocks;
   ++calls_;
   return Status::ok();

@@ -21,10 +21,6 @@ struct AreaEntry {
 };
 static_assert(sizeof(AreaHeader) == 16 && sizeof(AreaEntry) == 24, "kExchangeAreaBytes assumes these sizes");
 
-// Elements per step: the combined result of a step stays in L1 between
-// being reduced and being copied to every rank.
-constexpr int64_t kStepBytes = 16 << 10;
-
 bool lies_in(const void* p, int64_t bytes, const char* arena, int64_t arena_bytes) {
   const char* c = static_cast<const char*>(p);
   return c >= arena && c - arena <= arena_bytes - bytes;
@@ -103,7 +99,7 @@ void reduce_part_into_all(const std::vector<std::vector<ReducePiece>>& ranks, in
                           DataType dtype, ReduceOp op, double prescale, PostScale scale, bool streaming,
                           std::vector<char>* scratch) {
   const int64_t esize = dtype_size(dtype);
-  const int64_t step = std::max<int64_t>(1, kStepBytes / esize);
+  const int64_t step = std::max<int64_t>(1, kZeroCopyStepBytes / esize);
   if (scratch->size() < static_cast<size_t>(2 * step * esize)) scratch->resize(static_cast<size_t>(2 * step * esize));
   char* acc = scratch->data();
   char* scaled = acc + step * esize;  // another rank's prescaled input
