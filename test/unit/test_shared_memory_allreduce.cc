@@ -4,10 +4,12 @@
 // scaling, and many calls in a row with ranks running at different speeds.
 // The same for the zero-copy path (tensors in every rank's arena), and for
 // calls where only some ranks' tensors lie in their arenas (staged).
+// Both paths give the same bits.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -317,6 +319,50 @@ TEST_CASE("Shared-memory allreduce, zero-copy: world sizes 1..8, counts around n
 TEST_CASE("Shared-memory allreduce, zero-copy: every dtype and op, scaling before and after", "[shm][arena]") {
   every_dtype_and_op(Placement::kArenas, 10007, 4096);  // several 16 KiB steps, and a ragged last one
   scalings(Placement::kArenas, {2, 3, 4, 7}, 40099, 4096);
+}
+
+// Every rank's result of one float32 sum of random values (whose sum depends
+// on the order of the additions), with the tensors where `placement` puts them.
+std::vector<std::vector<float>> random_sums(Placement placement, int size, int64_t count, double prescale,
+                                            PostScale scale) {
+  HeapStaging group(size, 4096, kTestArenaBytes);
+  return on_thread_ranks<std::vector<float>>(size, [&](int r) {
+    SharedMemoryAllreduce shm(group.slots(r));
+    const bool in_arena = placement == Placement::kArenas || (placement == Placement::kArenasButRank0 && r > 0);
+    Buffer in(group, r, in_arena, count * 4), out(group, r, in_arena, count * 4);
+    std::mt19937 rng(static_cast<uint32_t>(r) + 11);
+    std::uniform_real_distribution<float> value(-1000.0f, 1000.0f);
+    float* x = reinterpret_cast<float*>(in.data);
+    for (int64_t i = 0; i < count; ++i) x[i] = value(rng) * (i % 7 == 0 ? 1e-6f : 1.0f);
+    const int64_t split = count / (r + 2);  // cut differently on every rank, few enough pieces for zero-copy
+    const std::vector<ReducePiece> pieces{{in.data, out.data, split},
+                                          {in.data + split * 4, out.data + split * 4, count - split}};
+    const Status st = shm.allreduce(pieces, DataType::kFloat32, ReduceOp::kSum, prescale, scale);
+    if (!st.is_ok() || shm.zero_copy_calls() != (placement == Placement::kArenas ? 1 : 0)) return std::vector<float>{};
+    const float* y = reinterpret_cast<const float*>(out.data);
+    return std::vector<float>(y, y + count);
+  });
+}
+
+TEST_CASE("Shared-memory allreduce: zero-copy and staged calls give the same bits", "[shm][arena]") {
+  // Both reduce every element in rank order, so whether a call stages or
+  // not changes nothing in the result, not even the rounding.
+  for (int size : {3, 4, 5}) {
+    for (double prescale : {1.0, 0.3}) {
+      INFO("size " << size << ", prescale " << prescale);
+      const int64_t count = 20011;  // several staging blocks
+      const PostScale scale{1.0, size};
+      const auto zero_copy = random_sums(Placement::kArenas, size, count, prescale, scale);
+      const auto staged = random_sums(Placement::kHeap, size, count, prescale, scale);
+      const auto mixed = random_sums(Placement::kArenasButRank0, size, count, prescale, scale);
+      for (int r = 0; r < size; ++r) {
+        REQUIRE(zero_copy[static_cast<size_t>(r)].size() == static_cast<size_t>(count));
+        REQUIRE(std::memcmp(zero_copy[static_cast<size_t>(r)].data(), zero_copy[0].data(), count * 4) == 0);
+        REQUIRE(std::memcmp(staged[static_cast<size_t>(r)].data(), zero_copy[0].data(), count * 4) == 0);
+        REQUIRE(std::memcmp(mixed[static_cast<size_t>(r)].data(), zero_copy[0].data(), count * 4) == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("Shared-memory allreduce: zero-copy and staged calls mixed in a row, ranks at different speeds",

@@ -223,23 +223,25 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
       });
     }
   };
-  // Own part of block b: reduced once, here, for everyone.
+  // Own part of block b: reduced once, here, for everyone, in rank order
+  // like the zero-copy path, so both give the same bits.
   auto reduce = [&](int64_t b) {
     char* mine = block(me, block_sequence_ + b);
     const ChunkRange own = ring_chunk(length_of(b), n, me);
     spans.for_each(first_of(b) + own.offset, own.length, [&](const char* in, char* out, int64_t done, int64_t take) {
       const int64_t at = (me * stride + done) * esize;
-      char* acc = mine + at;
-      const char* a = in;
+      const char* own_input = in;
       if (prescale != 1.0) {
-        scale_copy(acc, in, take, dtype, prescale, 1);
-        a = acc;
+        if (prescaled_.size() < static_cast<size_t>(take * esize)) prescaled_.resize(static_cast<size_t>(take * esize));
+        scale_copy(prescaled_.data(), in, take, dtype, prescale, 1);
+        own_input = prescaled_.data();
       }
-      for (int k = 0; k < n; ++k) {
-        if (k == me) continue;
-        reduce_to(acc, a, block(k, block_sequence_ + b) + at, take, dtype, op);
-        a = acc;
-      }
+      auto input_of = [&](int k) -> const char* {
+        return k == me ? own_input : block(k, block_sequence_ + b) + at;
+      };
+      char* acc = mine + at;
+      reduce_to(acc, input_of(0), input_of(1), take, dtype, op);
+      for (int k = 2; k < n; ++k) reduce_to(acc, acc, input_of(k), take, dtype, op);
       write_out(out, acc, take);
     });
   };

@@ -18,7 +18,8 @@
 // copied out. Staging alternates between two blocks per rank and the block
 // count runs on across calls, so what a rank writes in a phase is never
 // what another rank reads in it (see the phase loop).
-// Each element is reduced by exactly one rank, so all ranks get the same bits.
+// Each element is reduced by exactly one rank, in rank order, so all ranks
+// get the same bits, and the zero-copy path (same order) the same as staging.
 //
 // Zero-copy path: when every rank's tensors of a call lie in its arena
 // (SharedSlots::arenas), nothing is staged; see zero_copy_allreduce.h. Each
@@ -111,7 +112,8 @@ class SharedMemoryAllreduce {
   int64_t block_sequence_ = 0;  // blocks run so far, across calls: picks the staging block
   uint64_t calls_ = 0;          // calls so far, the same on every rank: picks the exchange area
   int64_t zero_copy_calls_ = 0;
-  std::vector<char> scratch_;   // the zero-copy path's running result
+  std::vector<char> scratch_;     // the zero-copy path's running result; scaled results on their way out
+  std::vector<char> prescaled_;  // the staged path's own input, prescaled
 };
 
 }  // namespace chorus::detail
