@@ -1,8 +1,17 @@
 // The arena's range allocator (best fit, merging, alignment, full) and the
 // arena itself: allocations inside it, reuse once freed, a clear reason
-// when it is full, and memory that outlives the arena's other owners.
+// when it is full, and memory that outlives the arena's other owners; pages
+// reserved in the shared file only as ranges are handed out, and a clean
+// failure when they cannot be.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,4 +99,59 @@ TEST_CASE("SharedArena: allocations lie inside, come back when freed, and keep t
   REQUIRE_FALSE(watch.expired());
   whole.reset();
   REQUIRE(watch.expired());
+}
+
+namespace {
+
+// A sparse shared file of `bytes`, mapped: the arena's setting in production.
+struct SparseFile {
+  int fd = -1;
+  char* base = nullptr;
+  int64_t bytes = 0;
+  explicit SparseFile(int64_t size) : bytes(size) {
+    fd = static_cast<int>(syscall(SYS_memfd_create, "chorus-arena-test", 0));
+    REQUIRE(fd >= 0);
+    REQUIRE(ftruncate(fd, size) == 0);
+    void* p = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    REQUIRE(p != MAP_FAILED);
+    base = static_cast<char*>(p);
+  }
+  ~SparseFile() {
+    munmap(base, static_cast<size_t>(bytes));
+    close(fd);
+  }
+  int64_t reserved_bytes() const {
+    struct stat st {};
+    fstat(fd, &st);
+    return static_cast<int64_t>(st.st_blocks) * 512;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("SharedArena: pages are reserved in the file as ranges are handed out", "[arena]") {
+  SparseFile file(64 << 20);
+  auto arena = std::make_shared<SharedArena>(file.base + 4096, file.bytes - 4096, nullptr, file.fd, 4096);
+  REQUIRE(file.reserved_bytes() == 0);
+  std::string why;
+  std::shared_ptr<void> a = arena->allocate(8 << 20, &why);
+  REQUIRE(a);
+  REQUIRE(file.reserved_bytes() >= (8 << 20));
+  REQUIRE(file.reserved_bytes() < (16 << 20));  // only the range's pages, not the arena
+}
+
+TEST_CASE("SharedArena: an allocation whose pages cannot be reserved fails cleanly", "[arena]") {
+  SparseFile file(1 << 20);
+  // Reserving through a read-only descriptor fails (EBADF), as a full
+  // /dev/shm would (ENOSPC): no memory handed out, the range not lost.
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", file.fd);
+  const int read_only = open(path, O_RDONLY);
+  REQUIRE(read_only >= 0);
+  auto arena = std::make_shared<SharedArena>(file.base, file.bytes, nullptr, read_only, 0);
+  std::string why;
+  REQUIRE_FALSE(arena->allocate(4096, &why));
+  REQUIRE_THAT(why, Catch::Contains("reserving 4096 bytes of shared memory (/dev/shm) failed"));
+  REQUIRE(arena->bytes_in_use() == 0);
+  close(read_only);
 }
