@@ -122,14 +122,13 @@ bool SharedMemoryAllreduce::totals_agree() const {
 
 void SharedMemoryAllreduce::reduce_in_place_of_all(int64_t count, DataType dtype, ReduceOp op, double prescale,
                                                    PostScale scale) {
-  std::vector<std::vector<ReducePiece>> ranks;
-  ranks.reserve(static_cast<size_t>(slots_.size));
+  published_.resize(static_cast<size_t>(slots_.size));
   for (int k = 0; k < slots_.size; ++k) {
-    ranks.push_back(published_pieces(exchange_area(k), slots_.arenas[static_cast<size_t>(k)]));
+    published_pieces(exchange_area(k), slots_.arenas[static_cast<size_t>(k)], &published_[static_cast<size_t>(k)]);
   }
   const ChunkRange own = ring_chunk(count, slots_.size, slots_.rank);
   const bool streaming = count * dtype_size(dtype) >= kZeroCopyStreamingBytes;
-  reduce_part_into_all(ranks, own.offset, own.length, dtype, op, prescale, scale, streaming, &scratch_);
+  reduce_part_into_all(published_, own.offset, own.length, dtype, op, prescale, scale, streaming, &scratch_);
 }
 
 char* SharedMemoryAllreduce::block(int rank, int64_t index) const {

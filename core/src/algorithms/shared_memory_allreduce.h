@@ -114,6 +114,7 @@ class SharedMemoryAllreduce {
   int64_t zero_copy_calls_ = 0;
   std::vector<char> scratch_;     // the zero-copy path's running result; scaled results on their way out
   std::vector<char> prescaled_;  // the staged path's own input, prescaled
+  std::vector<std::vector<ReducePiece>> published_;  // every rank's pieces of the zero-copy call
 };
 
 }  // namespace chorus::detail

@@ -85,14 +85,13 @@ bool published_in_arena(const char* area) { return reinterpret_cast<const AreaHe
 
 int64_t published_total(const char* area) { return reinterpret_cast<const AreaHeader*>(area)->total; }
 
-std::vector<ReducePiece> published_pieces(const char* area, char* arena) {
+void published_pieces(const char* area, char* arena, std::vector<ReducePiece>* out) {
   const auto* header = reinterpret_cast<const AreaHeader*>(area);
   const auto* entries = reinterpret_cast<const AreaEntry*>(area + sizeof(AreaHeader));
-  std::vector<ReducePiece> out(header->pieces);
+  out->resize(header->pieces);
   for (uint32_t i = 0; i < header->pieces; ++i) {
-    out[i] = ReducePiece{arena + entries[i].input_offset, arena + entries[i].output_offset, entries[i].count};
+    (*out)[i] = ReducePiece{arena + entries[i].input_offset, arena + entries[i].output_offset, entries[i].count};
   }
-  return out;
 }
 
 void reduce_part_into_all(const std::vector<std::vector<ReducePiece>>& ranks, int64_t begin, int64_t length,
