@@ -38,9 +38,9 @@ int64_t published_total(const char* area);
 void published_pieces(const char* area, char* arena, std::vector<ReducePiece>* out);
 
 /// Calls of at least this many bytes write their results with streaming
-/// stores, zero-copy and staged alike: measured here on the zero-copy path, 16 MiB took 2.8-3.1 ms with them against
-/// 4.1-4.6 ms without, while at 1-4 MiB (results still cached) they cost
-/// 5-25 % (docs/performance.md).
+/// stores, zero-copy and staged alike. Measured here on the zero-copy path:
+/// 16 MiB took 2.8-3.1 ms with them against 4.1-4.6 ms without, while at
+/// 1-4 MiB (results still cached) they cost 5-25 % (docs/performance.md).
 constexpr int64_t kZeroCopyStreamingBytes = 8 << 20;
 /// Results are made (reduced or scaled) in steps of this many bytes, small
 /// enough to stay in L1 until they are streamed out.
