@@ -72,3 +72,26 @@ TEST_CASE("Join: other collectives fail while a rank has joined", "[mpi][join]")
   allreduce_async("join.after", scalar_view(&v), scalar_view(&v), s).wait();
   REQUIRE(v == float(size));
 }
+
+TEST_CASE("A barrier that fails because a rank joined does not count: later barriers match", "[mpi][join][barrier]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  if (size == 1) return;
+  const int joiner = 0;  // the coordinator's own rank joins: the hardest case
+  if (rank != joiner) {
+    REQUIRE_THROWS_WITH(runtime().barrier_async().wait(std::chrono::seconds(60)),
+                        Catch::Contains("rank(s) " + std::to_string(joiner) + " called join()"));
+    REQUIRE_THROWS_WITH(runtime().barrier_async().wait(std::chrono::seconds(60)), Catch::Contains("called join()"));
+  }
+  join();
+  // Every rank, the joined one too, now meets in the same barriers; with a
+  // barrier sequence that counted the failed ones, these would wait forever.
+  for (int i = 0; i < 3; ++i) runtime().barrier_async().wait(std::chrono::seconds(60));
+  // A second barrier while one is in flight is refused on that rank alone.
+  if (rank == size - 1) {
+    Handle first = runtime().barrier_async();
+    REQUIRE_THROWS_WITH(runtime().barrier_async(), Catch::Contains("already in flight"));
+    first.wait(std::chrono::seconds(60));
+  } else {
+    runtime().barrier_async().wait(std::chrono::seconds(60));
+  }
+}

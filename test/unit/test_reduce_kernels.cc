@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -58,6 +59,20 @@ TEST_CASE("Scaling: floats multiply, integers truncate the exact quotient", "[ke
   std::vector<double> src = {1.5}, dst = {0};
   scale_copy(dst.data(), src.data(), 1, DataType::kFloat64, 1.0, 1);  // plain copy
   REQUIRE(dst[0] == 1.5);
+}
+
+TEST_CASE("Integer Average divides in integers: exact for every int64, any divisor", "[kernels]") {
+  const int64_t big = (int64_t{1} << 62) + 3;  // a double would round this to 2^62
+  std::vector<int64_t> in = {big, -big, INT64_MAX, INT64_MIN + 1, 7, -7}, out(in.size());
+  scale_copy(out.data(), in.data(), 6, DataType::kInt64, 1.0, 3);
+  for (size_t k = 0; k < in.size(); ++k) REQUIRE(out[k] == in[k] / 3);
+  // A divisor past the type's range (uint8/int8 at 300 ranks) gives 0, not a crash.
+  std::vector<uint8_t> u = {255, 3}, uo(2);
+  scale_copy(uo.data(), u.data(), 2, DataType::kUInt8, 1.0, 300);
+  REQUIRE(uo == std::vector<uint8_t>{0, 0});
+  std::vector<int8_t> s8 = {-128, 127}, so(2);
+  scale_copy(so.data(), s8.data(), 2, DataType::kInt8, 1.0, 200);
+  REQUIRE(so == std::vector<int8_t>{0, 0});
 }
 
 TEST_CASE("copy_streaming copies like memcpy for every alignment and length", "[kernels]") {

@@ -104,10 +104,12 @@ class Runtime {
   /// handle completes once every rank joined; Handle::last_joined_rank()
   /// tells which joined last.
   Handle join_async();
-  /// Starts a barrier: completes once every rank started one. Ranks must call
-  /// barriers equally often (they are matched by their count).
+  /// Starts a barrier: completes once every rank started one. One barrier
+  /// per process set may be in flight on a rank (a second before the first
+  /// completed is refused: InvalidArgumentError). A barrier that fails (a rank
+  /// has called join()) does not count: the next one matches as usual.
   Handle barrier_async();
-  /// A barrier among the members of `process_set` (counted per set).
+  /// A barrier among the members of `process_set`.
   Handle barrier_async(const ProcessSet& process_set);
 
   /// Registers a process set: `ranks` (global ranks, any order, no repeats)
@@ -137,8 +139,10 @@ class Runtime {
   /// rank's shared-memory arena, which the other ranks map too: an
   /// allreduce whose tensors lie there on every rank (inputs and outputs)
   /// reads and writes them in place, with no staging copies (about twice as
-  /// fast for large tensors; docs/performance.md). Otherwise, or when the
-  /// arena is full, ordinary memory (still correct, just not zero-copy).
+  /// fast for large tensors; docs/performance.md). Ordinary memory (still
+  /// correct, just not zero-copy) when no shared-memory data plane reads
+  /// arenas: one rank, ranks on several hosts, CHORUS_ALLREDUCE_ALGO=ring or
+  /// mpi, CHORUS_SHM_ARENA_BYTES=0; and when the arena is full.
   /// Freed when the last copy of the pointer goes, even after shutdown.
   /// Throws InvalidArgumentError for negative `bytes`.
   std::shared_ptr<void> allocate_shared_host(int64_t bytes);

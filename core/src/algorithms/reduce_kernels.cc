@@ -73,9 +73,18 @@ void scale_float(T* dst, const T* src, int64_t n, T factor) {
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * factor;
 }
 
+// Integers: a plain division (Average) stays in integers, so it is exact
+// for every value (a double holds only 53 bits of an int64) and truncates
+// toward zero; a factor other than 1 goes through double.
 template <class T>
-void scale_int(T* dst, const T* src, int64_t n, double factor, double divisor) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<double>(src[i]) * factor / divisor);
+void scale_int(T* dst, const T* src, int64_t n, double factor, int64_t divisor) {
+  if (factor == 1.0) {
+    // In int64: the divisor (a rank count) may not fit T (uint8 past 255 ranks).
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<int64_t>(src[i]) / divisor);
+    return;
+  }
+  const double dd = static_cast<double>(divisor);
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<double>(src[i]) * factor / dd);
 }
 
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
@@ -123,7 +132,7 @@ void scale_copy(void* dst, const void* src, int64_t count, DataType dtype, doubl
     return;
   }
   const double f = factor / static_cast<double>(divisor);
-  const double d = static_cast<double>(divisor);
+  const int64_t d = divisor;
   switch (dtype) {
     case DataType::kFloat32: scale_float(static_cast<float*>(dst), static_cast<const float*>(src), count, static_cast<float>(f)); break;
     case DataType::kFloat64: scale_float(static_cast<double*>(dst), static_cast<const double*>(src), count, f); break;

@@ -18,8 +18,10 @@ void reduce_into(void* inout, const void* in, int64_t count, DataType dtype, Red
 void reduce_to(void* out, const void* a, const void* b, int64_t count, DataType dtype, ReduceOp op);
 
 /// dst[i] = src[i] * factor / divisor (dst may equal src). Floating types
-/// multiply by factor/divisor; integer types compute in double and truncate
-/// toward zero, so Average of integers is the truncated mean.
+/// multiply by factor/divisor. Integer types with factor 1 divide in
+/// integers (exact for every int64, truncating toward zero: Average of
+/// integers is the truncated mean); with another factor they compute in
+/// double and truncate toward zero.
 void scale_copy(void* dst, const void* src, int64_t count, DataType dtype, double factor,
                 int64_t divisor);
 

@@ -20,9 +20,12 @@ void wait_until_ready(const std::vector<TensorEntry>& entries) {
 }
 
 // The start of the entries' memory when each entry is reduced in place and
-// begins where the previous one ends; nullptr otherwise. Only this rank's
-// layout matters: every rank reduces the same elements in the same order
-// whether it packs them or not.
+// begins where the previous one ends; nullptr otherwise. This is this rank's
+// layout, which other ranks do not share: it may only decide where the bytes
+// are reduced, never what is computed. Both the in-place span and the fusion
+// buffer therefore go through the same allreduce call with the same scaling
+// (the ring scales each chunk on the rank that finishes it, so a rank that
+// scaled on unpack instead would hand out unscaled chunks to the others).
 char* contiguous_in_place(const std::vector<TensorEntry>& entries, int64_t esize) {
   char* start = nullptr;
   char* next = nullptr;
@@ -168,13 +171,14 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
       offset += n;
     }
     t_packed = Clock::now();
-    s = comm_.allreduce(buffer, buffer, total, dtype, wire_op);  // scaling rides on the unpack
+    // The same call as the in-place span above: see contiguous_in_place().
+    s = comm_.allreduce(buffer, buffer, total, dtype, wire_op, PostScale{first.postscale, divisor});
     t_reduced = Clock::now();
     offset = 0;
     for (auto& e : entries) {
       if (!s.is_ok()) break;
       const int64_t n = e.request.num_elements();
-      scale_copy(e.output->mutable_data(), buffer + offset * esize, n, dtype, first.postscale, divisor);
+      if (n > 0) std::memcpy(e.output->mutable_data(), buffer + offset * esize, static_cast<size_t>(n * esize));
       offset += n;
     }
   }

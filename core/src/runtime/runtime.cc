@@ -260,7 +260,11 @@ Handle Runtime::barrier_async(const ProcessSet& process_set) {
   detail::TensorEntry e;
   e.request.rank = target->topology().rank;
   e.request.type = detail::CollectiveType::kBarrier;
-  e.request.name = "chorus.barrier." + std::to_string(target->next_barrier());
+  // One name per set, not a count: a barrier that fails (a rank has joined)
+  // would advance a count on the ranks in it and not on the joined ones, and
+  // every later barrier would wait forever. A rank can have one barrier of a
+  // set in flight; they match in order because none completes without all.
+  e.request.name = "chorus.barrier";
   e.request.shape = {0};
   return target->enqueue(std::move(e));
 }

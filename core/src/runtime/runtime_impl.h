@@ -41,8 +41,6 @@ class RuntimeImpl {
   /// See Runtime::allocate_shared_host.
   std::shared_ptr<void> allocate_shared_host(int64_t bytes);
   bool in_shared_host(const void* p, int64_t bytes) const { return arena_ && arena_->contains(p, bytes); }
-  /// Barriers are matched across ranks by how many came before.
-  int64_t next_barrier() { return barriers_++; }
 
  private:
   void thread_main(std::promise<Status>* started);
@@ -57,7 +55,6 @@ class RuntimeImpl {
   std::unique_ptr<BackgroundLoop> loop_;  // created on the background thread
   std::mutex loop_mu_;                    // guards loop_ against shutdown()
   std::atomic<bool> running_{false};
-  std::atomic<int64_t> barriers_{0};
   std::shared_ptr<SharedArena> arena_;  // set before the constructor returns, then read only
   std::atomic<bool> arena_fallback_said_{false};
   std::thread thread_;
