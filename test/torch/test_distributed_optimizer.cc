@@ -122,6 +122,35 @@ TEST_CASE("fp16 and bf16 compression stay within their documented bounds", "[tor
   CHECK(fp16 > 0);  // it did go through 16 bits
 }
 
+TEST_CASE("Ranks with flat gradients and ranks without train to the same parameters", "[torch][optimizer][flat]") {
+  // Flat gradients lie back to back and are reduced in place; per-tensor ones
+  // go through the fusion buffer. Whatever each rank's layout, every rank
+  // must compute the same average (under every route: see the ring run).
+  const int r = chorus::rank(), n = chorus::size();
+  const int steps = 6;
+  const int64_t batch = 4;
+  Data data(steps * n * batch);
+  Net single = seeded_net();
+  auto single_opt = sgd_momentum(single);
+  for (int s = 0; s < steps; ++s) {
+    single_opt->zero_grad();
+    backward_on(single, data, s * n * batch, n * batch);
+    single_opt->step();
+  }
+  Net net = seeded_net();
+  DistributedOptimizerOptions options;
+  options.flat_gradients = r % 2 == 0;
+  options.name_prefix = "mixed.flat.";
+  DistributedOptimizer opt(sgd_momentum(net), net->named_parameters(), options);
+  for (int s = 0; s < steps; ++s) {
+    opt.zero_grad();
+    backward_on(net, data, (s * n + r) * batch, batch);
+    opt.step();
+  }
+  REQUIRE(torch_test::same_on_all_ranks(torch::cat({net->fc1->weight.flatten(), net->fc2->bias}), "mixed.flat.check"));
+  CHECK(torch_test::max_parameter_difference(*single, *net) < 1e-5);
+}
+
 TEST_CASE("Parameters without a gradient are reduced as zeros", "[torch][optimizer]") {
   const int r = chorus::rank();
   Net net = seeded_net();
