@@ -4,6 +4,11 @@
 // Declared after the allreduce cases; the shutdown cases run last.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "chorus/chorus.h"
 
 using namespace chorus;
@@ -165,5 +170,44 @@ TEST_CASE("One rank shuts down while the others submit: they get errors, then al
   AllreduceOptions sum;
   sum.op = ReduceOp::kSum;
   allreduce_async("after.reinit", view(w), view(w), sum).wait();
+  REQUIRE(w[0] == float(size * (size - 1) / 2));
+}
+
+TEST_CASE("shutdown() on one thread while others call in: errors, never a crash; then re-init", "[mpi][shutdown][threads]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0}, calls{0};
+  auto caller = [&](int id) {
+    std::vector<float> v(4, 1.0f);
+    for (int i = 0; !stop.load(); ++i) {
+      try {
+        (void)chorus::rank();
+        (void)chorus::size();
+        (void)chorus::allocate_shared_host(64);
+        const std::string name = "race." + std::to_string(id) + "." + std::to_string(i);
+        allreduce_async(name, view(v), view(v)).wait(std::chrono::seconds(60));
+        ++calls;
+      } catch (const Error&) {
+        ++errors;  // PreconditionError or AbortedError: either is right
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) threads.emplace_back(caller, t);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::thread second_stopper([] { chorus::shutdown(); });  // two shutdowns at once are fine too
+  chorus::shutdown();
+  second_stopper.join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  stop = true;
+  for (auto& t : threads) t.join();
+  REQUIRE(errors.load() > 0);
+  REQUIRE_FALSE(chorus::is_initialized());
+
+  chorus::init();
+  std::vector<float> w(4, float(rank));
+  AllreduceOptions sum;
+  sum.op = ReduceOp::kSum;
+  allreduce_async("after.race", view(w), view(w), sum).wait();
   REQUIRE(w[0] == float(size * (size - 1) / 2));
 }

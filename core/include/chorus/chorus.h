@@ -3,6 +3,15 @@
 /// The Chorus C++ API: init(), the process's place in the job, and
 /// asynchronous collectives on framework-neutral tensors. These functions
 /// drive one process-wide Runtime (see runtime.h).
+///
+/// Threads: every function here may be called from any thread, concurrently
+/// (an optimizer enqueues from autograd's threads while the training loop
+/// waits on handles). Each call keeps the runtime alive while it runs, so a
+/// shutdown() on another thread makes it fail (AbortedError or
+/// PreconditionError), never crash. Handles may be waited on from any thread.
+/// init() and shutdown() serialize with each other. The one exception is the
+/// reference runtime() returns: it is valid until shutdown(); do not keep it
+/// across a shutdown() that another thread may call.
 
 #include <memory>
 #include <string>
@@ -42,7 +51,8 @@ int local_size();
 int cross_rank();
 int cross_size();
 
-/// The process-wide runtime; throws PreconditionError before init().
+/// The process-wide runtime; throws PreconditionError before init(). The
+/// reference is valid until shutdown() (see "Threads" above).
 Runtime& runtime();
 
 /// Host memory that allreduce reduces in place across the ranks of a host;

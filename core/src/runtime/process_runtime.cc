@@ -10,9 +10,11 @@ namespace chorus {
 
 namespace {
 
+// Callers get a shared_ptr, not a reference: a shutdown() on another thread
+// then cannot destroy the runtime under a call that is still running in it.
 struct ProcessRuntime {
   std::mutex mu;
-  std::unique_ptr<Runtime> runtime;
+  std::shared_ptr<Runtime> runtime;
 };
 
 // Leaked on purpose: it must outlive every static destructor that could
@@ -22,19 +24,29 @@ ProcessRuntime& process_runtime() {
   return *instance;
 }
 
-void stop_at_exit() {
-  ProcessRuntime& p = process_runtime();
-  std::lock_guard<std::mutex> lock(p.mu);
-  p.runtime.reset();
+// Takes the runtime out under the lock and stops it outside it, so that
+// other threads' calls are never blocked behind a join. Only the thread that
+// took it stops it; a call still running elsewhere keeps it alive until it
+// returns (it fails: the runtime no longer runs).
+void stop_process_runtime() {
+  std::shared_ptr<Runtime> old;
+  {
+    ProcessRuntime& p = process_runtime();
+    std::lock_guard<std::mutex> lock(p.mu);
+    old = std::move(p.runtime);
+  }
+  if (old) old->shutdown();
 }
 
-Runtime& require_runtime() {
+void stop_at_exit() { stop_process_runtime(); }
+
+std::shared_ptr<Runtime> require_runtime() {
   ProcessRuntime& p = process_runtime();
   std::lock_guard<std::mutex> lock(p.mu);
   if (!p.runtime) {
     throw PreconditionError(Status::precondition_error("Chorus is not initialized: call chorus::init() first"));
   }
-  return *p.runtime;
+  return p.runtime;
 }
 
 }  // namespace
@@ -46,7 +58,7 @@ void init(const RuntimeOptions& options) {
   std::lock_guard<std::mutex> lock(p.mu);
   if (p.runtime && p.runtime->is_running()) return;
   p.runtime.reset();  // a runtime another rank shut down: replace it
-  p.runtime = std::make_unique<Runtime>(options);
+  p.runtime = std::make_shared<Runtime>(options);
   // Registered after the runtime initialized MPI, so it runs before MPI's
   // own exit hook: the background thread stops before MPI_Finalize.
   static bool registered = (std::atexit(stop_at_exit), true);
@@ -56,15 +68,11 @@ void init(const RuntimeOptions& options) {
 std::vector<ProcessSet> init(const RuntimeOptions& options, const std::vector<std::vector<int>>& process_sets) {
   init(options);
   std::vector<ProcessSet> out;
-  for (const std::vector<int>& ranks : process_sets) out.push_back(require_runtime().add_process_set(ranks));
+  for (const std::vector<int>& ranks : process_sets) out.push_back(require_runtime()->add_process_set(ranks));
   return out;
 }
 
-void shutdown() {
-  ProcessRuntime& p = process_runtime();
-  std::lock_guard<std::mutex> lock(p.mu);
-  p.runtime.reset();
-}
+void shutdown() { stop_process_runtime(); }
 
 bool is_initialized() {
   ProcessRuntime& p = process_runtime();
@@ -72,57 +80,57 @@ bool is_initialized() {
   return p.runtime && p.runtime->is_running();
 }
 
-Runtime& runtime() { return require_runtime(); }
-int rank() { return require_runtime().rank(); }
-int size() { return require_runtime().size(); }
-int local_rank() { return require_runtime().local_rank(); }
-int local_size() { return require_runtime().local_size(); }
-int cross_rank() { return require_runtime().cross_rank(); }
-int cross_size() { return require_runtime().cross_size(); }
+Runtime& runtime() { return *require_runtime(); }
+int rank() { return require_runtime()->rank(); }
+int size() { return require_runtime()->size(); }
+int local_rank() { return require_runtime()->local_rank(); }
+int local_size() { return require_runtime()->local_size(); }
+int cross_rank() { return require_runtime()->cross_rank(); }
+int cross_size() { return require_runtime()->cross_size(); }
 
-std::shared_ptr<void> allocate_shared_host(int64_t bytes) { return require_runtime().allocate_shared_host(bytes); }
+std::shared_ptr<void> allocate_shared_host(int64_t bytes) { return require_runtime()->allocate_shared_host(bytes); }
 
 Handle allreduce_async(const std::string& name, std::shared_ptr<Tensor> input,
                        std::shared_ptr<Tensor> output, const AllreduceOptions& options) {
-  return require_runtime().allreduce_async(name, std::move(input), std::move(output), options);
+  return require_runtime()->allreduce_async(name, std::move(input), std::move(output), options);
 }
 
 std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& names,
                                             const std::vector<std::shared_ptr<Tensor>>& inputs,
                                             const std::vector<std::shared_ptr<Tensor>>& outputs,
                                             const AllreduceOptions& options) {
-  return require_runtime().grouped_allreduce_async(names, inputs, outputs, options);
+  return require_runtime()->grouped_allreduce_async(names, inputs, outputs, options);
 }
 
 Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank) {
-  return require_runtime().broadcast_async(name, std::move(tensor), root_rank);
+  return require_runtime()->broadcast_async(name, std::move(tensor), root_rank);
 }
 
 Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> input, std::shared_ptr<Tensor> output,
                        int root_rank) {
-  return require_runtime().broadcast_async(name, std::move(input), std::move(output), root_rank);
+  return require_runtime()->broadcast_async(name, std::move(input), std::move(output), root_rank);
 }
 
 Handle allgather_async(const std::string& name, std::shared_ptr<Tensor> input) {
-  return require_runtime().allgather_async(name, std::move(input));
+  return require_runtime()->allgather_async(name, std::move(input));
 }
 
 Handle reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input, const AllreduceOptions& options) {
-  return require_runtime().reducescatter_async(name, std::move(input), options);
+  return require_runtime()->reducescatter_async(name, std::move(input), options);
 }
 
 Handle alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, std::vector<int64_t> splits) {
-  return require_runtime().alltoall_async(name, std::move(input), std::move(splits));
+  return require_runtime()->alltoall_async(name, std::move(input), std::move(splits));
 }
 
-void barrier() { require_runtime().barrier_async().wait(); }
-void barrier(const ProcessSet& process_set) { require_runtime().barrier_async(process_set).wait(); }
+void barrier() { require_runtime()->barrier_async().wait(); }
+void barrier(const ProcessSet& process_set) { require_runtime()->barrier_async(process_set).wait(); }
 
-ProcessSet add_process_set(std::vector<int> ranks) { return require_runtime().add_process_set(std::move(ranks)); }
-void remove_process_set(const ProcessSet& process_set) { require_runtime().remove_process_set(process_set); }
+ProcessSet add_process_set(std::vector<int> ranks) { return require_runtime()->add_process_set(std::move(ranks)); }
+void remove_process_set(const ProcessSet& process_set) { require_runtime()->remove_process_set(process_set); }
 
 int join() {
-  Handle h = require_runtime().join_async();
+  Handle h = require_runtime()->join_async();
   h.wait();
   return h.last_joined_rank();
 }

@@ -93,6 +93,8 @@ void RuntimeImpl::shutdown() {
     std::lock_guard<std::mutex> lock(loop_mu_);
     if (loop_) loop_->request_shutdown();
   }
+  // Two threads may shut down at once: one joins, the other waits for it.
+  std::lock_guard<std::mutex> lock(join_mu_);
   if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) thread_.join();
 }
 

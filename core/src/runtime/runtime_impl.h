@@ -54,6 +54,7 @@ class RuntimeImpl {
   Topology topo_;
   std::unique_ptr<BackgroundLoop> loop_;  // created on the background thread
   std::mutex loop_mu_;                    // guards loop_ against shutdown()
+  std::mutex join_mu_;                    // one thread joins thread_
   std::atomic<bool> running_{false};
   std::shared_ptr<SharedArena> arena_;  // set before the constructor returns, then read only
   std::atomic<bool> arena_fallback_said_{false};
