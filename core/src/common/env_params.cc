@@ -14,23 +14,44 @@ namespace chorus::detail {
 
 namespace {
 
+// A plain decimal number and nothing else: an optional sign, digits, and
+// (when `fraction` is allowed) an optional fraction and exponent. strtod and
+// strtoll alone would also take "nan", "inf", hex, leading blanks and "+".
+bool is_plain_decimal(const std::string& text, bool fraction) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < text.size() && text[i] == '-') ++i;
+  if (!digits()) return false;
+  if (fraction && i < text.size() && text[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (fraction && i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == text.size();
+}
+
 bool parse_int64(const std::string& text, int64_t* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
+  if (!is_plain_decimal(text, false)) return false;
   errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
+  const long long v = std::strtoll(text.c_str(), nullptr, 10);
+  if (errno != 0) return false;
   *out = v;
   return true;
 }
 
+// Overflow gives +-HUGE_VAL, which every range refuses; underflow gives a
+// value next to 0, which is harmless.
 bool parse_double(const std::string& text, double* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || *end != '\0') return false;
-  *out = v;
+  if (!is_plain_decimal(text, true)) return false;
+  *out = std::strtod(text.c_str(), nullptr);
   return true;
 }
 
@@ -52,12 +73,24 @@ std::string set_int64_in(const std::string& text, int64_t* field, int64_t lo, in
   return "";
 }
 
-std::string set_nonneg_double(const std::string& text, double* field, const char* unit) {
+// A decimal number in [lo, hi] (both whole numbers, written as such in the
+// message); NaN, infinities and hex never parse.
+std::string set_double_in(const std::string& text, double* field, int64_t lo, int64_t hi, const char* unit) {
   double v;
-  if (!parse_double(text, &v) || v < 0) return std::string("expected a number >= 0 of ") + unit;
+  if (!parse_double(text, &v) || !(v >= static_cast<double>(lo) && v <= static_cast<double>(hi))) {
+    return "expected a decimal number of " + std::string(unit) + " in " + std::to_string(lo) + ".." +
+           std::to_string(hi);
+  }
   *field = v;
   return "";
 }
+
+// The documented ranges of the floating-point knobs (docs/tuning.md). They
+// keep every conversion to a clock duration (nanoseconds in int64) far from
+// overflow.
+constexpr int64_t kMaxMicroseconds = 1000000;  // 1 s of spinning or holding
+constexpr int64_t kMaxCycleMs = 10000;          // 10 s between polls
+constexpr int64_t kMaxStallSeconds = 604800;    // one week
 
 const std::vector<EnvParam> kParams = {
     {"FUSION_THRESHOLD", "134217728",
@@ -68,12 +101,12 @@ const std::vector<EnvParam> kParams = {
     {"FUSION_WAIT_US", "200",
      "Microseconds the coordinator holds ready tensors while others are still arriving, to fuse a burst.",
      [](const std::string& t, RuntimeOptions* o) {
-       return set_nonneg_double(t, &o->fusion_wait_us, "microseconds");
+       return set_double_in(t, &o->fusion_wait_us, 0, kMaxMicroseconds, "microseconds");
      }},
     {"CYCLE_TIME", "1",
      "Longest sleep of the background thread between polls, in milliseconds.",
      [](const std::string& t, RuntimeOptions* o) {
-       return set_nonneg_double(t, &o->cycle_time_ms, "milliseconds");
+       return set_double_in(t, &o->cycle_time_ms, 0, kMaxCycleMs, "milliseconds");
      }},
     {"WAKE_ON_ENQUEUE", "1",
      "1: an enqueue wakes the background thread at once; 0: it only wakes every cycle.",
@@ -83,23 +116,23 @@ const std::vector<EnvParam> kParams = {
     {"SPIN_TIME_US", "50",
      "Microseconds the background thread busy-polls after the last event before it sleeps.",
      [](const std::string& t, RuntimeOptions* o) {
-       return set_nonneg_double(t, &o->spin_time_us, "microseconds");
+       return set_double_in(t, &o->spin_time_us, 0, kMaxMicroseconds, "microseconds");
      }},
     {"PENDING_SPIN_TIME_US", "5000",
      "Microseconds the background thread busy-polls (yielding the core) after the last event while "
      "operations are in flight, before it sleeps.",
      [](const std::string& t, RuntimeOptions* o) {
-       return set_nonneg_double(t, &o->pending_spin_time_us, "microseconds");
+       return set_double_in(t, &o->pending_spin_time_us, 0, kMaxMicroseconds, "microseconds");
      }},
     {"STALL_CHECK_TIME_SECONDS", "60",
      "Warn about tensors that some ranks submitted and others did not after this long; 0 disables.",
      [](const std::string& t, RuntimeOptions* o) {
-       return set_nonneg_double(t, &o->stall_check_seconds, "seconds");
+       return set_double_in(t, &o->stall_check_seconds, 0, kMaxStallSeconds, "seconds");
      }},
     {"STALL_SHUTDOWN_TIME_SECONDS", "0",
      "Shut down with an error naming the stalled tensors and the missing ranks after this long; 0 disables.",
      [](const std::string& t, RuntimeOptions* o) {
-       return set_nonneg_double(t, &o->stall_shutdown_seconds, "seconds");
+       return set_double_in(t, &o->stall_shutdown_seconds, 0, kMaxStallSeconds, "seconds");
      }},
     {"CACHE_CAPACITY", "1024",
      "Entries of the response cache (tensors negotiated by key once known everywhere); 0 turns it off.",
