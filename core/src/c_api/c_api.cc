@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "chorus/chorus.h"
@@ -123,6 +124,27 @@ chorus::OpHooks in_set(int process_set_id) {
   return hooks;
 }
 
+// The C enums have `int` as their fixed underlying type in C++ (c_api.h),
+// so reading one that holds any integer is defined; the integer is checked
+// here, before it becomes a chorus::DataType or chorus::ReduceOp.
+static_assert(std::is_same_v<std::underlying_type_t<chorus_dtype>, int>);
+static_assert(std::is_same_v<std::underlying_type_t<chorus_reduce_op>, int>);
+
+// "" when `dtype` names a chorus_dtype, else the message for argument `dtype`.
+std::string bad_dtype(chorus_dtype dtype) {
+  const int raw = static_cast<int>(dtype);
+  if (chorus::is_valid_dtype(raw)) return "";
+  return "unknown dtype " + std::to_string(raw) + " in argument 'dtype' (a chorus_dtype is 0.." +
+         std::to_string(static_cast<int>(chorus::DataType::kBool)) + ")";
+}
+
+std::string bad_reduce_op(chorus_reduce_op op) {
+  const int raw = static_cast<int>(op);
+  if (chorus::is_valid_reduce_op(raw)) return "";
+  return "unknown reduce op " + std::to_string(raw) + " in argument 'op' (a chorus_reduce_op is 0.." +
+         std::to_string(static_cast<int>(chorus::ReduceOp::kProduct)) + ")";
+}
+
 template <class Getter>
 int topology_value(Getter&& get) {
   return guarded([&]() -> int { return get(); });
@@ -174,8 +196,8 @@ int chorus_allreduce_async_in_set(int process_set_id, const char* name, const vo
     if (count > 0 && (input == nullptr || output == nullptr)) {
       return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input or output is NULL");
     }
-    if (!chorus::is_valid_dtype(dtype)) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "unknown dtype " + std::to_string(dtype));
-    if (!chorus::is_valid_reduce_op(op)) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "unknown reduce op " + std::to_string(op));
+    if (const std::string bad = bad_dtype(dtype); !bad.empty()) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + bad);
+    if (const std::string bad = bad_reduce_op(op); !bad.empty()) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + bad);
     const auto dt = static_cast<chorus::DataType>(dtype);
     auto in = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), dt, chorus::TensorShape{count});
     auto out = input == output ? in : std::make_shared<chorus::HostTensorView>(output, dt, chorus::TensorShape{count});
@@ -201,7 +223,7 @@ int chorus_broadcast_async_in_set(int process_set_id, const char* name, void* bu
     if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
     if (count < 0) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "count " + std::to_string(count) + " is negative");
     if (count > 0 && buffer == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "buffer is NULL");
-    if (!chorus::is_valid_dtype(dtype)) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "unknown dtype " + std::to_string(dtype));
+    if (const std::string bad = bad_dtype(dtype); !bad.empty()) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + bad);
     auto t = std::make_shared<chorus::HostTensorView>(buffer, static_cast<chorus::DataType>(dtype), chorus::TensorShape{count});
     *handle = handles().add(chorus::runtime().broadcast_async(name, t, root_rank, in_set(process_set_id)));
     return CHORUS_OK;
@@ -220,7 +242,7 @@ int check_shaped_call(const char* function, const char* name, const void* input,
   if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
   if (alloc == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "the allocation callback is NULL");
   if (ndim < 1 || shape == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "needs a shape of at least one dimension");
-  if (!chorus::is_valid_dtype(dtype)) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "unknown dtype " + std::to_string(dtype));
+  if (const std::string bad = bad_dtype(dtype); !bad.empty()) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + bad);
   chorus::TensorShape s(std::vector<int64_t>(shape, shape + ndim));
   if (s.num_elements() > 0 && input == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input is NULL");
   *tensor = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), static_cast<chorus::DataType>(dtype), s);
@@ -266,9 +288,8 @@ int chorus_reducescatter_async_in_set(int process_set_id, const char* name, cons
     const int rc = check_shaped_call("chorus_reducescatter_async", name, input, shape, ndim, dtype, alloc, handle,
                                      &in, &hooks, user_data);
     if (rc != CHORUS_OK) return rc;
-    if (!chorus::is_valid_reduce_op(op)) {
-      return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string("chorus_reducescatter_async('") + name +
-                                                   "'): unknown reduce op " + std::to_string(op));
+    if (const std::string bad = bad_reduce_op(op); !bad.empty()) {
+      return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string("chorus_reducescatter_async('") + name + "'): " + bad);
     }
     chorus::AllreduceOptions options;
     options.op = static_cast<chorus::ReduceOp>(op);
@@ -325,6 +346,10 @@ int chorus_barrier_in_set(int process_set_id) {
     chorus::barrier(chorus::runtime().process_set(process_set_id));
     return CHORUS_OK;
   });
+}
+
+int chorus_join(void) {
+  return guarded([]() -> int { return chorus::join(); });
 }
 
 int chorus_add_process_set(const int* ranks, int nranks) {
