@@ -2,8 +2,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
+#include "chorus/chorus.h"
 #include "chorus/error.h"
 #include "common/env_params.h"
 
@@ -189,4 +191,32 @@ TEST_CASE("Integer knobs take plain decimals only, within their range", "[env]")
                Catch::Contains("HOROVOD_RING_SEGMENT_BYTES='0'") && Catch::Contains("bytes in 1..1073741824"));
   REQUIRE(parse_one("CHORUS_FUSION_THRESHOLD", "9223372036854775807").is_ok());
   REQUIRE_THAT(parse_one("CHORUS_FUSION_THRESHOLD", "-1").message(), Catch::Contains("bytes >= 0"));
+}
+
+TEST_CASE("Options built in code are held to the same ranges at init(options)", "[env]") {
+  REQUIRE(check_options(RuntimeOptions()).is_ok());
+  const double bad_values[] = {std::nan(""), HUGE_VAL, -HUGE_VAL, 1e30, -1.0};
+  for (double bad : bad_values) {
+    RuntimeOptions o;
+    o.cycle_time_ms = bad;
+    INFO("cycle_time_ms = " << bad);
+    REQUIRE_THAT(check_options(o).message(), Catch::Contains("CHORUS_CYCLE_TIME") && Catch::Contains("0..10000"));
+    REQUIRE_THROWS_AS(chorus::init(o), InvalidArgumentError);  // refused before anything starts
+  }
+  RuntimeOptions edge;
+  edge.fusion_wait_us = 1e6;
+  edge.spin_time_us = 1e-5;
+  edge.pending_spin_time_us = 0.1;
+  edge.stall_shutdown_seconds = 604800;
+  REQUIRE(check_options(edge).is_ok());
+  for (double RuntimeOptions::*field : {&RuntimeOptions::fusion_wait_us, &RuntimeOptions::spin_time_us,
+                                        &RuntimeOptions::pending_spin_time_us, &RuntimeOptions::stall_check_seconds,
+                                        &RuntimeOptions::stall_shutdown_seconds}) {
+    RuntimeOptions o;
+    o.*field = std::nan("");
+    REQUIRE_THAT(check_options(o).message(), Catch::Contains("is nan") && Catch::Contains("expected a decimal number"));
+  }
+  RuntimeOptions o;
+  o.ring_segment_bytes = 0;
+  REQUIRE_THAT(check_options(o).message(), Catch::Contains("CHORUS_RING_SEGMENT_BYTES is 0"));
 }
