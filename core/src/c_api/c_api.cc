@@ -7,12 +7,17 @@
 #include <mutex>
 #include <vector>
 #include <string>
-#include <type_traits>
 #include <unordered_map>
 
+#include "c_api/c_arguments.h"
+#include "c_api/callback_op_context.h"
 #include "chorus/chorus.h"
 
 namespace {
+
+using chorus::detail::bad_dtype;
+using chorus::detail::bad_reduce_op;
+using chorus::detail::CallbackOpContext;
 
 thread_local std::string last_error;
 
@@ -85,64 +90,12 @@ int unknown_handle(int64_t id) {
                                              " (never returned, or already waited for)");
 }
 
-// OpContext over a C allocation callback: the memory belongs to the caller.
-class CallbackOpContext final : public chorus::OpContext {
- public:
-  CallbackOpContext(chorus_alloc_fn alloc, void* user) : alloc_(alloc), user_(user) {}
-  chorus::Status allocate_output(const chorus::TensorShape& shape, chorus::DataType dtype,
-                                 std::shared_ptr<chorus::Tensor>* out) override {
-    const int64_t bytes = shape.num_elements() * chorus::dtype_size(dtype);
-    const std::vector<int64_t>& dims = shape.dim_sizes();
-    void* p = alloc_(user_, bytes, dims.data(), shape.dims());
-    if (p == nullptr && bytes > 0) {
-      return chorus::Status::invalid_argument("the allocation callback returned NULL for " + std::to_string(bytes) +
-                                              " bytes");
-    }
-    *out = std::make_shared<chorus::HostTensorView>(p, dtype, shape);
-    return chorus::Status::ok();
-  }
-  chorus::Status allocate_zeros(const chorus::TensorShape& shape, chorus::DataType dtype,
-                                std::shared_ptr<chorus::Tensor>* out) override {
-    chorus::Status s = allocate_output(shape, dtype, out);
-    if (s.is_ok() && (*out)->size_bytes() > 0) std::memset((*out)->mutable_data(), 0, static_cast<size_t>((*out)->size_bytes()));
-    return s;
-  }
-  chorus::Status allocate_persistent(int64_t, std::shared_ptr<chorus::PersistentBuffer>*) override {
-    return chorus::Status::precondition_error("the C ABI provides no persistent buffers");
-  }
-
- private:
-  chorus_alloc_fn alloc_;
-  void* user_;
-};
-
 // Hooks that run an operation in the registered set with this id (0: global);
 // throws InvalidArgumentError for an unknown id.
 chorus::OpHooks in_set(int process_set_id) {
   chorus::OpHooks hooks;
   hooks.process_set = chorus::runtime().process_set(process_set_id);
   return hooks;
-}
-
-// The C enums have `int` as their fixed underlying type in C++ (c_api.h),
-// so reading one that holds any integer is defined; the integer is checked
-// here, before it becomes a chorus::DataType or chorus::ReduceOp.
-static_assert(std::is_same_v<std::underlying_type_t<chorus_dtype>, int>);
-static_assert(std::is_same_v<std::underlying_type_t<chorus_reduce_op>, int>);
-
-// "" when `dtype` names a chorus_dtype, else the message for argument `dtype`.
-std::string bad_dtype(chorus_dtype dtype) {
-  const int raw = static_cast<int>(dtype);
-  if (chorus::is_valid_dtype(raw)) return "";
-  return "unknown dtype " + std::to_string(raw) + " in argument 'dtype' (a chorus_dtype is 0.." +
-         std::to_string(static_cast<int>(chorus::DataType::kBool)) + ")";
-}
-
-std::string bad_reduce_op(chorus_reduce_op op) {
-  const int raw = static_cast<int>(op);
-  if (chorus::is_valid_reduce_op(raw)) return "";
-  return "unknown reduce op " + std::to_string(raw) + " in argument 'op' (a chorus_reduce_op is 0.." +
-         std::to_string(static_cast<int>(chorus::ReduceOp::kProduct)) + ")";
 }
 
 template <class Getter>
