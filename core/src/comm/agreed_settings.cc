@@ -71,7 +71,8 @@ std::string describe_disagreement(const std::vector<AgreedSetting>& mine,
   for (size_t i = 0; i < mine.size(); ++i) {
     bool same = true;
     for (const auto& rank_values : values) same = same && rank_values[i] == values[0][i];
-    if (!same) details += (details.empty() ? "" : "; ") + std::string(mine[i].name) + " is " + values_per_rank(mine[i], values, i);
+    if (same) continue;
+    details += (details.empty() ? "" : "; ") + std::string(mine[i].name) + " is " + values_per_rank(mine[i], values, i);
   }
   return "Settings that decide what travels between ranks must be the same on every rank, but rank(s) " +
          differing_ranks + " differ from rank 0: " + details + " (chorusrun's flags set them on every rank)";

@@ -115,7 +115,9 @@ std::string check_request(const Request& q) {
   if (std::find(q.shape.begin(), q.shape.end(), 0) == q.shape.end()) {  // no empty dimension: the bytes must fit
     int64_t bytes = dtype_size(q.dtype);
     for (int64_t d : q.shape) {
-      if (__builtin_mul_overflow(bytes, d, &bytes)) return "shape " + TensorShape(q.shape).to_string() + ": bytes overflow 64 bits";
+      if (__builtin_mul_overflow(bytes, d, &bytes)) {
+        return "shape " + TensorShape(q.shape).to_string() + ": bytes overflow 64 bits";
+      }
     }
   }
   if (q.root_rank < -1) return "root rank " + std::to_string(q.root_rank);
@@ -286,7 +288,8 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out, size_t m
   for (uint32_t i = 0; i < count && r.ok(); ++i) {
     Response p;
     const std::string bad = get_response(r, max_slots, &p);
-    if (!bad.empty()) return malformed("response list", tensor_at("response", i, p.names.empty() ? "" : p.names[0]) + bad);
+    const std::string first_name = p.names.empty() ? "" : p.names[0];
+    if (!bad.empty()) return malformed("response list", tensor_at("response", i, first_name) + bad);
     out->responses.push_back(std::move(p));
   }
   r.get(&resends);
