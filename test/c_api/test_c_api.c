@@ -1,6 +1,6 @@
 /* The C ABI from a plain C program, under mpirun: lifecycle, topology,
  * allreduce and broadcast values, error codes with messages (a mismatch
- * across ranks, bad arguments, unknown handles), process sets, re-init. Exits non-zero
+ * across ranks, bad arguments, unknown handles), process sets, join, re-init. Exits non-zero
  * on the first failure, naming it. */
 #include <chorus/c_api.h>
 
@@ -24,6 +24,8 @@ static void test_before_init(void) {
   CHECK(chorus_rank() == CHORUS_ERR_PRECONDITION);
   CHECK(strstr(chorus_last_error(), "not initialized") != NULL);
   CHECK(chorus_abi_version() == CHORUS_ABI_VERSION);
+  CHECK(CHORUS_ABI_VERSION >= 4);
+  CHECK(chorus_join() == CHORUS_ERR_PRECONDITION);
 }
 
 static void test_topology(void) {
@@ -177,7 +179,23 @@ static void test_errors(void) {
   CHECK(chorus_allreduce_async("c.bad", a, a, -1, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
   CHECK(strstr(chorus_last_error(), "negative") != NULL);
   CHECK(chorus_allreduce_async("c.bad", a, a, 4, (chorus_dtype)42, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "unknown dtype 42") != NULL);
+  CHECK(strstr(chorus_last_error(), "unknown dtype 42 in argument 'dtype'") != NULL);
+  CHECK(chorus_allreduce_async("c.bad", a, a, 4, (chorus_dtype)-1, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "unknown dtype -1 in argument 'dtype'") != NULL);
+  CHECK(chorus_allreduce_async("c.bad", a, a, 4, CHORUS_FLOAT32, (chorus_reduce_op)42, 1, 1, &h) ==
+        CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "unknown reduce op 42 in argument 'op' (a chorus_reduce_op is 0..4)") != NULL);
+  CHECK(chorus_broadcast_async("c.bad", a, 4, (chorus_dtype)9, 0, &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "chorus_broadcast_async('c.bad'): unknown dtype 9") != NULL);
+  {
+    int64_t shape[1] = {4};
+    CHECK(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, (chorus_reduce_op)5, 1, 1, refuse, NULL,
+                                     &h) == CHORUS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(chorus_last_error(), "unknown reduce op 5 in argument 'op'") != NULL);
+    CHECK(chorus_allgather_async("c.bad", a, shape, 1, (chorus_dtype)100, refuse, NULL, &h) ==
+          CHORUS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(chorus_last_error(), "unknown dtype 100 in argument 'dtype'") != NULL);
+  }
   CHECK(chorus_allreduce_async("c.bad", a, a, 4, CHORUS_BOOL, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
   /* A root outside the job is negotiated (another rank might name a valid
      one): the handle fails, on every rank. */
@@ -269,6 +287,30 @@ static void test_process_sets(void) {
   (void)odd;
 }
 
+/* Join: every rank but the last joins at once; the last one runs an
+ * allreduce first, which completes only once the others joined (they take
+ * part with zeros), so it joins last, and every rank hears so. */
+static void test_join(void) {
+  int size = chorus_size();
+  int last = size - 1, joined_last, lowest = 0, highest = 0;
+  int64_t h = 0;
+  if (g_rank == last) {
+    float x[2] = {3.0f, 1.0f};
+    CHECK(chorus_allreduce_async("c.join.sum", x, x, 2, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, &h) == 0);
+    CHECK(chorus_wait(h) == 0);
+    CHECK(x[0] == 3.0f && x[1] == 1.0f); /* the joined ranks added zeros */
+  }
+  joined_last = chorus_join();
+  CHECK(joined_last == last);
+  /* Collectives work again after everyone joined. */
+  lowest = highest = joined_last;
+  CHECK(chorus_allreduce_async("c.join.min", &lowest, &lowest, 1, CHORUS_INT32, CHORUS_MIN, 1, 1, &h) == 0);
+  CHECK(chorus_wait(h) == 0);
+  CHECK(chorus_allreduce_async("c.join.max", &highest, &highest, 1, CHORUS_INT32, CHORUS_MAX, 1, 1, &h) == 0);
+  CHECK(chorus_wait(h) == 0);
+  CHECK(lowest == last && highest == last);
+}
+
 int main(void) {
   test_before_init();
   CHECK(chorus_init() == 0);
@@ -280,6 +322,7 @@ int main(void) {
   test_allgather_and_barrier();
   test_errors();
   test_process_sets();
+  test_join();
 
   CHECK(chorus_shutdown() == 0);
   CHECK(chorus_is_initialized() == 0);

@@ -37,7 +37,7 @@ TEST_CASE("Slot bits keep a set of slots, ascending, and travel as their non-zer
   WireReader r(wire);
   SlotBits back;
   back.add(5);  // reading replaces what was there
-  REQUIRE(back.read(r, 16));
+  REQUIRE(back.read(r, 1024));  // 16 words of slots
   REQUIRE(r.at_end());
   REQUIRE(back == bits);
 
@@ -49,25 +49,28 @@ TEST_CASE("Slot bits keep a set of slots, ascending, and travel as their non-zer
 }
 
 TEST_CASE("Malformed slot bits are refused", "[cache][bits]") {
-  auto read = [](auto&& write, uint32_t max_words) {
+  auto read = [](auto&& write, size_t max_slots) {
     WireWriter w;
     write(w);
     const std::string bytes = w.take();
     WireReader r(bytes);
     SlotBits bits;
-    return bits.read(r, max_words);
+    return bits.read(r, max_slots);
   };
-  REQUIRE_FALSE(read([](WireWriter& w) { w.put<uint32_t>(2); w.put<uint32_t>(0); w.put<uint64_t>(1); }, 16));  // truncated
-  REQUIRE_FALSE(read([](WireWriter& w) { w.put<uint32_t>(1); w.put<uint32_t>(0); w.put<uint64_t>(0); }, 16));  // zero word
-  REQUIRE_FALSE(read([](WireWriter& w) { w.put<uint32_t>(1); w.put<uint32_t>(20); w.put<uint64_t>(1); }, 16));  // too far
+  REQUIRE_FALSE(read([](WireWriter& w) { w.put<uint32_t>(2); w.put<uint32_t>(0); w.put<uint64_t>(1); }, 1024));  // truncated
+  REQUIRE_FALSE(read([](WireWriter& w) { w.put<uint32_t>(1); w.put<uint32_t>(0); w.put<uint64_t>(0); }, 1024));  // zero word
+  REQUIRE_FALSE(read([](WireWriter& w) { w.put<uint32_t>(1); w.put<uint32_t>(20); w.put<uint64_t>(1); }, 1024));  // too far
   REQUIRE_FALSE(read([](WireWriter& w) {  // not ascending
     w.put<uint32_t>(2);
     w.put<uint32_t>(3);
     w.put<uint64_t>(1);
     w.put<uint32_t>(1);
     w.put<uint64_t>(1);
-  }, 16));
-  REQUIRE(read([](WireWriter& w) { w.put<uint32_t>(0); }, 16));
+  }, 1024));
+  REQUIRE(read([](WireWriter& w) { w.put<uint32_t>(0); }, 1024));
+  // A bit at or past the capacity, inside the last word: refused.
+  REQUIRE_FALSE(read([](WireWriter& w) { w.put<uint32_t>(1); w.put<uint32_t>(1); w.put<uint64_t>(uint64_t{1} << 36); }, 100));
+  REQUIRE(read([](WireWriter& w) { w.put<uint32_t>(1); w.put<uint32_t>(1); w.put<uint64_t>(uint64_t{1} << 35); }, 100));
 }
 
 TEST_CASE("Request and response lists carry cache bits, slots and resends", "[cache][messages]") {

@@ -2,8 +2,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
+#include "chorus/chorus.h"
 #include "chorus/error.h"
 #include "common/env_params.h"
 
@@ -108,4 +110,113 @@ TEST_CASE("Set CHORUS_* variables that no knob reads are reported", "[env]") {
   REQUIRE(std::count(unknown.begin(), unknown.end(), "CHORUS_FUSION_THRESHLOD") == 1);
   REQUIRE(std::count(unknown.begin(), unknown.end(), "CHORUS_CYCLE_TIME") == 0);
   REQUIRE(std::count(unknown.begin(), unknown.end(), "CHORUS_TEST_ANYTHING") == 0);
+}
+
+namespace {
+struct FloatKnob {
+  const char* name;
+  const char* max;        // the documented upper bound, accepted
+  const char* past_max;   // just above it, refused
+  const char* range;      // as the message states it
+};
+const FloatKnob kFloatKnobs[] = {
+    {"FUSION_WAIT_US", "1000000", "1000000.001", "microseconds in 0..1000000"},
+    {"CYCLE_TIME", "10000", "10000.5", "milliseconds in 0..10000"},
+    {"SPIN_TIME_US", "1e6", "1.0000001e6", "microseconds in 0..1000000"},
+    {"PENDING_SPIN_TIME_US", "1000000.0", "1000001", "microseconds in 0..1000000"},
+    {"STALL_CHECK_TIME_SECONDS", "604800", "604800.01", "seconds in 0..604800"},
+    {"STALL_SHUTDOWN_TIME_SECONDS", "604800", "6.05e5", "seconds in 0..604800"},
+};
+
+Status parse_one(const std::string& var, const std::string& value) {
+  EnvGuard env;
+  env.set(var, value);
+  RuntimeOptions o;
+  return options_from_environment(&o);
+}
+}  // namespace
+
+TEST_CASE("Floating-point knobs refuse nan, inf, hex, junk and values out of range, naming the range", "[env]") {
+  const char* bad_forms[] = {"nan",  "NAN",  "-nan", "inf",  "-inf", "infinity", "0x10", "0x1p3", "1e30",
+                             "-1",   "-0.5", "5ms",  "5 ",   " 5",   "+5",       "",     "1e",    "1.",
+                             ".5",   "1..2", "e3",   "1e+",  "--1",  "1,5"};
+  for (const FloatKnob& k : kFloatKnobs) {
+    for (const std::string prefix : {"CHORUS_", "HOROVOD_"}) {
+      const std::string var = prefix + k.name;
+      for (const std::string bad : {std::string(k.past_max)}) {
+        INFO(var << "=" << bad);
+        const Status s = parse_one(var, bad);
+        REQUIRE(s.code() == StatusCode::kInvalidArgument);
+        REQUIRE_THAT(s.message(), Catch::Contains(var + "='" + bad + "'") && Catch::Contains(k.range));
+      }
+      for (const char* bad : bad_forms) {
+        INFO(var << "=" << bad);
+        const Status s = parse_one(var, bad);
+        REQUIRE(s.code() == StatusCode::kInvalidArgument);
+        REQUIRE_THAT(s.message(), Catch::Contains(var + "='" + bad + "'") && Catch::Contains(k.range));
+      }
+    }
+  }
+}
+
+TEST_CASE("Floating-point knobs take both ends of their range and plain decimals", "[env]") {
+  for (const FloatKnob& k : kFloatKnobs) {
+    for (const char* good : {"0", "-0", "0.0", k.max, "2.5", "25e-1", "1E2"}) {
+      INFO(k.name << "=" << good);
+      REQUIRE(parse_one(std::string("CHORUS_") + k.name, good).is_ok());
+    }
+  }
+  EnvGuard env;
+  env.set("CHORUS_CYCLE_TIME", "10000");
+  env.set("CHORUS_FUSION_WAIT_US", "2.5e2");
+  env.set("HOROVOD_STALL_CHECK_TIME_SECONDS", "604800");
+  RuntimeOptions o;
+  REQUIRE(options_from_environment(&o).is_ok());
+  REQUIRE(o.cycle_time_ms == 10000.0);
+  REQUIRE(o.fusion_wait_us == 250.0);
+  REQUIRE(o.stall_check_seconds == 604800.0);
+}
+
+TEST_CASE("Integer knobs take plain decimals only, within their range", "[env]") {
+  for (const char* bad : {" 5", "5 ", "+5", "0x10", "1e3", "5.0", "", "-", "99999999999999999999"}) {
+    INFO("CHORUS_CACHE_CAPACITY=" << bad);
+    const Status s = parse_one("CHORUS_CACHE_CAPACITY", bad);
+    REQUIRE_THAT(s.message(), Catch::Contains(std::string("CHORUS_CACHE_CAPACITY='") + bad + "'") &&
+                                  Catch::Contains("entries in 0..16777216"));
+  }
+  REQUIRE(parse_one("CHORUS_CACHE_CAPACITY", "16777216").is_ok());
+  REQUIRE_FALSE(parse_one("CHORUS_CACHE_CAPACITY", "16777217").is_ok());
+  REQUIRE(parse_one("CHORUS_RING_SEGMENT_BYTES", "1").is_ok());
+  REQUIRE_THAT(parse_one("HOROVOD_RING_SEGMENT_BYTES", "0").message(),
+               Catch::Contains("HOROVOD_RING_SEGMENT_BYTES='0'") && Catch::Contains("bytes in 1..1073741824"));
+  REQUIRE(parse_one("CHORUS_FUSION_THRESHOLD", "9223372036854775807").is_ok());
+  REQUIRE_THAT(parse_one("CHORUS_FUSION_THRESHOLD", "-1").message(), Catch::Contains("bytes >= 0"));
+}
+
+TEST_CASE("Options built in code are held to the same ranges at init(options)", "[env]") {
+  REQUIRE(check_options(RuntimeOptions()).is_ok());
+  const double bad_values[] = {std::nan(""), HUGE_VAL, -HUGE_VAL, 1e30, -1.0};
+  for (double bad : bad_values) {
+    RuntimeOptions o;
+    o.cycle_time_ms = bad;
+    INFO("cycle_time_ms = " << bad);
+    REQUIRE_THAT(check_options(o).message(), Catch::Contains("CHORUS_CYCLE_TIME") && Catch::Contains("0..10000"));
+    REQUIRE_THROWS_AS(chorus::init(o), InvalidArgumentError);  // refused before anything starts
+  }
+  RuntimeOptions edge;
+  edge.fusion_wait_us = 1e6;
+  edge.spin_time_us = 1e-5;
+  edge.pending_spin_time_us = 0.1;
+  edge.stall_shutdown_seconds = 604800;
+  REQUIRE(check_options(edge).is_ok());
+  for (double RuntimeOptions::*field : {&RuntimeOptions::fusion_wait_us, &RuntimeOptions::spin_time_us,
+                                        &RuntimeOptions::pending_spin_time_us, &RuntimeOptions::stall_check_seconds,
+                                        &RuntimeOptions::stall_shutdown_seconds}) {
+    RuntimeOptions o;
+    o.*field = std::nan("");
+    REQUIRE_THAT(check_options(o).message(), Catch::Contains("is nan") && Catch::Contains("expected a decimal number"));
+  }
+  RuntimeOptions o;
+  o.ring_segment_bytes = 0;
+  REQUIRE_THAT(check_options(o).message(), Catch::Contains("CHORUS_RING_SEGMENT_BYTES is 0"));
 }

@@ -18,9 +18,20 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 3  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets */
+#define CHORUS_ABI_VERSION 4  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets; 4: chorus_join */
 
-typedef enum {
+/* In C++ the enums below get `int` as their fixed underlying type, so any
+ * integer a C caller passes (an enum argument is an int on every supported
+ * ABI) is a value the library may hold and check; without it, a value such
+ * as 42 would be undefined behaviour before any check could run. Arguments
+ * outside the listed values fail with CHORUS_ERR_INVALID_ARGUMENT. */
+#ifdef __cplusplus
+#define CHORUS_ENUM_BASE : int
+#else
+#define CHORUS_ENUM_BASE
+#endif
+
+typedef enum chorus_dtype_e CHORUS_ENUM_BASE {
   CHORUS_UINT8 = 0,
   CHORUS_INT8 = 1,
   CHORUS_INT32 = 2,
@@ -32,7 +43,7 @@ typedef enum {
   CHORUS_BOOL = 8
 } chorus_dtype;
 
-typedef enum {
+typedef enum chorus_reduce_op_e CHORUS_ENUM_BASE {
   CHORUS_SUM = 0,
   CHORUS_AVERAGE = 1,
   CHORUS_MIN = 2,
@@ -140,6 +151,12 @@ int chorus_alltoall_async_in_set(int process_set_id, const char* name, const voi
                                  int ndim, chorus_dtype dtype, const int64_t* splits, int nsplits,
                                  chorus_alloc_fn alloc, void* user_data, int64_t* handle);
 int chorus_barrier_in_set(int process_set_id);
+
+/* This rank is out of data (ABI version 4): blocks until every rank called
+ * chorus_join, and returns the rank that joined last (>= 0), or an error
+ * code. Meanwhile the other ranks' allreduces go on, this rank taking part
+ * with zeros of each tensor's shape (Average divides by every rank). */
+int chorus_join(void);
 
 /* 1 done (successfully or not: chorus_wait tells), 0 pending, < 0 error code
  * (an unknown handle, or the operation failed). */

@@ -9,9 +9,15 @@
 #include <string>
 #include <unordered_map>
 
+#include "c_api/c_arguments.h"
+#include "c_api/callback_op_context.h"
 #include "chorus/chorus.h"
 
 namespace {
+
+using chorus::detail::bad_dtype;
+using chorus::detail::bad_reduce_op;
+using chorus::detail::CallbackOpContext;
 
 thread_local std::string last_error;
 
@@ -84,37 +90,6 @@ int unknown_handle(int64_t id) {
                                              " (never returned, or already waited for)");
 }
 
-// OpContext over a C allocation callback: the memory belongs to the caller.
-class CallbackOpContext final : public chorus::OpContext {
- public:
-  CallbackOpContext(chorus_alloc_fn alloc, void* user) : alloc_(alloc), user_(user) {}
-  chorus::Status allocate_output(const chorus::TensorShape& shape, chorus::DataType dtype,
-                                 std::shared_ptr<chorus::Tensor>* out) override {
-    const int64_t bytes = shape.num_elements() * chorus::dtype_size(dtype);
-    const std::vector<int64_t>& dims = shape.dim_sizes();
-    void* p = alloc_(user_, bytes, dims.data(), shape.dims());
-    if (p == nullptr && bytes > 0) {
-      return chorus::Status::invalid_argument("the allocation callback returned NULL for " + std::to_string(bytes) +
-                                              " bytes");
-    }
-    *out = std::make_shared<chorus::HostTensorView>(p, dtype, shape);
-    return chorus::Status::ok();
-  }
-  chorus::Status allocate_zeros(const chorus::TensorShape& shape, chorus::DataType dtype,
-                                std::shared_ptr<chorus::Tensor>* out) override {
-    chorus::Status s = allocate_output(shape, dtype, out);
-    if (s.is_ok() && (*out)->size_bytes() > 0) std::memset((*out)->mutable_data(), 0, static_cast<size_t>((*out)->size_bytes()));
-    return s;
-  }
-  chorus::Status allocate_persistent(int64_t, std::shared_ptr<chorus::PersistentBuffer>*) override {
-    return chorus::Status::precondition_error("the C ABI provides no persistent buffers");
-  }
-
- private:
-  chorus_alloc_fn alloc_;
-  void* user_;
-};
-
 // Hooks that run an operation in the registered set with this id (0: global);
 // throws InvalidArgumentError for an unknown id.
 chorus::OpHooks in_set(int process_set_id) {
@@ -174,8 +149,8 @@ int chorus_allreduce_async_in_set(int process_set_id, const char* name, const vo
     if (count > 0 && (input == nullptr || output == nullptr)) {
       return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input or output is NULL");
     }
-    if (!chorus::is_valid_dtype(dtype)) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "unknown dtype " + std::to_string(dtype));
-    if (!chorus::is_valid_reduce_op(op)) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "unknown reduce op " + std::to_string(op));
+    if (const std::string bad = bad_dtype(dtype); !bad.empty()) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + bad);
+    if (const std::string bad = bad_reduce_op(op); !bad.empty()) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + bad);
     const auto dt = static_cast<chorus::DataType>(dtype);
     auto in = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), dt, chorus::TensorShape{count});
     auto out = input == output ? in : std::make_shared<chorus::HostTensorView>(output, dt, chorus::TensorShape{count});
@@ -201,7 +176,7 @@ int chorus_broadcast_async_in_set(int process_set_id, const char* name, void* bu
     if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
     if (count < 0) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "count " + std::to_string(count) + " is negative");
     if (count > 0 && buffer == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "buffer is NULL");
-    if (!chorus::is_valid_dtype(dtype)) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "unknown dtype " + std::to_string(dtype));
+    if (const std::string bad = bad_dtype(dtype); !bad.empty()) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + bad);
     auto t = std::make_shared<chorus::HostTensorView>(buffer, static_cast<chorus::DataType>(dtype), chorus::TensorShape{count});
     *handle = handles().add(chorus::runtime().broadcast_async(name, t, root_rank, in_set(process_set_id)));
     return CHORUS_OK;
@@ -220,7 +195,7 @@ int check_shaped_call(const char* function, const char* name, const void* input,
   if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
   if (alloc == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "the allocation callback is NULL");
   if (ndim < 1 || shape == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "needs a shape of at least one dimension");
-  if (!chorus::is_valid_dtype(dtype)) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "unknown dtype " + std::to_string(dtype));
+  if (const std::string bad = bad_dtype(dtype); !bad.empty()) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + bad);
   chorus::TensorShape s(std::vector<int64_t>(shape, shape + ndim));
   if (s.num_elements() > 0 && input == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input is NULL");
   *tensor = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), static_cast<chorus::DataType>(dtype), s);
@@ -266,9 +241,8 @@ int chorus_reducescatter_async_in_set(int process_set_id, const char* name, cons
     const int rc = check_shaped_call("chorus_reducescatter_async", name, input, shape, ndim, dtype, alloc, handle,
                                      &in, &hooks, user_data);
     if (rc != CHORUS_OK) return rc;
-    if (!chorus::is_valid_reduce_op(op)) {
-      return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string("chorus_reducescatter_async('") + name +
-                                                   "'): unknown reduce op " + std::to_string(op));
+    if (const std::string bad = bad_reduce_op(op); !bad.empty()) {
+      return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string("chorus_reducescatter_async('") + name + "'): " + bad);
     }
     chorus::AllreduceOptions options;
     options.op = static_cast<chorus::ReduceOp>(op);
@@ -325,6 +299,10 @@ int chorus_barrier_in_set(int process_set_id) {
     chorus::barrier(chorus::runtime().process_set(process_set_id));
     return CHORUS_OK;
   });
+}
+
+int chorus_join(void) {
+  return guarded([]() -> int { return chorus::join(); });
 }
 
 int chorus_add_process_set(const int* ranks, int nranks) {

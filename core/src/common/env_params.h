@@ -19,6 +19,9 @@ struct EnvParam {
   const char* description;
   /// Parses `text` into `options`; returns an error message, or "" on success.
   std::string (*apply)(const std::string& text, RuntimeOptions* options);
+  /// Numeric knobs: the field's value in `options` as text `apply` takes
+  /// (nullptr for the others), so check_options judges it by the same rules.
+  std::string (*current)(const RuntimeOptions& options) = nullptr;
 };
 
 /// Every knob Chorus reads, in documentation order.
@@ -32,6 +35,10 @@ std::optional<std::string> read_env(const std::string& name, std::string* source
 /// knob this build does not have). CHORUS_BUILD_* and CHORUS_TEST_* are
 /// left out: they belong to the project's scripts and tests.
 std::vector<std::string> unknown_chorus_variables();
+
+/// Options built in code (init(options)) held to the ranges the environment
+/// is: an error naming the knob's variable and the range, or ok.
+Status check_options(const RuntimeOptions& options);
 
 /// Options from the environment over the defaults.
 Status options_from_environment(RuntimeOptions* options);

@@ -1,6 +1,7 @@
 #include "negotiation/messages.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "common/wire.h"
 
@@ -41,6 +42,9 @@ ResponseType response_type_of(CollectiveType type) {
 }
 
 int64_t Request::num_elements() const {
+  // An empty dimension first: a decoded shape may pair 0 with dimensions
+  // whose product alone would overflow.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
@@ -92,7 +96,44 @@ void put_request(WireWriter& w, const Request& r) {
   w.put_int64s(r.process_set_ranks);
 }
 
-bool get_request(WireReader& r, Request* q) {
+// What a decoded request must satisfy before anything computes with it: a
+// corrupt message must not make an element count overflow (undefined
+// behaviour) or index past a table. Returns "" or what is wrong.
+std::string check_counts(const char* what, const std::vector<int64_t>& values, bool summed) {
+  int64_t sum = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] < 0) return std::string(what) + " " + std::to_string(i) + " is " + std::to_string(values[i]);
+    if (summed && __builtin_add_overflow(sum, values[i], &sum)) return std::string(what) + "s overflow 64 bits";
+  }
+  return "";
+}
+
+std::string check_request(const Request& q) {
+  if (q.rank < 0) return "rank " + std::to_string(q.rank);
+  std::string e = check_counts("dimension", q.shape, false);
+  if (!e.empty()) return e;
+  if (std::find(q.shape.begin(), q.shape.end(), 0) == q.shape.end()) {  // no empty dimension: the bytes must fit
+    int64_t bytes = dtype_size(q.dtype);
+    for (int64_t d : q.shape) {
+      if (__builtin_mul_overflow(bytes, d, &bytes)) {
+        return "shape " + TensorShape(q.shape).to_string() + ": bytes overflow 64 bits";
+      }
+    }
+  }
+  if (q.root_rank < -1) return "root rank " + std::to_string(q.root_rank);
+  if (q.device < kCpuDevice) return "device " + std::to_string(q.device);
+  if (q.group_size < 0) return "group size " + std::to_string(q.group_size);
+  e = check_counts("split", q.splits, true);
+  if (!e.empty()) return e;
+  for (int64_t r : q.process_set_ranks) {
+    if (r < 0 || r > INT32_MAX) return "process set rank " + std::to_string(r);
+  }
+  return "";
+}
+
+// Reads one request; returns "" or what is wrong with it (a truncated
+// reader is the caller's to report).
+std::string get_request(WireReader& r, Request* q) {
   int32_t type = 0, dtype = 0, op = 0;
   r.get(&q->rank);
   r.get(&type);
@@ -109,11 +150,22 @@ bool get_request(WireReader& r, Request* q) {
   r.get(&q->group_size);
   r.get_int64s(&q->splits);
   r.get_int64s(&q->process_set_ranks);
-  if (!is_valid_dtype(dtype) || !is_valid_reduce_op(op) || type < 0 || type > kLastCollectiveType) return false;
+  if (!r.ok()) return "";
+  if (type < 0 || type > kLastCollectiveType) return "collective type " + std::to_string(type);
+  if (!is_valid_dtype(dtype)) return "dtype " + std::to_string(dtype);
+  if (!is_valid_reduce_op(op)) return "reduce op " + std::to_string(op);
   q->type = static_cast<CollectiveType>(type);
   q->dtype = static_cast<DataType>(dtype);
   q->op = static_cast<ReduceOp>(op);
-  return true;
+  return check_request(*q);
+}
+
+Status malformed(const char* list, const std::string& what) {
+  return Status::unknown_error(std::string("malformed ") + list + " (" + what + ")");
+}
+
+std::string tensor_at(const char* kind, uint32_t i, const std::string& name) {
+  return std::string(kind) + " " + std::to_string(i) + " '" + name + "': bad ";
 }
 
 }  // namespace
@@ -133,22 +185,23 @@ Status RequestList::parse(const std::string& bytes, RequestList* out, size_t max
   WireReader r(bytes);
   uint32_t magic = 0, count = 0;
   uint8_t shutdown = 0;
-  if (!r.get(&magic) || magic != kRequestMagic) return Status::unknown_error("malformed request list (bad header)");
+  if (!r.get(&magic) || magic != kRequestMagic) return malformed("request list", "bad header");
   r.get(&shutdown);
   r.get(&count);
   out->shutdown = shutdown != 0;
   out->requests.clear();
   for (uint32_t i = 0; i < count && r.ok(); ++i) {
     Request q;
-    if (!get_request(r, &q) && r.ok()) return Status::unknown_error("malformed request list (bad enum value)");
+    const std::string bad = get_request(r, &q);
+    if (!bad.empty()) return malformed("request list", tensor_at("request", i, q.name) + bad);
     out->requests.push_back(std::move(q));
   }
-  const auto max_words = static_cast<uint32_t>(std::min<size_t>((max_slots + 63) / 64, UINT32_MAX));
-  if (r.ok() && !out->cached.read(r, max_words) && r.ok()) {
-    return Status::unknown_error("malformed request list (bad cache bits)");
+  if (r.ok() && !out->cached.read(r, max_slots) && r.ok()) {
+    return malformed("request list", "bad cache bits: unordered, empty or at slots past the cache's " +
+                                         std::to_string(max_slots));
   }
   r.get(&out->cache_epoch);
-  if (!r.ok() || !r.at_end()) return Status::unknown_error("malformed request list (truncated)");
+  if (!r.ok() || !r.at_end()) return malformed("request list", "truncated");
   return Status::ok();
 }
 
@@ -182,11 +235,50 @@ std::string ResponseList::serialize() const {
   return w.take();
 }
 
-Status ResponseList::parse(const std::string& bytes, ResponseList* out) {
+namespace {
+
+// Reads one response; returns "" or what is wrong with it.
+std::string get_response(WireReader& r, size_t max_slots, Response* p) {
+  int32_t type = 0;
+  uint32_t names = 0, slots = 0, specs = 0;
+  r.get(&type);
+  r.get(&names);
+  for (uint32_t k = 0; k < names && r.ok(); ++k) r.get_string(&p->names.emplace_back());
+  r.get(&slots);
+  for (uint32_t k = 0; k < slots && r.ok(); ++k) {
+    int32_t slot = -1;
+    r.get(&slot);
+    if (r.ok() && (slot < 0 || static_cast<size_t>(slot) >= max_slots)) return "cache slot " + std::to_string(slot);
+    p->slots.push_back(slot);
+  }
+  r.get_string(&p->error_message);
+  r.get(&p->total_bytes);
+  r.get_int64s(&p->first_dims);
+  r.get_int64s(&p->splits);
+  r.get(&specs);
+  for (uint32_t k = 0; k < specs && r.ok(); ++k) {
+    Request& q = p->joined_specs.emplace_back();
+    const std::string bad = get_request(r, &q);
+    if (!bad.empty()) return "joined spec " + std::to_string(k) + ": " + bad;
+  }
+  r.get(&p->last_joined_rank);
+  if (!r.ok()) return "";
+  if (type < 0 || type > kLastResponseType) return "type " + std::to_string(type);
+  p->type = static_cast<ResponseType>(type);
+  if (p->total_bytes < 0) return "total bytes " + std::to_string(p->total_bytes);
+  std::string bad = check_counts("first dimension", p->first_dims, false);
+  if (bad.empty()) bad = check_counts("split", p->splits, true);
+  if (bad.empty() && p->last_joined_rank < -1) bad = "last joined rank " + std::to_string(p->last_joined_rank);
+  return bad;
+}
+
+}  // namespace
+
+Status ResponseList::parse(const std::string& bytes, ResponseList* out, size_t max_slots) {
   WireReader r(bytes);
-  uint32_t magic = 0, count = 0;
+  uint32_t magic = 0, count = 0, resends = 0;
   uint8_t shutdown = 0;
-  if (!r.get(&magic) || magic != kResponseMagic) return Status::unknown_error("malformed response list (bad header)");
+  if (!r.get(&magic) || magic != kResponseMagic) return malformed("response list", "bad header");
   r.get(&shutdown);
   r.get_string(&out->shutdown_reason);
   r.get(&out->cache_epoch);
@@ -195,39 +287,11 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out) {
   out->responses.clear();
   for (uint32_t i = 0; i < count && r.ok(); ++i) {
     Response p;
-    int32_t type = 0;
-    uint32_t names = 0;
-    r.get(&type);
-    r.get(&names);
-    for (uint32_t k = 0; k < names && r.ok(); ++k) {
-      std::string n;
-      r.get_string(&n);
-      p.names.push_back(std::move(n));
-    }
-    uint32_t slots = 0;
-    r.get(&slots);
-    for (uint32_t k = 0; k < slots && r.ok(); ++k) {
-      int32_t slot = -1;
-      r.get(&slot);
-      p.slots.push_back(slot);
-    }
-    r.get_string(&p.error_message);
-    r.get(&p.total_bytes);
-    r.get_int64s(&p.first_dims);
-    r.get_int64s(&p.splits);
-    uint32_t specs = 0;
-    r.get(&specs);
-    for (uint32_t k = 0; k < specs && r.ok(); ++k) {
-      Request q;
-      if (!get_request(r, &q) && r.ok()) return Status::unknown_error("malformed response list (bad spec)");
-      p.joined_specs.push_back(std::move(q));
-    }
-    r.get(&p.last_joined_rank);
-    if (type < 0 || type > kLastResponseType) return Status::unknown_error("malformed response list (bad type)");
-    p.type = static_cast<ResponseType>(type);
+    const std::string bad = get_response(r, max_slots, &p);
+    const std::string first_name = p.names.empty() ? "" : p.names[0];
+    if (!bad.empty()) return malformed("response list", tensor_at("response", i, first_name) + bad);
     out->responses.push_back(std::move(p));
   }
-  uint32_t resends = 0;
   r.get(&resends);
   out->resend.clear();
   for (uint32_t i = 0; i < resends && r.ok(); ++i) {
@@ -235,9 +299,13 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out) {
     r.get(&x.rank);
     r.get(&x.slot);
     r.get(&x.epoch);
+    if (r.ok() && (x.rank < 0 || x.slot < 0 || static_cast<size_t>(x.slot) >= max_slots)) {
+      return malformed("response list", "resend " + std::to_string(i) + ": bad rank " + std::to_string(x.rank) +
+                                            " or cache slot " + std::to_string(x.slot));
+    }
     out->resend.push_back(x);
   }
-  if (!r.ok() || !r.at_end()) return Status::unknown_error("malformed response list (truncated)");
+  if (!r.ok() || !r.at_end()) return malformed("response list", "truncated");
   return Status::ok();
 }
 

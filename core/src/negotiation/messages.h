@@ -80,8 +80,10 @@ struct RequestList {
   bool shutdown = false;  ///< this rank is leaving
 
   std::string serialize() const;
-  /// `max_slots`: the receiver's cache capacity; bits beyond it are refused
-  /// (and cannot make the reader allocate more).
+  /// Validates everything it reads: enums, dimensions (non-negative, and
+  /// their byte count fits 64 bits), counts, ranks; `max_slots`: the
+  /// receiver's cache capacity, bits at or beyond it are refused (and cannot
+  /// make the reader allocate more).
   static Status parse(const std::string& bytes, RequestList* out, size_t max_slots = size_t{1} << 30);
   bool operator==(const RequestList& o) const {
     return requests == o.requests && cached == o.cached && cache_epoch == o.cache_epoch && shutdown == o.shutdown;
@@ -141,7 +143,10 @@ struct ResponseList {
   std::string shutdown_reason;
 
   std::string serialize() const;
-  static Status parse(const std::string& bytes, ResponseList* out);
+  /// Validates everything it reads (enums, sizes, counts, and cache slots
+  /// below `max_slots`, the receiver's cache capacity); a clear error
+  /// otherwise.
+  static Status parse(const std::string& bytes, ResponseList* out, size_t max_slots = size_t{1} << 30);
   bool operator==(const ResponseList& o) const {
     return responses == o.responses && resend == o.resend && shutdown == o.shutdown &&
            shutdown_reason == o.shutdown_reason && cache_epoch == o.cache_epoch;

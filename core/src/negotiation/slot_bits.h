@@ -53,9 +53,11 @@ class SlotBits {
       out.put(words_[w]);
     }
   }
-  /// False on a truncated or malformed set (indices not ascending, or a zero word).
-  bool read(WireReader& in, uint32_t max_words) {
+  /// False on a truncated or malformed set: indices not ascending, a zero
+  /// word, or a bit at a slot >= `max_slots` (the receiver's capacity).
+  bool read(WireReader& in, size_t max_slots) {
     clear();
+    const size_t max_words = (max_slots + 63) / 64;
     uint32_t n = 0;
     if (!in.get(&n) || n > max_words) return false;
     for (uint32_t i = 0; i < n; ++i) {
@@ -63,6 +65,8 @@ class SlotBits {
       uint64_t bits = 0;
       if (!in.get(&w) || !in.get(&bits) || bits == 0 || w >= max_words) return false;
       if (!used_.empty() && w <= used_.back()) return false;
+      const size_t past_last = max_slots - size_t{w} * 64;  // slots of word w that exist
+      if (past_last < 64 && (bits >> past_last) != 0) return false;
       if (w >= words_.size()) words_.resize(w + 1, 0);
       words_[w] = bits;
       used_.push_back(w);

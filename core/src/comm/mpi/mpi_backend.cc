@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/agreed_settings.h"
 #include "comm/backend.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "comm/mpi/mpi_control_channel.h"
@@ -20,33 +21,24 @@ namespace chorus::detail {
 
 namespace {
 
-// Settings that change what every rank does on the wire (which algorithm,
-// segment sizes, cache slots) must agree, or ranks would wait on each other
-// forever; so must the MPI thread level, which decides whether process sets
-// can run (each on its own thread). Every rank checks the same gathered
-// digests, so all fail together.
+// Settings that change what every rank does on the wire must agree, or
+// ranks would wait on each other forever (comm/agreed_settings.h). Every
+// rank checks the same gathered values, so all fail together, with the same
+// message naming each differing setting and its value per rank.
 Status check_settings_agree(MPI_Comm comm, int size, const RuntimeOptions& o, bool thread_multiple) {
-  uint64_t digest = 1469598103934665603ull;
-  auto mix = [&](uint64_t v) { digest = (digest ^ v) * 1099511628211ull; };
-  mix(static_cast<uint64_t>(o.allreduce_algorithm));
-  mix(static_cast<uint64_t>(o.ring_threshold_bytes));
-  mix(static_cast<uint64_t>(o.ring_segment_bytes));
-  mix(static_cast<uint64_t>(o.shm_threshold_bytes));
-  mix(static_cast<uint64_t>(o.shm_block_bytes));
-  mix(static_cast<uint64_t>(o.shm_arena_bytes));
-  mix(static_cast<uint64_t>(o.cache_capacity));
-  mix(thread_multiple ? 1 : 0);
-  std::vector<uint64_t> all(static_cast<size_t>(size));
-  MPI_Allgather(&digest, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm);
-  std::string differing;
-  for (int r = 1; r < size; ++r) {
-    if (all[static_cast<size_t>(r)] != all[0]) differing += (differing.empty() ? "" : ", ") + std::to_string(r);
+  const std::vector<AgreedSetting> mine = agreed_settings(o, thread_multiple);
+  std::vector<int64_t> flat(mine.size());
+  for (size_t i = 0; i < mine.size(); ++i) flat[i] = mine[i].value;
+  std::vector<int64_t> gathered(mine.size() * static_cast<size_t>(size));
+  MPI_Allgather(flat.data(), static_cast<int>(flat.size()), MPI_INT64_T, gathered.data(), static_cast<int>(flat.size()),
+                MPI_INT64_T, comm);
+  std::vector<std::vector<int64_t>> values(static_cast<size_t>(size));
+  for (size_t r = 0; r < values.size(); ++r) {
+    values[r].assign(gathered.begin() + static_cast<std::ptrdiff_t>(r * mine.size()),
+                     gathered.begin() + static_cast<std::ptrdiff_t>((r + 1) * mine.size()));
   }
-  if (differing.empty()) return Status::ok();
-  return Status::invalid_argument(
-      "CHORUS_ALLREDUCE_ALGO, CHORUS_RING_THRESHOLD_BYTES, CHORUS_RING_SEGMENT_BYTES, CHORUS_SHM_THRESHOLD_BYTES, "
-      "CHORUS_SHM_BLOCK_BYTES, CHORUS_SHM_ARENA_BYTES, CHORUS_CACHE_CAPACITY and the MPI thread level must be the same on every rank, "
-      "but rank(s) " + differing + " differ from rank 0 (chorusrun's flags set them on every rank)");
+  const std::string disagreement = describe_disagreement(mine, values);
+  return disagreement.empty() ? Status::ok() : Status::invalid_argument(disagreement);
 }
 
 bool mpi_thread_multiple() {

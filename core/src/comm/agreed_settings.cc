@@ -1,0 +1,81 @@
+#include "comm/agreed_settings.h"
+
+#include <utility>
+
+namespace chorus::detail {
+
+namespace {
+
+std::string as_number(int64_t v) { return std::to_string(v); }
+
+std::string as_algorithm(int64_t v) {
+  switch (static_cast<AllreduceAlgorithm>(v)) {
+    case AllreduceAlgorithm::kAuto: return "auto";
+    case AllreduceAlgorithm::kRing: return "ring";
+    case AllreduceAlgorithm::kMpi: return "mpi";
+    case AllreduceAlgorithm::kSharedMemory: return "shm";
+  }
+  return std::to_string(v);
+}
+
+std::string as_thread_level(int64_t v) { return v != 0 ? "MPI_THREAD_MULTIPLE" : "below MPI_THREAD_MULTIPLE"; }
+
+// "0", "0, 2": the ranks that hold one value.
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
+  return out;
+}
+
+// "8 on rank 0 and 16 on ranks 1, 2": each value with the ranks that hold it,
+// in order of the lowest rank.
+std::string values_per_rank(const AgreedSetting& setting, const std::vector<std::vector<int64_t>>& values, size_t i) {
+  std::vector<std::pair<int64_t, std::vector<int>>> groups;
+  for (size_t r = 0; r < values.size(); ++r) {
+    const int64_t v = values[r][i];
+    auto it = groups.begin();
+    while (it != groups.end() && it->first != v) ++it;
+    if (it == groups.end()) it = groups.insert(groups.end(), {v, {}});
+    it->second.push_back(static_cast<int>(r));
+  }
+  std::string out;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    out += g == 0 ? "" : (g + 1 == groups.size() ? " and " : ", ");
+    out += setting.format(groups[g].first) + " on " + rank_list(groups[g].second);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<AgreedSetting> agreed_settings(const RuntimeOptions& o, bool thread_multiple) {
+  return {
+      {"CHORUS_ALLREDUCE_ALGO", static_cast<int64_t>(o.allreduce_algorithm), as_algorithm},
+      {"CHORUS_RING_THRESHOLD_BYTES", o.ring_threshold_bytes, as_number},
+      {"CHORUS_RING_SEGMENT_BYTES", o.ring_segment_bytes, as_number},
+      {"CHORUS_SHM_THRESHOLD_BYTES", o.shm_threshold_bytes, as_number},
+      {"CHORUS_SHM_BLOCK_BYTES", o.shm_block_bytes, as_number},
+      {"CHORUS_SHM_ARENA_BYTES", o.shm_arena_bytes, as_number},
+      {"CHORUS_CACHE_CAPACITY", o.cache_capacity, as_number},
+      {"the MPI thread level", thread_multiple ? 1 : 0, as_thread_level},
+  };
+}
+
+std::string describe_disagreement(const std::vector<AgreedSetting>& mine,
+                                  const std::vector<std::vector<int64_t>>& values) {
+  std::string differing_ranks, details;
+  for (size_t r = 1; r < values.size(); ++r) {
+    if (values[r] != values[0]) differing_ranks += (differing_ranks.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (differing_ranks.empty()) return "";
+  for (size_t i = 0; i < mine.size(); ++i) {
+    bool same = true;
+    for (const auto& rank_values : values) same = same && rank_values[i] == values[0][i];
+    if (same) continue;
+    details += (details.empty() ? "" : "; ") + std::string(mine[i].name) + " is " + values_per_rank(mine[i], values, i);
+  }
+  return "Settings that decide what travels between ranks must be the same on every rank, but rank(s) " +
+         differing_ranks + " differ from rank 0: " + details + " (chorusrun's flags set them on every rank)";
+}
+
+}  // namespace chorus::detail
