@@ -7,6 +7,7 @@
 
 #include "chorus/chorus.h"
 #include "chorus/error.h"
+#include "comm/loopback/loopback_backend.h"
 #include "common/env_params.h"
 
 using namespace chorus;
@@ -120,7 +121,7 @@ struct FloatKnob {
   const char* range;      // as the message states it
 };
 const FloatKnob kFloatKnobs[] = {
-    {"FUSION_WAIT_US", "1000000", "1000000.001", "microseconds in 0..1000000"},
+    {"FUSION_WAIT_US", "10000000", "10000000.001", "microseconds in 0..10000000"},
     {"CYCLE_TIME", "10000", "10000.5", "milliseconds in 0..10000"},
     {"SPIN_TIME_US", "1e6", "1.0000001e6", "microseconds in 0..1000000"},
     {"PENDING_SPIN_TIME_US", "1000000.0", "1000001", "microseconds in 0..1000000"},
@@ -219,4 +220,10 @@ TEST_CASE("Options built in code are held to the same ranges at init(options)", 
   RuntimeOptions o;
   o.ring_segment_bytes = 0;
   REQUIRE_THAT(check_options(o).message(), Catch::Contains("CHORUS_RING_SEGMENT_BYTES is 0"));
+  // A Runtime constructed directly (over any backend) checks them too.
+  RuntimeOptions nan_cycle;
+  nan_cycle.cycle_time_ms = std::nan("");
+  auto world = detail::make_loopback_world(1);
+  REQUIRE_THROWS_WITH(Runtime(detail::make_loopback_backend(world, 0), nan_cycle),
+                      Catch::Contains("CHORUS_CYCLE_TIME"));
 }

@@ -98,7 +98,10 @@ std::string as_text(double v) {
 // The documented ranges of the floating-point knobs (docs/tuning.md). They
 // keep every conversion to a clock duration (nanoseconds in int64) far from
 // overflow.
-constexpr int64_t kMaxMicroseconds = 1000000;  // 1 s of spinning or holding
+constexpr int64_t kMaxMicroseconds = 1000000;  // 1 s of spinning
+// Holding a burst for fusion: up to the longest cycle (tests hold for 2 s to
+// make fusion certain; past 10 s a stall would look like a hang).
+constexpr int64_t kMaxFusionWaitMicroseconds = 10000000;
 constexpr int64_t kMaxCycleMs = 10000;          // 10 s between polls
 constexpr int64_t kMaxStallSeconds = 604800;    // one week
 
@@ -112,7 +115,7 @@ const std::vector<EnvParam> kParams = {
     {"FUSION_WAIT_US", "200",
      "Microseconds the coordinator holds ready tensors while others are still arriving, to fuse a burst.",
      [](const std::string& t, RuntimeOptions* o) {
-       return set_double_in(t, &o->fusion_wait_us, 0, kMaxMicroseconds, "microseconds");
+       return set_double_in(t, &o->fusion_wait_us, 0, kMaxFusionWaitMicroseconds, "microseconds");
      },
      [](const RuntimeOptions& o) { return as_text(o.fusion_wait_us); }},
     {"CYCLE_TIME", "1",

@@ -55,7 +55,6 @@ std::shared_ptr<Runtime> require_runtime() {
 void init() { init(RuntimeOptions::from_environment()); }
 
 void init(const RuntimeOptions& options) {
-  throw_if_error(detail::check_options(options));  // NaN or out-of-range times built in code
   ProcessRuntime& p = process_runtime();
   std::lock_guard<std::mutex> lock(p.mu);
   if (p.runtime && p.runtime->is_running()) return;

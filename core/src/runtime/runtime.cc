@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "algorithms/reduce_kernels.h"
+#include "common/env_params.h"
 #include "chorus/error.h"
 #include "runtime/process_set_table.h"
 #include "runtime/runtime_impl.h"
@@ -97,11 +98,20 @@ RuntimeOptions set_options(RuntimeOptions options, int32_t id) {
 
 }  // namespace
 
+namespace {
+// Options built in code are held to the same ranges as the environment's
+// (a NaN time would reach the waits' conversions), before anything starts.
+const RuntimeOptions& checked(const RuntimeOptions& options) {
+  throw_if_error(detail::check_options(options));
+  return options;
+}
+}  // namespace
+
 Runtime::Runtime(RuntimeOptions options)
-    : Runtime(detail::make_mpi_backend(options), options) {}
+    : Runtime(detail::make_mpi_backend(checked(options)), options) {}
 
 Runtime::Runtime(std::unique_ptr<detail::Backend> backend, RuntimeOptions options)
-    : impl_(std::make_shared<detail::RuntimeImpl>(std::move(backend), options)),
+    : impl_(std::make_shared<detail::RuntimeImpl>(std::move(backend), checked(options))),
       sets_(std::make_unique<detail::ProcessSetTable>()) {}
 
 Runtime::~Runtime() = default;
