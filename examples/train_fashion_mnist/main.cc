@@ -5,6 +5,7 @@
 //
 //   chorusrun -np 2 ./train_fashion_mnist --epochs 3 --checkpoint /tmp/fm.pt
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -102,6 +103,9 @@ int run(const ce::TrainOptions& o, int* rank_out) {
   const int rank = chorus::rank(), size = chorus::size();
   const bool log = rank == 0;
   torch::manual_seed(o.seed);
+  // Before any training: a checkpoint that cannot be written fails now, on
+  // every rank, not after the first epoch.
+  if (!o.checkpoint.empty()) ce::require_checkpoint_writable(o.checkpoint, 0);
 
   ce::FashionMnist train(o.data_dir, ce::FashionMnist::Split::kTrain);
   ce::FashionMnist test(o.data_dir, ce::FashionMnist::Split::kTest);
@@ -167,9 +171,15 @@ int run(const ce::TrainOptions& o, int* rank_out) {
     std::fflush(stdout);
   }
 
+  // A checkpoint may already hold more epochs than --epochs asks for.
+  const int64_t epochs_trained = std::max(first_epoch, o.epochs);
   if (log) {
+    if (first_epoch >= o.epochs) {
+      std::printf("nothing to train: the checkpoint holds %lld epochs, --epochs is %lld\n",
+                  static_cast<long long>(first_epoch), static_cast<long long>(o.epochs));
+    }
     std::printf("final test accuracy %.4f after %lld epochs, %.1f s wall time\n", accuracy,
-                static_cast<long long>(o.epochs), seconds_since(start));
+                static_cast<long long>(epochs_trained), seconds_since(start));
     std::fflush(stdout);
   }
   // Every rank holds the same reduced accuracy, so all exit with the same code.
