@@ -2,6 +2,10 @@
 
 #include <boost/program_options.hpp>
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -104,6 +108,21 @@ po::options_description describe_options() {
   return d;
 }
 
+// The whole of a file named on the command line (`what`: "config file",
+// "hostfile"), or an error naming it. A directory opens fine as a stream
+// and reads as empty; it must be refused, not taken for an empty file.
+std::string read_named_file(const std::string& path, const std::string& what, std::string* text) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "cannot read " + what + " '" + path + "': " + std::strerror(errno);
+  if (S_ISDIR(st.st_mode)) return what + " '" + path + "' is a directory, not a file";
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream content;
+  content << in.rdbuf();
+  if (!in || in.bad()) return "cannot read " + what + " '" + path + "'";
+  *text = content.str();
+  return "";
+}
+
 // Where PROGRAM starts: the first word that is neither an option nor the
 // value of one. Returns args.size() when there is none.
 size_t find_program(const std::vector<std::string>& args, const po::options_description& desc) {
@@ -147,12 +166,10 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
                       ~po::command_line_style::allow_guessing;
     po::store(po::command_line_parser(ours).options(desc).style(style).run(), vm);
     if (vm.count("config-file")) {
-      const std::string path = vm["config-file"].as<std::string>();
-      std::ifstream in(path);
-      if (!in) {
-        r.error = "cannot read config file '" + path + "'";
-        return r;
-      }
+      std::string text;
+      r.error = read_named_file(vm["config-file"].as<std::string>(), "config file", &text);
+      if (!r.error.empty()) return r;
+      std::istringstream in(text);
       po::store(po::parse_config_file(in, desc), vm);  // stored second: the command line wins
     }
     po::notify(vm);
@@ -190,14 +207,9 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
     o.hosts_given = true;
   } else if (vm.count("hostfile")) {
     const std::string path = vm["hostfile"].as<std::string>();
-    std::ifstream in(path);
-    if (!in) {
-      r.error = "cannot read hostfile '" + path + "'";
-      return r;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    r.error = parse_hostfile(text.str(), path, &o.hosts);
+    std::string text;
+    r.error = read_named_file(path, "hostfile", &text);
+    if (r.error.empty()) r.error = parse_hostfile(text, path, &o.hosts);
     o.hosts_given = true;
   }
   if (!r.error.empty()) return r;

@@ -76,6 +76,8 @@ bad() {
 bad "unknown flag" "$chorusrun" -np 2 --frobnicate "$report"
 bad "-np 0" "$chorusrun" -np 0 "$report"
 bad "malformed host spec" "$chorusrun" -np 2 -H "a:two" "$report"
+bad "host name '.'" "$chorusrun" -np 2 -H ".:2" "$report"
+bad "config file is a directory" "$chorusrun" -np 2 --config-file "$work" "$report"
 bad "more ranks than remote slots" "$chorusrun" -np 5 -H remote-a:2,remote-b:2 "$report"
 bad "missing program" "$chorusrun" -np 2 "$work/no-such-program"
 bad "no mpirun on the PATH" env PATH=/nonexistent "$chorusrun" -np 2 "$report"

@@ -50,10 +50,17 @@ TEST_CASE("Host specs parse, with slots defaulting to 1", "[launcher][hosts]") {
   REQUIRE(hosts == std::vector<HostSlots>{{"a", 4}, {"b", 4}});
   REQUIRE(parse_host_spec("10.0.0.1,c", &hosts).empty());
   REQUIRE(hosts == std::vector<HostSlots>{{"10.0.0.1", 1}, {"c", 1}});
+  REQUIRE(parse_host_spec("node-1.example.org:2,gpu_box", &hosts).empty());
   for (const char* bad : {"", "a:", "a:0", "a:-1", "a:x", ":4", "a;b:2", "a:2,", "a b:2", "$(reboot):1", "-a:1"}) {
     INFO(bad);
     REQUIRE_FALSE(parse_host_spec(bad, &hosts).empty());
   }
+  // Dots only where they separate labels: no empty label, no label ending in '-'.
+  for (const char* bad : {".:2", "..:2", ".a:2", "a.:2", "a..b:2", "a-.b:1", "a.-b:1"}) {
+    INFO(bad);
+    REQUIRE_THAT(parse_host_spec(bad, &hosts), Catch::Contains("malformed host '" + std::string(bad) + "'"));
+  }
+  REQUIRE_THAT(parse_hostfile(". slots=2\n", "hf", &hosts), Catch::Contains("hf:1: malformed host '.'"));
   REQUIRE_THAT(parse_host_spec("a:2,b:zz", &hosts), Catch::Contains("'b:zz'"));
 }
 
@@ -116,6 +123,14 @@ TEST_CASE("A config file supplies settings; the command line wins", "[launcher][
                     std::make_pair(std::string("CHORUS_FUSION_THRESHOLD"), std::string("16777216"))) !=
           r.options.knobs.end());
   REQUIRE_THAT(parse({"--config-file", "/no/such/file", "-np", "2", "prog"}).error, Catch::Contains("/no/such/file"));
+}
+
+TEST_CASE("A directory named as a config file or hostfile is an error naming it", "[launcher][options]") {
+  // An ifstream opens a directory and reads it as empty: that must not pass.
+  REQUIRE_THAT(parse({"--config-file", "/tmp", "-np", "2", "prog"}).error,
+               Catch::Contains("config file '/tmp' is a directory"));
+  REQUIRE_THAT(parse({"-np", "2", "--hostfile", "/tmp", "prog"}).error,
+               Catch::Contains("hostfile '/tmp' is a directory"));
 }
 
 TEST_CASE("Bad input gets one clear error", "[launcher][options]") {
