@@ -102,6 +102,8 @@ po::options_description describe_options() {
       ("start-timeout", po::value<int>(), "seconds the ranks may take to start before the job fails")
       ("no-stall-check", po::bool_switch(), "disable the stall check")
       ("no-malloc-tuning", po::bool_switch(), "do not set chorusrun's default GLIBC_TUNABLES")
+      ("no-exit-report", po::bool_switch(),
+       "run ranks without chorusrun's exit reporter (the exit code is then whichever mpirun saw first)")
       ("verbose", po::bool_switch(), "print the mpirun command before running it")
       ("dry-run", po::bool_switch(), "print the mpirun command and run nothing");
   for (const Knob& k : kKnobs) d.add_options()(k.flag, po::value<std::string>(), k.help);
@@ -187,6 +189,7 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
   o.verbose = vm["verbose"].as<bool>();
   o.dry_run = vm["dry-run"].as<bool>();
   o.tune_malloc = !vm["no-malloc-tuning"].as<bool>();
+  o.rank_exit_report = !vm["no-exit-report"].as<bool>();
   if (o.check_build) return r;
 
   if (!vm.count("num-proc")) {

@@ -216,6 +216,28 @@ TEST_CASE("--mpi-args, --output-filename, and nothing reaches a shell", "[launch
   REQUIRE(quote_command({"prog", "a; rm -rf /", "it's"}) == "prog 'a; rm -rf /' 'it'\\''s'");
 }
 
+TEST_CASE("A local job runs each rank under the exit reporter; a remote one does not", "[launcher][plan]") {
+  LaunchContext c = context();
+  c.self_path = "/opt/chorus/bin/chorusrun";
+  c.exit_hook_path = "/opt/chorus/lib/chorus/libchorusrun_exit_hook.so";
+  c.exit_record_dir = "/tmp/chorusrun-exits-abc";
+  LaunchPlan p;
+  REQUIRE(make_launch_plan(parse({"-np", "2", "./train", "--lr", "0.1"}).options, c, &p).empty());
+  REQUIRE(p.exit_record_dir == c.exit_record_dir);
+  REQUIRE(has_words(p.argv, {c.self_path, "--rank-exit-reporter", c.exit_record_dir, c.exit_hook_path, "./train",
+                             "--lr", "0.1"}));
+  c.exit_hook_path = "";  // no hook found: the reporter still records how each rank ended
+  REQUIRE(make_launch_plan(parse({"-np", "2", "./train"}).options, c, &p).empty());
+  REQUIRE(has_words(p.argv, {"--rank-exit-reporter", c.exit_record_dir, "-", "./train"}));
+  // Records left on other hosts never reach chorusrun: no reporter there.
+  REQUIRE(make_launch_plan(parse({"-np", "2", "-H", "a:1,b:1", "./train"}).options, c, &p).empty());
+  REQUIRE(p.exit_record_dir.empty());
+  REQUIRE(std::find(p.argv.begin(), p.argv.end(), "--rank-exit-reporter") == p.argv.end());
+  REQUIRE(make_launch_plan(parse({"-np", "2", "--no-exit-report", "./train"}).options, c, &p).empty());
+  REQUIRE(p.exit_record_dir.empty());
+  REQUIRE(std::find(p.argv.begin(), p.argv.end(), "--rank-exit-reporter") == p.argv.end());
+}
+
 TEST_CASE("A missing mpirun or program stops before anything starts", "[launcher][plan]") {
   const ParseResult r = parse({"-np", "2", "./nope"});
   LaunchContext c = context();
