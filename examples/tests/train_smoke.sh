@@ -2,8 +2,8 @@
 # train_smoke.sh CHORUSRUN TRAIN_FASHION_MNIST: short 2-rank runs of the
 # training example: one epoch with a checkpoint, a resumed second epoch that
 # must start from exactly that model (same test accuracy), the other
-# gradient paths (fp16/bf16 compression, accumulation), and a clear failure
-# for a missing checkpoint.
+# gradient paths (fp16/bf16 compression, accumulation), and clear failures
+# on every rank for a missing, corrupt or unwritable checkpoint.
 set -uo pipefail
 chorusrun=$1
 train=$2
@@ -42,6 +42,8 @@ leftovers=$(find "$work" -name 'fashion.pt.tmp.*' | wc -l)
 ((leftovers == 0)) || fail "first: temporary checkpoint files left behind"
 trained=$(accuracy_in first '^epoch 1/1 done')
 
+# An interrupted save's temporary file: removed by the next save.
+printf 'partial' > "$ckpt.tmp.99999"
 run resumed 0 --epochs 2 "${short[@]}" --checkpoint "$ckpt" --resume
 resumed=$(accuracy_in resumed "^resumed from $ckpt after epoch 1:")
 [[ -n $trained && $trained == "$resumed" ]] ||
@@ -49,6 +51,35 @@ resumed=$(accuracy_in resumed "^resumed from $ckpt after epoch 1:")
 grep -q '^epoch 1/2' "$work/resumed.log" && fail "resumed: epoch 1 ran again"
 grep -q '^epoch 2/2 done' "$work/resumed.log" || fail "resumed: epoch 2 did not run"
 grep -q "^checkpoint written: $ckpt (epoch 2)" "$work/resumed.log" || fail "resumed: no checkpoint after epoch 2"
+[[ -e $ckpt.tmp.99999 ]] && fail "resumed: the stale temporary file $ckpt.tmp.99999 is still there"
+
+# Resumed past --epochs: nothing trains, and the final line counts the
+# checkpoint's epochs.
+run past_epochs 0 --epochs 1 "${short[@]}" --checkpoint "$ckpt" --resume
+grep -q '^final test accuracy [0-9.]* after 2 epochs' "$work/past_epochs.log" ||
+  fail "past_epochs: final line does not report the checkpoint's 2 epochs"
+grep -q '^nothing to train: the checkpoint holds 2 epochs, --epochs is 1' "$work/past_epochs.log" ||
+  fail "past_epochs: no 'nothing to train' line"
+
+# A checkpoint changed on disk: refused on every rank, naming the file.
+corrupt="$work/corrupt.pt"
+cp "$ckpt" "$corrupt"
+size=$(stat -c %s "$corrupt")
+printf '\xff\x00\xff\x00' | dd of="$corrupt" bs=1 seek=$((size / 2)) conv=notrunc status=none
+run corrupt_checkpoint 1 --epochs 3 "${short[@]}" --checkpoint "$corrupt" --resume
+for r in 0 1; do
+  grep -q "error (rank $r): --resume: $corrupt: corrupt: the SHA-256" "$work/corrupt_checkpoint.log" ||
+    fail "corrupt_checkpoint: rank $r did not refuse the file naming it"
+done
+grep -q '^epoch ' "$work/corrupt_checkpoint.log" && fail "corrupt_checkpoint: training ran"
+
+# A checkpoint in a directory that does not exist: every rank fails before training.
+run unwritable_checkpoint 1 --epochs 1 "${short[@]}" --checkpoint "$work/no-such-dir/fashion.pt"
+for r in 0 1; do
+  grep -q "error (rank $r): --checkpoint: $work/no-such-dir/fashion.pt: cannot write a checkpoint in $work/no-such-dir" \
+    "$work/unwritable_checkpoint.log" || fail "unwritable_checkpoint: rank $r did not fail naming the path"
+done
+grep -q '^epoch ' "$work/unwritable_checkpoint.log" && fail "unwritable_checkpoint: training ran"
 
 run fp16_accumulate 0 --epochs 1 "${short[@]}" --compression fp16 --batches-per-allreduce 2
 grep -q '^epoch 1/1 done' "$work/fp16_accumulate.log" || fail "fp16_accumulate: epoch did not finish"

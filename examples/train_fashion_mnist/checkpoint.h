@@ -1,8 +1,9 @@
 #pragma once
 /// \file checkpoint.h
-/// Checkpoints of a training run: the model, the optimizer state and the
-/// number of finished epochs in one file, written atomically by one rank
-/// and restored on every rank through Chorus broadcasts.
+/// Checkpoints across ranks: one rank writes or reads the file
+/// (checkpoint_file.h), and every rank learns the outcome, so a bad path or
+/// a bad file is the same clear error on every rank, never some ranks
+/// training and some not.
 
 #include <cstdint>
 #include <string>
@@ -10,23 +11,19 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
+#include "checkpoint_file.h"
+
 namespace chorus_examples {
 
-/// Writes the checkpoint to `path` so that it is never seen half-written:
-/// a temporary file in the same directory, fsync, rename over `path`, fsync
-/// of the directory. Throws std::runtime_error naming the file on failure
-/// (the temporary file is removed).
-void save_checkpoint(const std::string& path, const torch::nn::Module& model,
-                     const torch::optim::Optimizer& optimizer, int64_t epochs_done);
-
-/// Reads a checkpoint into `model` and `optimizer` on this process only;
-/// returns the number of finished epochs. Throws std::runtime_error naming
-/// the file when it is missing or not a checkpoint of this model.
-int64_t load_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer& optimizer);
+/// Collective: `root_rank` checks that a checkpoint can be written at
+/// `path` (check_checkpoint_writable); if not, every rank throws the root's
+/// message. Call it before training, not to lose an epoch to a typo.
+void require_checkpoint_writable(const std::string& path, int root_rank);
 
 /// Collective: `root_rank` loads the checkpoint, then every rank receives
 /// its model, optimizer state and epoch count. A failure on the root (no
-/// such file, wrong model) throws the root's message on every rank.
+/// such file, a truncated or corrupt file, wrong model) throws the root's
+/// message on every rank.
 ///
 /// Call it before wrapping `optimizer` in a chorus::DistributedOptimizer:
 /// loading a module gives its parameters new storage (Tensor::set_), and

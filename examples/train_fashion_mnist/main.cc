@@ -5,6 +5,7 @@
 //
 //   chorusrun -np 2 ./train_fashion_mnist --epochs 3 --checkpoint /tmp/fm.pt
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -93,6 +94,33 @@ double train_epoch(const ce::TrainOptions& o, int64_t epoch, ce::FashionNet& mod
   return loss_sum / static_cast<double>(step);
 }
 
+// Every rank's model and optimizer state at the start: the checkpoint's
+// (--resume) or rank 0's fresh ones. Returns the epochs already done.
+int64_t starting_state(const ce::TrainOptions& o, double lr, ce::FashionNet& model, torch::optim::SGD& sgd) {
+  if (!o.resume) {
+    chorus::broadcast_parameters(*model, 0);
+    chorus::broadcast_optimizer_state(sgd, 0);
+    return 0;
+  }
+  const int64_t epochs_done = ce::resume_from_checkpoint(o.checkpoint, *model, sgd, 0);
+  // The flags win over the checkpoint's learning rate: it may come from a
+  // run with another number of ranks.
+  for (auto& group : sgd.param_groups()) group.options().set_lr(lr);
+  return epochs_done;
+}
+
+// The last line counts the epochs the model has had: a checkpoint may
+// already hold more than --epochs asks for.
+void print_final_line(const ce::TrainOptions& o, int64_t first_epoch, double accuracy, double seconds) {
+  if (first_epoch >= o.epochs) {
+    std::printf("nothing to train: the checkpoint holds %lld epochs, --epochs is %lld\n",
+                static_cast<long long>(first_epoch), static_cast<long long>(o.epochs));
+  }
+  std::printf("final test accuracy %.4f after %lld epochs, %.1f s wall time\n", accuracy,
+              static_cast<long long>(std::max(first_epoch, o.epochs)), seconds);
+  std::fflush(stdout);
+}
+
 // `rank` is set once known, for error messages after a shutdown.
 int run(const ce::TrainOptions& o, int* rank_out) {
   const auto start = Clock::now();
@@ -102,6 +130,9 @@ int run(const ce::TrainOptions& o, int* rank_out) {
   const int rank = chorus::rank(), size = chorus::size();
   const bool log = rank == 0;
   torch::manual_seed(o.seed);
+  // Before any training: a checkpoint that cannot be written fails now, on
+  // every rank, not after the first epoch.
+  if (!o.checkpoint.empty()) ce::require_checkpoint_writable(o.checkpoint, 0);
 
   ce::FashionMnist train(o.data_dir, ce::FashionMnist::Split::kTrain);
   ce::FashionMnist test(o.data_dir, ce::FashionMnist::Split::kTest);
@@ -111,17 +142,7 @@ int run(const ce::TrainOptions& o, int* rank_out) {
   const double lr = o.lr * size;
   auto sgd = std::make_shared<torch::optim::SGD>(model->parameters(),
                                                  torch::optim::SGDOptions(lr).momentum(o.momentum));
-  int64_t first_epoch = 0;
-  if (o.resume) {
-    first_epoch = ce::resume_from_checkpoint(o.checkpoint, *model, *sgd, 0);
-    // The flags win over the checkpoint's learning rate: it may come from a
-    // run with another number of ranks.
-    for (auto& group : sgd->param_groups()) group.options().set_lr(lr);
-  } else {
-    // Every rank starts from rank 0's weights and optimizer state.
-    chorus::broadcast_parameters(*model, 0);
-    chorus::broadcast_optimizer_state(*sgd, 0);
-  }
+  const int64_t first_epoch = starting_state(o, lr, model, *sgd);
 
   // Wrapped only now: its gradient hooks must be installed after the
   // checkpoint was loaded into the parameters (see resume_from_checkpoint).
@@ -167,11 +188,7 @@ int run(const ce::TrainOptions& o, int* rank_out) {
     std::fflush(stdout);
   }
 
-  if (log) {
-    std::printf("final test accuracy %.4f after %lld epochs, %.1f s wall time\n", accuracy,
-                static_cast<long long>(o.epochs), seconds_since(start));
-    std::fflush(stdout);
-  }
+  if (log) print_final_line(o, first_epoch, accuracy, seconds_since(start));
   // Every rank holds the same reduced accuracy, so all exit with the same code.
   if (o.min_accuracy > 0 && accuracy < o.min_accuracy) {
     if (log) std::fprintf(stderr, "train_fashion_mnist: error: test accuracy %.4f is below --min-accuracy %.4f\n",

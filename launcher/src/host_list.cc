@@ -8,13 +8,25 @@ namespace chorus::launcher {
 
 namespace {
 
-// Host names and IPv4 addresses: letters, digits, '.', '-', '_'. (IPv6
-// literals are not accepted: ':' separates the slot count.)
-bool valid_host_name(const std::string& h) {
-  if (h.empty() || h.size() > 253 || h.front() == '-') return false;
-  return std::all_of(h.begin(), h.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '.' || c == '-' || c == '_';
+// Host names and IPv4 addresses: dot-separated labels of letters, digits,
+// '-' and '_', none empty (so not ".", "a..b" or ".a"), none starting or
+// ending with '-'. (IPv6 literals are not accepted: ':' separates the slot
+// count.)
+bool valid_label(const std::string& label) {
+  if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+  return std::all_of(label.begin(), label.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '_';
   });
+}
+
+bool valid_host_name(const std::string& h) {
+  if (h.empty() || h.size() > 253) return false;
+  for (size_t start = 0;;) {
+    const size_t dot = h.find('.', start);
+    if (!valid_label(h.substr(start, dot == std::string::npos ? std::string::npos : dot - start))) return false;
+    if (dot == std::string::npos) return true;
+    start = dot + 1;
+  }
 }
 
 bool parse_slots(const std::string& text, int* out) {

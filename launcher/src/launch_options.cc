@@ -2,6 +2,10 @@
 
 #include <boost/program_options.hpp>
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -98,10 +102,27 @@ po::options_description describe_options() {
       ("start-timeout", po::value<int>(), "seconds the ranks may take to start before the job fails")
       ("no-stall-check", po::bool_switch(), "disable the stall check")
       ("no-malloc-tuning", po::bool_switch(), "do not set chorusrun's default GLIBC_TUNABLES")
+      ("no-exit-report", po::bool_switch(),
+       "run ranks without chorusrun's exit reporter (the exit code is then whichever mpirun saw first)")
       ("verbose", po::bool_switch(), "print the mpirun command before running it")
       ("dry-run", po::bool_switch(), "print the mpirun command and run nothing");
   for (const Knob& k : kKnobs) d.add_options()(k.flag, po::value<std::string>(), k.help);
   return d;
+}
+
+// The whole of a file named on the command line (`what`: "config file",
+// "hostfile"), or an error naming it. A directory opens fine as a stream
+// and reads as empty; it must be refused, not taken for an empty file.
+std::string read_named_file(const std::string& path, const std::string& what, std::string* text) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "cannot read " + what + " '" + path + "': " + std::strerror(errno);
+  if (S_ISDIR(st.st_mode)) return what + " '" + path + "' is a directory, not a file";
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream content;
+  content << in.rdbuf();
+  if (!in || in.bad()) return "cannot read " + what + " '" + path + "'";
+  *text = content.str();
+  return "";
 }
 
 // Where PROGRAM starts: the first word that is neither an option nor the
@@ -147,12 +168,10 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
                       ~po::command_line_style::allow_guessing;
     po::store(po::command_line_parser(ours).options(desc).style(style).run(), vm);
     if (vm.count("config-file")) {
-      const std::string path = vm["config-file"].as<std::string>();
-      std::ifstream in(path);
-      if (!in) {
-        r.error = "cannot read config file '" + path + "'";
-        return r;
-      }
+      std::string text;
+      r.error = read_named_file(vm["config-file"].as<std::string>(), "config file", &text);
+      if (!r.error.empty()) return r;
+      std::istringstream in(text);
       po::store(po::parse_config_file(in, desc), vm);  // stored second: the command line wins
     }
     po::notify(vm);
@@ -170,6 +189,7 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
   o.verbose = vm["verbose"].as<bool>();
   o.dry_run = vm["dry-run"].as<bool>();
   o.tune_malloc = !vm["no-malloc-tuning"].as<bool>();
+  o.rank_exit_report = !vm["no-exit-report"].as<bool>();
   if (o.check_build) return r;
 
   if (!vm.count("num-proc")) {
@@ -190,14 +210,9 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
     o.hosts_given = true;
   } else if (vm.count("hostfile")) {
     const std::string path = vm["hostfile"].as<std::string>();
-    std::ifstream in(path);
-    if (!in) {
-      r.error = "cannot read hostfile '" + path + "'";
-      return r;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    r.error = parse_hostfile(text.str(), path, &o.hosts);
+    std::string text;
+    r.error = read_named_file(path, "hostfile", &text);
+    if (r.error.empty()) r.error = parse_hostfile(text, path, &o.hosts);
     o.hosts_given = true;
   }
   if (!r.error.empty()) return r;

@@ -30,6 +30,7 @@ struct LaunchOptions {
   std::optional<std::string> ssh_identity; ///< -i
   std::optional<int> start_timeout_seconds;
   bool tune_malloc = true;                 ///< --no-malloc-tuning turns it off
+  bool rank_exit_report = true;            ///< --no-exit-report turns it off
   std::vector<std::string> command;        ///< PROGRAM [ARGS...]
 };
 

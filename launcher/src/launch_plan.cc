@@ -2,6 +2,8 @@
 
 #include <numeric>
 
+#include "rank_exit_reporter.h"
+
 namespace chorus::launcher {
 
 const char* const kTunedGlibcTunables =
@@ -67,6 +69,13 @@ std::string make_launch_plan(const LaunchOptions& o, const LaunchContext& ctx, L
   for (const auto& [name, value] : plan->env) a.insert(a.end(), {"-x", name + "=" + value});
   for (const std::string& v : o.exported_env) a.insert(a.end(), {"-x", v});
   a.insert(a.end(), o.mpi_args.begin(), o.mpi_args.end());
+  // A local job: each rank runs under chorusrun's reporter, so chorusrun
+  // can name the rank that failed first (docs/launcher.md, "Exit codes").
+  if (plan->all_local && o.rank_exit_report && !ctx.self_path.empty() && !ctx.exit_record_dir.empty()) {
+    plan->exit_record_dir = ctx.exit_record_dir;
+    a.insert(a.end(), {ctx.self_path, kRankExitReporterFlag, ctx.exit_record_dir,
+                       ctx.exit_hook_path.empty() ? "-" : ctx.exit_hook_path});
+  }
   a.push_back(ctx.program_path);
   a.insert(a.end(), o.command.begin() + 1, o.command.end());
   return "";

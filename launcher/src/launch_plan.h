@@ -18,6 +18,9 @@ struct LaunchContext {
   std::string program_path;                   ///< resolved PROGRAM ("" if it was not found)
   bool user_set_glibc_tunables = false;       ///< GLIBC_TUNABLES already in the environment
   int local_cores = 1;                        ///< online cores of this machine
+  std::string self_path;                      ///< this chorusrun ("": ranks are not wrapped)
+  std::string exit_hook_path;                 ///< libchorusrun_exit_hook.so ("": none found)
+  std::string exit_record_dir;                ///< where ranks record how they ended ("": nowhere)
 };
 
 struct LaunchPlan {
@@ -27,6 +30,9 @@ struct LaunchPlan {
   /// Variables set on every rank (NAME, VALUE).
   std::vector<std::pair<std::string, std::string>> env;
   std::vector<std::string> argv;  ///< argv[0] is mpirun
+  /// Where the ranks record how they ended (each runs under chorusrun's
+  /// rank exit reporter); "" when they do not (a job on other hosts too).
+  std::string exit_record_dir;
 };
 
 /// The malloc settings chorusrun gives ranks unless told otherwise: large

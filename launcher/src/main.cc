@@ -13,9 +13,12 @@
 #include <sstream>
 
 #include "check_build.h"
+#include "exit_record_dir.h"
 #include "launch_options.h"
 #include "launch_plan.h"
 #include "process_runner.h"
+#include "rank_exit_reporter.h"
+#include "rank_exits.h"
 
 namespace {
 
@@ -55,9 +58,65 @@ int fail(const std::string& message) {
   return 2;
 }
 
+std::string this_executable() {
+  char path[4096] = {0};
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : "";
+}
+
+// The job's exit code: the first failing rank's own code when the ranks
+// recorded how they ended, else mpirun's. A job stopped by a SIGINT or
+// SIGTERM to chorusrun ends with mpirun's code: its ranks ended because
+// they were told to.
+int job_exit_code(const LaunchPlan& plan, int mpirun_code, int received_signal) {
+  if (plan.exit_record_dir.empty() || received_signal != 0) return mpirun_code;
+  const std::vector<RankExit> records = read_rank_exits(plan.exit_record_dir);
+  const std::optional<RankExit> first = first_failure(records);
+  if (!first) return mpirun_code;
+  int failed = 0;
+  for (const RankExit& e : records) failed += e.source == RankExit::Source::kWait && e.failed();
+  std::cerr << "chorusrun: " << describe(*first) << ", the first rank to fail";
+  if (failed > 1) std::cerr << " (" << failed << " ranks failed in all)";
+  std::cerr << "; exit code " << first->exit_code() << "\n";
+  return first->exit_code();
+}
+
+// Runs the plan and returns the job's exit code.
+int launch(const LaunchOptions& options, LaunchContext context) {
+  std::string error;
+  if (options.rank_exit_report) {
+    context.self_path = this_executable();
+    context.exit_hook_path = find_exit_hook(context.self_path);
+    // A dry run shows the folder's pattern and makes none.
+    context.exit_record_dir = options.dry_run ? exit_record_dir_pattern() : make_exit_record_dir(&error);
+    if (!error.empty()) return fail(error);
+  }
+  LaunchPlan plan;
+  error = make_launch_plan(options, context, &plan);
+  int code = 2;
+  if (!error.empty()) {
+    fail(error);
+  } else {
+    if (options.verbose || options.dry_run) std::cout << quote_command(plan.argv) << std::endl;
+    code = 0;
+    if (!options.dry_run) {
+      std::string run_error;
+      int received_signal = 0;
+      const int mpirun_code = run_and_wait(plan.argv, &run_error, &received_signal);
+      code = job_exit_code(plan, mpirun_code, received_signal);
+      if (!run_error.empty()) std::cerr << "chorusrun: error: " << run_error << "\n";
+    }
+  }
+  if (!options.dry_run && !context.exit_record_dir.empty()) remove_exit_record_dir(context.exit_record_dir);
+  return code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == kRankExitReporterFlag) {
+    return run_rank_exit_reporter(std::vector<std::string>(argv + 2, argv + argc));
+  }
   const ParseResult parsed = parse_command_line(std::vector<std::string>(argv, argv + argc));
   if (!parsed.help_text.empty()) {
     std::cout << parsed.help_text;
@@ -77,14 +136,5 @@ int main(int argc, char** argv) {
   context.program_path = resolve_executable(options.command.front());
   context.user_set_glibc_tunables = std::getenv("GLIBC_TUNABLES") != nullptr;
   context.local_cores = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-  LaunchPlan plan;
-  const std::string error = make_launch_plan(options, context, &plan);
-  if (!error.empty()) return fail(error);
-
-  if (options.verbose || options.dry_run) std::cout << quote_command(plan.argv) << std::endl;
-  if (options.dry_run) return 0;
-  std::string run_error;
-  const int code = run_and_wait(plan.argv, &run_error);
-  if (!run_error.empty()) std::cerr << "chorusrun: error: " << run_error << "\n";
-  return code;
+  return launch(options, context);
 }

@@ -12,17 +12,19 @@ namespace chorus::launcher {
 namespace {
 
 volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_received = 0;
 
 // Only signals someone sent with kill() are passed on: a Ctrl-C from the
 // terminal already reached mpirun (same process group), and a second SIGINT
 // within seconds makes mpirun abandon its orderly teardown.
 void forward(int sig, siginfo_t* info, void*) {
+  g_received = sig;
   if (g_child > 0 && info != nullptr && info->si_code == SI_USER) kill(static_cast<pid_t>(g_child), sig);
 }
 
 }  // namespace
 
-int run_and_wait(const std::vector<std::string>& argv, std::string* error) {
+int run_and_wait(const std::vector<std::string>& argv, std::string* error, int* received_signal) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -57,6 +59,7 @@ int run_and_wait(const std::vector<std::string>& argv, std::string* error) {
     _exit(127);
   }
   g_child = pid;
+  g_received = 0;
   sigprocmask(SIG_SETMASK, &previous, nullptr);
   int status = 0;
   int rc;
@@ -64,6 +67,7 @@ int run_and_wait(const std::vector<std::string>& argv, std::string* error) {
   }
   sigprocmask(SIG_BLOCK, &both, nullptr);  // no forwarding to a reaped (reusable) pid
   g_child = 0;
+  if (received_signal != nullptr) *received_signal = g_received;
   sigprocmask(SIG_SETMASK, &previous, nullptr);
   if (rc < 0) {
     *error = std::string("waitpid failed: ") + std::strerror(errno);

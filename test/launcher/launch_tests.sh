@@ -28,6 +28,35 @@ done
 rc=$?
 [[ $rc -eq 3 ]] && pass "exit code 3 propagates" || fail "exit code: want 3, got $rc"
 
+# A rank that exits with an error while the others wait in a collective:
+# they fail too once it is gone, but chorusrun returns the failing rank's own
+# code and names it (several runs: which process ends first is a race).
+# TMPDIR: the per-job exit-record folder must be gone afterwards.
+mkdir -p "$work/tmp"
+for case in "3 0 3" "3 2 5" "2 0 4" "2 1 6"; do
+  read -r np rank code <<< "$case"
+  for run in 1 2 3; do
+    TMPDIR="$work/tmp" timeout 120 "$chorusrun" -np "$np" "$report" --fail-rank "$rank" --exit-code "$code" \
+      > "$work/fault.out" 2> "$work/fault.err"
+    rc=$?
+    named=$(grep -c "^chorusrun: rank $rank exited with code $code, the first rank to fail" "$work/fault.err")
+    [[ $rc -eq $code && $named -eq 1 ]] && pass "np $np: rank $rank exits $code (run $run): chorusrun exits $rc, names it" ||
+      fail "np $np: rank $rank exits $code (run $run): chorusrun exit $rc, stderr: $(cat "$work/fault.err")"
+  done
+done
+# A rank killed by a signal: chorusrun names it and returns 128 + the signal.
+TMPDIR="$work/tmp" "$chorusrun" -np 3 "$report" --sleep 120 > "$work/kill.out" 2> "$work/kill.err" &
+pid=$!
+for _ in $(seq 100); do [[ $(grep -c "^REPORT" "$work/kill.out") -eq 3 ]] && break; sleep 0.2; done
+kill -KILL "$(sed -n 's/^REPORT rank=1 .* pid=\([0-9]*\)$/\1/p' "$work/kill.out")"
+wait "$pid"
+rc=$?
+grep -q "^chorusrun: rank 1 was killed by signal 9 (Killed), the first rank to fail" "$work/kill.err" && [[ $rc -eq 137 ]] &&
+  pass "rank 1 killed: chorusrun exits 137 naming it" || fail "rank 1 killed: exit $rc, stderr: $(cat "$work/kill.err")"
+
+left=$(find "$work/tmp" -mindepth 1 | wc -l)
+[[ $left -eq 0 ]] && pass "exit-record folders removed" || fail "left in TMPDIR: $(find "$work/tmp" -mindepth 1)"
+
 # --no-stall-check and the config file (the command line wins).
 printf 'num-proc = 3\ncycle-time-ms = 4\n' > "$work/run.cfg"
 "$chorusrun" --config-file "$work/run.cfg" --cycle-time-ms 0.25 --no-stall-check "$report" > "$work/cfg.out" 2>&1
@@ -55,8 +84,11 @@ for sig in TERM INT; do
   took=$(($(date +%s) - start))
   sleep 1
   left=$(pgrep -f -- "$report --sleep 120" | wc -l)
-  [[ $rc -ne 0 && $took -le 20 && $left -eq 0 ]] && pass "SIG$sig: exit $rc after ${took}s, no ranks left" ||
-    fail "SIG$sig: exit $rc after ${took}s, $left ranks left"
+  # Ranks told to stop did not fail on their own: no rank is blamed.
+  blamed=$(grep -c "the first rank to fail" "$work/sig.out")
+  [[ $rc -ne 0 && $took -le 20 && $left -eq 0 && $blamed -eq 0 ]] &&
+    pass "SIG$sig: exit $rc after ${took}s, no ranks left, none blamed" ||
+    fail "SIG$sig: exit $rc after ${took}s, $left ranks left, $blamed blamed: $(cat "$work/sig.out")"
   pkill -f -- "$report --sleep 120" 2>/dev/null
 done
 
@@ -76,6 +108,8 @@ bad() {
 bad "unknown flag" "$chorusrun" -np 2 --frobnicate "$report"
 bad "-np 0" "$chorusrun" -np 0 "$report"
 bad "malformed host spec" "$chorusrun" -np 2 -H "a:two" "$report"
+bad "host name '.'" "$chorusrun" -np 2 -H ".:2" "$report"
+bad "config file is a directory" "$chorusrun" -np 2 --config-file "$work" "$report"
 bad "more ranks than remote slots" "$chorusrun" -np 5 -H remote-a:2,remote-b:2 "$report"
 bad "missing program" "$chorusrun" -np 2 "$work/no-such-program"
 bad "no mpirun on the PATH" env PATH=/nonexistent "$chorusrun" -np 2 "$report"

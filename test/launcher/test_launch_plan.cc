@@ -50,10 +50,17 @@ TEST_CASE("Host specs parse, with slots defaulting to 1", "[launcher][hosts]") {
   REQUIRE(hosts == std::vector<HostSlots>{{"a", 4}, {"b", 4}});
   REQUIRE(parse_host_spec("10.0.0.1,c", &hosts).empty());
   REQUIRE(hosts == std::vector<HostSlots>{{"10.0.0.1", 1}, {"c", 1}});
+  REQUIRE(parse_host_spec("node-1.example.org:2,gpu_box", &hosts).empty());
   for (const char* bad : {"", "a:", "a:0", "a:-1", "a:x", ":4", "a;b:2", "a:2,", "a b:2", "$(reboot):1", "-a:1"}) {
     INFO(bad);
     REQUIRE_FALSE(parse_host_spec(bad, &hosts).empty());
   }
+  // Dots only where they separate labels: no empty label, no label ending in '-'.
+  for (const char* bad : {".:2", "..:2", ".a:2", "a.:2", "a..b:2", "a-.b:1", "a.-b:1"}) {
+    INFO(bad);
+    REQUIRE_THAT(parse_host_spec(bad, &hosts), Catch::Contains("malformed host '" + std::string(bad) + "'"));
+  }
+  REQUIRE_THAT(parse_hostfile(". slots=2\n", "hf", &hosts), Catch::Contains("hf:1: malformed host '.'"));
   REQUIRE_THAT(parse_host_spec("a:2,b:zz", &hosts), Catch::Contains("'b:zz'"));
 }
 
@@ -116,6 +123,14 @@ TEST_CASE("A config file supplies settings; the command line wins", "[launcher][
                     std::make_pair(std::string("CHORUS_FUSION_THRESHOLD"), std::string("16777216"))) !=
           r.options.knobs.end());
   REQUIRE_THAT(parse({"--config-file", "/no/such/file", "-np", "2", "prog"}).error, Catch::Contains("/no/such/file"));
+}
+
+TEST_CASE("A directory named as a config file or hostfile is an error naming it", "[launcher][options]") {
+  // An ifstream opens a directory and reads it as empty: that must not pass.
+  REQUIRE_THAT(parse({"--config-file", "/tmp", "-np", "2", "prog"}).error,
+               Catch::Contains("config file '/tmp' is a directory"));
+  REQUIRE_THAT(parse({"-np", "2", "--hostfile", "/tmp", "prog"}).error,
+               Catch::Contains("hostfile '/tmp' is a directory"));
 }
 
 TEST_CASE("Bad input gets one clear error", "[launcher][options]") {
@@ -199,6 +214,28 @@ TEST_CASE("--mpi-args, --output-filename, and nothing reaches a shell", "[launch
   // Program arguments arrive as single, untouched words.
   REQUIRE(has_words(p.argv, {"./train", "a; rm -rf /", "$(id)"}));
   REQUIRE(quote_command({"prog", "a; rm -rf /", "it's"}) == "prog 'a; rm -rf /' 'it'\\''s'");
+}
+
+TEST_CASE("A local job runs each rank under the exit reporter; a remote one does not", "[launcher][plan]") {
+  LaunchContext c = context();
+  c.self_path = "/opt/chorus/bin/chorusrun";
+  c.exit_hook_path = "/opt/chorus/lib/chorus/libchorusrun_exit_hook.so";
+  c.exit_record_dir = "/tmp/chorusrun-exits-abc";
+  LaunchPlan p;
+  REQUIRE(make_launch_plan(parse({"-np", "2", "./train", "--lr", "0.1"}).options, c, &p).empty());
+  REQUIRE(p.exit_record_dir == c.exit_record_dir);
+  REQUIRE(has_words(p.argv, {c.self_path, "--rank-exit-reporter", c.exit_record_dir, c.exit_hook_path, "./train",
+                             "--lr", "0.1"}));
+  c.exit_hook_path = "";  // no hook found: the reporter still records how each rank ended
+  REQUIRE(make_launch_plan(parse({"-np", "2", "./train"}).options, c, &p).empty());
+  REQUIRE(has_words(p.argv, {"--rank-exit-reporter", c.exit_record_dir, "-", "./train"}));
+  // Records left on other hosts never reach chorusrun: no reporter there.
+  REQUIRE(make_launch_plan(parse({"-np", "2", "-H", "a:1,b:1", "./train"}).options, c, &p).empty());
+  REQUIRE(p.exit_record_dir.empty());
+  REQUIRE(std::find(p.argv.begin(), p.argv.end(), "--rank-exit-reporter") == p.argv.end());
+  REQUIRE(make_launch_plan(parse({"-np", "2", "--no-exit-report", "./train"}).options, c, &p).empty());
+  REQUIRE(p.exit_record_dir.empty());
+  REQUIRE(std::find(p.argv.begin(), p.argv.end(), "--rank-exit-reporter") == p.argv.end());
 }
 
 TEST_CASE("A missing mpirun or program stops before anything starts", "[launcher][plan]") {
