@@ -9,8 +9,8 @@
 #include <vector>
 #include <sstream>
 
-#include "comm/allreduce_choice.h"
-#include "algorithms/reduce_kernels.h"
+#include "dataplane/route_choice.h"
+#include "kernels/reduce_kernels.h"
 #include "chorus/chorus.h"
 #include "typed_values.h"
 
@@ -209,7 +209,7 @@ TEST_CASE("The allreduce algorithm follows CHORUS_ALLREDUCE_ALGO", "[mpi][ring][
   REQUIRE(big.front() == float(size));
   REQUIRE(big.back() == float(size));
   // These tests run every rank on one host, so shared memory is there.
-  const detail::AllreduceRoute route = detail::choose_allreduce(runtime().options(), 1 << 20, size, true);
+  const detail::AllreduceRoute route = detail::choose_allreduce_route(runtime().options(), 1 << 20, size, true);
   REQUIRE(after.ring_allreduce_ops - before.ring_allreduce_ops == (route == detail::AllreduceRoute::kRing ? 1 : 0));
   REQUIRE(after.shm_allreduce_ops - before.shm_allreduce_ops ==
           (route == detail::AllreduceRoute::kSharedMemory ? 1 : 0));
@@ -301,9 +301,9 @@ TEST_CASE("Tensors from allocate_shared_host are reduced where they lie across p
     }
     REQUIRE(wrong == 0);
     const bool shm = size > 1 &&
-                     detail::choose_allreduce(runtime().options(), total, size, true) ==
+                     detail::choose_allreduce_route(runtime().options(), total, size, true) ==
                          detail::AllreduceRoute::kSharedMemory &&
-                     detail::choose_allreduce(runtime().options(), n * 8, size, true) ==
+                     detail::choose_allreduce_route(runtime().options(), n * 8, size, true) ==
                          detail::AllreduceRoute::kSharedMemory;
     REQUIRE(after.shm_zero_copy_ops - before.shm_zero_copy_ops == (arenas && shm && !rank0_on_heap ? 2 : 0));
   }

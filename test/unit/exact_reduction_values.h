@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "algorithms/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 #include "chorus/types.h"
 
 namespace chorus::test {

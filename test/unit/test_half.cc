@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
-#include "algorithms/fp16_f16c.h"
-#include "algorithms/reduce_kernels.h"
+#include "kernels/fp16_f16c.h"
+#include "kernels/reduce_kernels.h"
 #include "common/half.h"
 
 using namespace chorus;

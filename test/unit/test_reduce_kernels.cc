@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/reduce_kernels.h"
-#include "algorithms/streaming_copy.h"
+#include "kernels/reduce_kernels.h"
+#include "kernels/streaming_copy.h"
 #include "common/half.h"
 
 using namespace chorus;

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "../mpi/typed_values.h"
-#include "algorithms/reduce_kernels.h"
-#include "algorithms/ring_allreduce.h"
+#include "kernels/reduce_kernels.h"
+#include "dataplane/algorithms/ring_allreduce.h"
 #include "comm/loopback/in_process_links.h"
 #include "exact_reduction_values.h"
 #include "thread_ranks.h"

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "../mpi/typed_values.h"
-#include "algorithms/reduce_kernels.h"
-#include "algorithms/shared_memory_allreduce.h"
-#include "algorithms/zero_copy_allreduce.h"
+#include "kernels/reduce_kernels.h"
+#include "dataplane/algorithms/shared_memory_allreduce.h"
+#include "dataplane/algorithms/zero_copy_allreduce.h"
 #include "exact_reduction_values.h"
 #include "thread_ranks.h"
 

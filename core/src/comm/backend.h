@@ -1,8 +1,11 @@
 #pragma once
-// A Backend is everything a Runtime needs from the outside world: where this
-// process sits in the job, the control channel and the data-plane
-// communicator. The background thread calls start() before anything else and
-// stop() last, so backends that need thread affinity (MPI) get it.
+// A Backend is a transport: everything a Runtime needs from the outside
+// world. Where this process sits in the job, the control channel, the
+// transport's own collectives, point-to-point links between the ranks and,
+// when they share a host, shared-memory slots. It runs no algorithm: the data
+// plane (dataplane/) builds the ring and the shared-memory allreduce on top.
+// The background thread calls start() before anything else and stop() last,
+// so backends that need thread affinity (MPI) get it.
 
 #include <memory>
 #include <string>
@@ -12,7 +15,9 @@
 #include "chorus/status.h"
 #include "comm/communicator.h"
 #include "comm/control_channel.h"
+#include "comm/peer_link.h"
 #include "comm/shared_arena.h"
+#include "comm/shared_slots.h"
 #include "common/set_scope.h"
 
 namespace chorus::detail {
@@ -35,7 +40,13 @@ class Backend {
   virtual void stop() = 0;
   virtual Topology topology() const = 0;
   virtual ControlChannel& control() = 0;
-  virtual Communicator& data() = 0;
+  /// The transport's own collectives (comm/communicator.h).
+  virtual Communicator& collectives() = 0;
+  /// Point-to-point links to every rank of this backend (the ring's).
+  virtual PeerLink& peer_link() = 0;
+  /// The shared memory of the ranks when all of them share this host;
+  /// nullptr otherwise (the same answer on every rank). Valid from start() on.
+  virtual const SharedSlots* shared_slots() const { return nullptr; }
   /// This rank's shared-memory arena (comm/shared_arena.h), whose tensors
   /// the data plane can reduce where they lie; nullptr when there is none.
   /// Valid from start() on; the arena outlives stop() while tensors use it.

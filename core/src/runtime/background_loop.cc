@@ -26,7 +26,7 @@ BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const Runti
       stats_(stats),
       timeline_(timeline),
       topo_(backend.topology()),
-      executor_(backend.data(), topo_.rank, topo_.size, stats, timeline, logger),
+      executor_(backend, options, stats, timeline, logger),
       waiter_(options, queue),
       cache_(static_cast<size_t>(options.cache_capacity)),
       sent_(topo_.rank == 0 ? 0 : static_cast<size_t>(options.cache_capacity)),  // rank 0 sends no bits

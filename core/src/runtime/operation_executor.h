@@ -1,15 +1,15 @@
 #pragma once
-// Runs one Response on this rank: packs the tensors into the fusion buffer
-// (scaling during the copy), calls the data plane, unpacks (scaling and
-// averaging during the copy), and completes the entries. Allgathers have
-// their own executor (runtime/allgather_executor.h).
+// Runs one Response on this rank: hands its tensors to the data plane
+// (dataplane/data_plane.h), which decides how the bytes move, allocates
+// outputs, and completes the entries. Allgathers have their own executor
+// (runtime/allgather_executor.h).
 
 #include <vector>
 
 #include "chorus/options.h"
-#include "comm/communicator.h"
+#include "comm/backend.h"
 #include "common/logging.h"
-#include "fusion/fusion_buffer.h"
+#include "dataplane/data_plane.h"
 #include "runtime/allgather_executor.h"
 #include "negotiation/messages.h"
 #include "runtime/shared_stats.h"
@@ -20,15 +20,16 @@ namespace chorus::detail {
 
 class OperationExecutor {
  public:
-  OperationExecutor(Communicator& comm, int rank, int world_size, SharedStats& stats, Timeline& timeline,
+  /// After `backend.start()`, on its background thread.
+  OperationExecutor(Backend& backend, const RuntimeOptions& options, SharedStats& stats, Timeline& timeline,
                     const Logger& logger)
-      : comm_(comm),
-        rank_(rank),
-        world_size_(world_size),
+      : data_(backend, options),
+        rank_(backend.topology().rank),
+        world_size_(backend.topology().size),
         stats_(stats),
         timeline_(timeline),
         logger_(logger),
-        allgather_(comm, rank, world_size, logger) {}
+        allgather_(data_.collectives(), rank_, world_size_, logger) {}
 
   /// Runs `response` on `entries` (in the response's name order) and
   /// completes each one, successfully or with the error.
@@ -41,16 +42,14 @@ class OperationExecutor {
   Status alltoall(const Response& response, TensorEntry& entry);
   void record_allgather(size_t tensors, const std::vector<Status>& each);
   using Clock = std::chrono::steady_clock;
-  void record_allreduce(size_t tensors, int64_t bytes, const char* algorithm, Clock::time_point start,
-                        Clock::time_point packed, Clock::time_point reduced);
+  void record_allreduce(size_t tensors, int64_t bytes, const AllreduceOutcome& outcome, Clock::time_point start);
 
-  Communicator& comm_;
+  DataPlane data_;
   int rank_;
   int world_size_;
   SharedStats& stats_;
   Timeline& timeline_;
   const Logger& logger_;
-  FusionBuffer fusion_;
   AllgatherExecutor allgather_;
 };
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "algorithms/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 #include "common/env_params.h"
 #include "chorus/error.h"
 #include "runtime/process_set_table.h"

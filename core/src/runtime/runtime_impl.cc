@@ -5,7 +5,7 @@
 #include <future>
 #include <new>
 
-#include "algorithms/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 #include "chorus/error.h"
 #include "common/env_params.h"
 

@@ -10,8 +10,9 @@
 #include <string>
 #include <utility>
 
-#include "algorithms/reduce_kernels.h"
-#include "algorithms/shared_memory_allreduce.h"
+#include "kernels/reduce_kernels.h"
+#include "comm/loopback/in_process_links.h"
+#include "comm/shared_slots.h"
 
 namespace chorus::detail {
 
@@ -19,15 +20,19 @@ class LoopbackWorld {
  public:
   LoopbackWorld(int size, int ranks_per_host, int64_t arena_bytes)
       : size_(size), per_host_(ranks_per_host > 0 ? ranks_per_host : size), mailboxes_(static_cast<size_t>(size)),
-        staging_(size, kStagingBlockBytes, arena_bytes) {}
+        network_(make_in_process_network(size)),
+        staging_(size, kStagingBlockBytes, one_host() ? arena_bytes : 0) {}
 
-  // Threads share all memory: the shared-memory allreduce runs over plain
-  // heap blocks, small so that fused tensors cross many of them. Arenas
+  // Threads share all memory, but the world plays hosts as MPI sees them:
+  // shared memory (plain heap blocks, small so that fused tensors cross
+  // many of them) only when every rank is on one host, as under MPI. Arenas
   // only for the whole job, as under MPI (process sets stage).
   static constexpr int64_t kStagingBlockBytes = 4096;
   static constexpr int64_t kArenaBytes = 32 << 20;
+  bool one_host() const { return per_host_ >= size_; }
   SharedSlots shared_slots(int rank) { return staging_.slots(rank); }
-  std::shared_ptr<SharedArena> arena(int rank) const { return staging_.arena(rank); }
+  std::shared_ptr<SharedArena> arena(int rank) const { return one_host() ? staging_.arena(rank) : nullptr; }
+  std::unique_ptr<PeerLink> link(int rank) { return make_in_process_link(network_, rank); }
 
   int size() const { return size_; }
   Topology topology(int rank) const {
@@ -87,6 +92,7 @@ class LoopbackWorld {
   std::mutex mu_;
   std::vector<std::deque<std::pair<int, std::string>>> mailboxes_;
   std::map<uint64_t, std::shared_ptr<LoopbackWorld>> children_;
+  std::shared_ptr<InProcessNetwork> network_;
   std::mutex coll_mu_;
   std::condition_variable coll_cv_;
   HeapStaging staging_;
@@ -117,23 +123,26 @@ class LoopbackControl final : public ControlChannel {
   int rank_;
 };
 
+// The transport's collectives for ranks that are threads: each is a
+// rendezvous where the last rank to arrive does the work for all.
 class LoopbackComm final : public Communicator {
  public:
-  LoopbackComm(LoopbackWorld& world, int rank) : world_(world), rank_(rank), shared_(world.shared_slots(rank)) {}
-  bool reduces_pieces(int64_t) const override { return true; }
-  Status allreduce_pieces(const std::vector<ReducePiece>& pieces, DataType dtype, ReduceOp op, double prescale,
-                          PostScale scale) override {
-    ++shared_calls_;
-    return shared_.allreduce(pieces, dtype, op, prescale, scale);
-  }
-  int64_t shared_memory_allreduces() const override { return shared_calls_; }
-  int64_t zero_copy_allreduces() const override { return shared_.zero_copy_calls(); }
-  // Allreduce runs on the shared-memory algorithm, as on one host under
-  // MPI; a rank whose tensors lie together and one whose do not must meet
-  // in the same algorithm.
-  Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
-                   PostScale scale) override {
-    return allreduce_pieces({ReducePiece{input, output, count}}, dtype, op, 1.0, scale);
+  LoopbackComm(LoopbackWorld& world, int rank) : world_(world), rank_(rank) {}
+  Status allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) override {
+    struct Slot {
+      const void* in;
+      void* out;
+    } mine{input, output};
+    const size_t bytes = static_cast<size_t>(count * dtype_size(dtype));
+    world_.rendezvous(rank_, &mine, [&](std::vector<void*>& all) {
+      std::vector<char> sum(bytes + 1);
+      if (bytes > 0) std::memcpy(sum.data(), static_cast<Slot*>(all[0])->in, bytes);
+      for (size_t r = 1; r < all.size(); ++r) reduce_into(sum.data(), static_cast<Slot*>(all[r])->in, count, dtype, op);
+      for (void* slot : all) {
+        if (bytes > 0) std::memcpy(static_cast<Slot*>(slot)->out, sum.data(), bytes);
+      }
+    });
+    return Status::ok();
   }
   Status allgatherv(const void* input, void* output, const std::vector<int64_t>& rows, int64_t row_bytes) override {
     struct Slot {
@@ -209,14 +218,13 @@ class LoopbackComm final : public Communicator {
  private:
   LoopbackWorld& world_;
   int rank_;
-  SharedMemoryAllreduce shared_;
-  int64_t shared_calls_ = 0;
 };
 
 class LoopbackBackend final : public Backend {
  public:
   LoopbackBackend(std::shared_ptr<LoopbackWorld> world, int rank, SetScope scope = {})
-      : world_(std::move(world)), rank_(rank), scope_(std::move(scope)), control_(*world_, rank), data_(*world_, rank) {}
+      : world_(std::move(world)), rank_(rank), scope_(std::move(scope)), control_(*world_, rank),
+        collectives_(*world_, rank), link_(world_->link(rank)), slots_(world_->shared_slots(rank)) {}
   Status start() override { return Status::ok(); }
   void stop() override {}
   Topology topology() const override {
@@ -225,7 +233,9 @@ class LoopbackBackend final : public Backend {
     return t;
   }
   ControlChannel& control() override { return control_; }
-  Communicator& data() override { return data_; }
+  Communicator& collectives() override { return collectives_; }
+  PeerLink& peer_link() override { return *link_; }
+  const SharedSlots* shared_slots() const override { return world_->one_host() ? &slots_ : nullptr; }
   std::shared_ptr<SharedArena> shared_arena() const override { return world_->arena(rank_); }
   Status split(int32_t set_id, const std::vector<int>& members, std::unique_ptr<Backend>* out) override {
     const uint64_t index = splits_++;
@@ -243,7 +253,9 @@ class LoopbackBackend final : public Backend {
   SetScope scope_;
   uint64_t splits_ = 0;  // only the background thread splits
   LoopbackControl control_;
-  LoopbackComm data_;
+  LoopbackComm collectives_;
+  std::unique_ptr<PeerLink> link_;
+  SharedSlots slots_;
 };
 
 }  // namespace

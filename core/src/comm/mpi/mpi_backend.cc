@@ -10,7 +10,6 @@
 #include "comm/backend.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "comm/mpi/mpi_control_channel.h"
-#include "comm/allreduce_choice.h"
 #include "comm/mpi/mpi_environment.h"
 #include "comm/mpi/mpi_peer_link.h"
 #include "comm/mpi/mpi_shared_memory.h"
@@ -94,14 +93,11 @@ class MpiBackend final : public Backend {
       stop();
       return s;
     }
-    data_ = std::make_unique<AllreduceChoiceCommunicator>(*mpi_data_, *link_, shared_allreduce_.get(), options_);
     return Status::ok();
   }
 
   void stop() override {
     control_.reset();
-    data_.reset();
-    shared_allreduce_.reset();
     shared_memory_.reset();
     link_.reset();
     mpi_data_.reset();
@@ -114,7 +110,9 @@ class MpiBackend final : public Backend {
 
   Topology topology() const override { return topo_; }
   ControlChannel& control() override { return *control_; }
-  Communicator& data() override { return *data_; }
+  Communicator& collectives() override { return *mpi_data_; }
+  PeerLink& peer_link() override { return *link_; }
+  const SharedSlots* shared_slots() const override { return shared_memory_ ? &shared_memory_->slots() : nullptr; }
   std::shared_ptr<SharedArena> shared_arena() const override {
     return shared_memory_ ? shared_memory_->arena() : nullptr;
   }
@@ -154,7 +152,6 @@ class MpiBackend final : public Backend {
                                        &arena_why_not);
     if (!s.is_ok()) return s;
     if (shared_memory_) {
-      shared_allreduce_ = std::make_unique<SharedMemoryAllreduce>(shared_memory_->slots());
       if (!arena_why_not.empty() && topo_.rank == 0) {
         Logger logger(options_.log_level);
         logger.set_rank(topo_.rank);
@@ -186,8 +183,6 @@ class MpiBackend final : public Backend {
   std::unique_ptr<MpiCommunicator> mpi_data_;
   std::unique_ptr<MpiPeerLink> link_;
   std::unique_ptr<MpiSharedMemory> shared_memory_;
-  std::unique_ptr<SharedMemoryAllreduce> shared_allreduce_;
-  std::unique_ptr<AllreduceChoiceCommunicator> data_;
 };
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <vector>
 #include <string>
 
-#include "algorithms/reduce_kernels.h"
 
 namespace chorus::detail {
 
@@ -14,8 +13,7 @@ namespace {
 constexpr int64_t kMaxChunk = int64_t{1} << 30;
 }  // namespace
 
-Status MpiCommunicator::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
-                                  PostScale scale) {
+Status MpiCommunicator::allreduce(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {
   const MPI_Datatype type = types_.datatype(dtype);
   const MPI_Op mpi_op = types_.op(dtype, op);
   const char* in = static_cast<const char*>(input);
@@ -29,7 +27,6 @@ Status MpiCommunicator::allreduce(const void* input, void* output, int64_t count
     }
     done += n;
   }
-  if (!scale.is_identity()) scale_copy(output, output, count, dtype, scale.factor, scale.divisor);
   return Status::ok();
 }
 

@@ -14,7 +14,6 @@
 #include <random>
 #include <vector>
 
-#include "algorithms/zero_copy_allreduce.h"
 
 namespace chorus::detail {
 

@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "algorithms/shared_memory_allreduce.h"
+#include "comm/shared_slots.h"
 #include "chorus/status.h"
 #include "comm/shared_arena.h"
 

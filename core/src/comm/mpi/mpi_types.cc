@@ -1,6 +1,6 @@
 #include "comm/mpi/mpi_types.h"
 
-#include "algorithms/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 
 namespace chorus::detail {
 

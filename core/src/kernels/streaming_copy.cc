@@ -1,4 +1,4 @@
-#include "algorithms/streaming_copy.h"
+#include "kernels/streaming_copy.h"
 
 #include <cstdint>
 #include <cstring>

@@ -1,10 +1,10 @@
-#include "algorithms/zero_copy_allreduce.h"
+#include "dataplane/algorithms/zero_copy_allreduce.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "algorithms/reduce_kernels.h"
-#include "algorithms/streaming_copy.h"
+#include "kernels/reduce_kernels.h"
+#include "kernels/streaming_copy.h"
 
 namespace chorus::detail {
 

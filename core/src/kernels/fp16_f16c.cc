@@ -1,4 +1,4 @@
-#include "algorithms/fp16_f16c.h"
+#include "kernels/fp16_f16c.h"
 
 #include "common/half.h"
 

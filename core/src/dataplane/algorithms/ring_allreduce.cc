@@ -1,9 +1,9 @@
-#include "algorithms/ring_allreduce.h"
+#include "dataplane/algorithms/ring_allreduce.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "algorithms/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 
 namespace chorus::detail {
 

@@ -12,14 +12,10 @@
 
 #include "chorus/types.h"
 #include "comm/reduce_piece.h"
+#include "comm/shared_slots.h"
 
 namespace chorus::detail {
 
-/// Most non-empty tensors of one call the exchange area can describe; a
-/// call with more takes the staging path.
-constexpr int64_t kZeroCopyMaxPieces = 1024;
-/// Bytes of one exchange area (a rank has two, used by call parity).
-constexpr int64_t kExchangeAreaBytes = (16 + 24 * kZeroCopyMaxPieces + 63) / 64 * 64;
 
 /// Writes where `pieces` lie in `arena` (`arena_bytes` long) to `area`,
 /// with their total count; returns true when all of them, inputs and

@@ -1,9 +1,9 @@
-#include "algorithms/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "algorithms/fp16_f16c.h"
+#include "kernels/fp16_f16c.h"
 #include "common/half.h"
 
 namespace chorus::detail {

@@ -1,4 +1,4 @@
-#include "algorithms/shared_memory_allreduce.h"
+#include "dataplane/algorithms/shared_memory_allreduce.h"
 
 #include <sched.h>
 
@@ -7,10 +7,10 @@
 #include <thread>
 #include <utility>
 
-#include "algorithms/reduce_kernels.h"
-#include "algorithms/ring_allreduce.h"
-#include "algorithms/streaming_copy.h"
-#include "algorithms/zero_copy_allreduce.h"
+#include "kernels/reduce_kernels.h"
+#include "dataplane/algorithms/ring_allreduce.h"
+#include "kernels/streaming_copy.h"
+#include "dataplane/algorithms/zero_copy_allreduce.h"
 
 namespace chorus::detail {
 
@@ -68,33 +68,6 @@ void allreduce_pieces_alone(const std::vector<ReducePiece>& pieces, DataType dty
     scale_copy(p.output, p.input, p.count, dtype, prescale, 1);
     scale_copy(p.output, p.output, p.count, dtype, scale.factor, scale.divisor);
   }
-}
-
-HeapStaging::HeapStaging(int size, int64_t block_bytes, int64_t arena_bytes)
-    : size_(size), block_bytes_(block_bytes), arena_bytes_(arena_bytes),
-      memory_(static_cast<size_t>(size * 2 * block_bytes)),
-      exchange_(static_cast<size_t>(size * 2 * kExchangeAreaBytes)), arrivals_(static_cast<size_t>(size)) {
-  for (int k = 0; arena_bytes > 0 && k < size; ++k) {
-    std::shared_ptr<char> memory(new char[static_cast<size_t>(arena_bytes)], std::default_delete<char[]>());
-    arenas_.push_back(std::make_shared<SharedArena>(memory.get(), arena_bytes, memory, -1, 0));
-  }
-}
-
-SharedSlots HeapStaging::slots(int rank) {
-  SharedSlots s;
-  s.rank = rank;
-  s.size = size_;
-  s.block_bytes = block_bytes_;
-  for (int k = 0; k < size_; ++k) {
-    s.staging.push_back(memory_.data() + k * 2 * block_bytes_);
-    s.arrivals.push_back(&arrivals_[static_cast<size_t>(k)]);
-    if (!arenas_.empty()) {
-      s.exchange.push_back(exchange_.data() + k * 2 * kExchangeAreaBytes);
-      s.arenas.push_back(arenas_[static_cast<size_t>(k)]->base());
-    }
-  }
-  s.arena_bytes = arenas_.empty() ? 0 : arenas_[static_cast<size_t>(rank)]->bytes();  // as trimmed to 64-byte units
-  return s;
 }
 
 SharedMemoryAllreduce::SharedMemoryAllreduce(SharedSlots slots) : slots_(std::move(slots)) {}

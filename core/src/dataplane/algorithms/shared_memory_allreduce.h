@@ -34,7 +34,7 @@
 #include "chorus/status.h"
 #include "chorus/types.h"
 #include "comm/reduce_piece.h"
-#include "comm/shared_arena.h"
+#include "comm/shared_slots.h"
 
 namespace chorus::detail {
 
@@ -42,46 +42,6 @@ namespace chorus::detail {
 /// output (prescale, then scale), with no staging.
 void allreduce_pieces_alone(const std::vector<ReducePiece>& pieces, DataType dtype, double prescale,
                             PostScale scale);
-
-/// The shared memory of one group of ranks, as this rank sees it.
-struct SharedSlots {
-  int rank = 0, size = 1;
-  /// Bytes of one staging block, a multiple of 64 (element and cache-line
-  /// alignment of both blocks); each rank owns two.
-  int64_t block_bytes = 0;
-  /// Per rank: its two staging blocks (2 * block_bytes bytes).
-  std::vector<char*> staging;
-  /// Per rank: how many barriers it has reached (only its owner writes it).
-  std::vector<std::atomic<uint64_t>*> arrivals;
-  /// Per rank, only with arenas: two exchange areas of kExchangeAreaBytes
-  /// (by call parity) where it tells where its tensors of a call lie.
-  std::vector<char*> exchange;
-  /// Per rank: its arena as mapped here, `arena_bytes` long; empty when the
-  /// group has none (the same on every rank).
-  std::vector<char*> arenas;
-  int64_t arena_bytes = 0;
-};
-
-/// Staging for ranks that are threads of one process (in-process ranks,
-/// tests): plain heap memory and counters, rank after rank.
-/// With `arena_bytes` > 0 every rank also gets an arena of plain memory.
-class HeapStaging {
- public:
-  HeapStaging(int size, int64_t block_bytes, int64_t arena_bytes = 0);
-  SharedSlots slots(int rank);
-  /// Rank `rank`'s arena (nullptr without arenas).
-  std::shared_ptr<SharedArena> arena(int rank) const {
-    return arenas_.empty() ? nullptr : arenas_[static_cast<size_t>(rank)];
-  }
-
- private:
-  const int size_;
-  const int64_t block_bytes_, arena_bytes_;
-  std::vector<char> memory_;
-  std::vector<char> exchange_;
-  std::vector<std::atomic<uint64_t>> arrivals_;
-  std::vector<std::shared_ptr<SharedArena>> arenas_;
-};
 
 class SharedMemoryAllreduce {
  public:

@@ -1,0 +1,77 @@
+#pragma once
+// The data plane: everything between "a response to run" and "bytes moved".
+// It owns the algorithm objects (the ring over the backend's peer links, the
+// shared-memory allreduce over its slots), the route choice
+// (dataplane/route_choice.h), the fused-allreduce strategy (where the bytes
+// of several tensors are reduced: in place where they lie, or packed into
+// the fusion buffer) and the arithmetic around the reduction: prescale,
+// Average as Sum and a divisor, postscale. Every rank computes the same
+// thing whatever its memory layout: layout decides only where bytes are
+// reduced, never which algorithm runs or where the scaling happens.
+//
+// Runs on the background thread of its backend only.
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "chorus/options.h"
+#include "chorus/status.h"
+#include "comm/backend.h"
+#include "comm/reduce_piece.h"
+#include "dataplane/route_choice.h"
+#include "fusion/fusion_buffer.h"
+
+namespace chorus::detail {
+
+class SharedMemoryAllreduce;
+
+/// One allreduce, fused or not: the result is op over ranks of
+/// (concatenated inputs x prescale), then x postscale (Average: / ranks).
+struct FusedAllreduce {
+  std::vector<ReducePiece> pieces;  ///< in the response's order; input may equal output
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  double prescale = 1.0, postscale = 1.0;
+};
+
+struct AllreduceOutcome {
+  using Clock = std::chrono::steady_clock;
+  Status status;
+  AllreduceRoute route = AllreduceRoute::kAlone;
+  bool zero_copy = false;      ///< shared memory read the tensors in every rank's arena
+  bool in_place_span = false;  ///< this rank's tensors lay back to back: reduced where they lie
+  Clock::time_point packed, reduced;  ///< the pack ended; the reduction ended
+};
+
+class DataPlane {
+ public:
+  /// After `backend.start()`; keeps references to the backend's transports.
+  DataPlane(Backend& backend, const RuntimeOptions& options);
+  ~DataPlane();
+
+  AllreduceOutcome allreduce(const FusedAllreduce& op);
+  /// Reducescatter of `input` (the sum of `counts` elements, times
+  /// `prescale`); this rank's part, times `postscale` (Average: / ranks),
+  /// lands in `output`.
+  Status reducescatter(const void* input, void* output, const std::vector<int64_t>& counts, DataType dtype,
+                       ReduceOp op, double prescale, double postscale);
+  /// The transport's own collectives: broadcast, allgather, alltoall.
+  Communicator& collectives() { return transport_; }
+  int world_size() const { return world_size_; }
+
+ private:
+  Status reduce_contiguous(const FusedAllreduce& op, ReduceOp wire, PostScale scale, AllreduceOutcome* out);
+  Status reduce_buffer(AllreduceRoute route, const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
+                       PostScale scale);
+
+  Communicator& transport_;
+  PeerLink& link_;
+  const RuntimeOptions options_;
+  const int world_size_;
+  std::unique_ptr<SharedMemoryAllreduce> shared_;  // when the ranks share memory
+  FusionBuffer fusion_;                             // packed tensors of the contiguous routes
+  FusionBuffer ring_scratch_;                       // persistent and pre-touched: no page faults
+};
+
+}  // namespace chorus::detail

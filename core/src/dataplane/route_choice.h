@@ -1,0 +1,28 @@
+#pragma once
+// Which algorithm carries an allreduce: a function of the settings every
+// rank agreed on, the rank count, whether the ranks share memory (the same
+// answer on every rank) and the call's total bytes (the same on every
+// rank). Never of one rank's memory layout or timing.
+
+#include <cstdint>
+
+#include "chorus/options.h"
+
+namespace chorus::detail {
+
+enum class AllreduceRoute {
+  kAlone,         ///< one rank: each input, scaled, into its output
+  kTransport,     ///< the transport's own allreduce (MPI's): small calls
+  kRing,          ///< the pipelined ring over the peer links
+  kSharedMemory,  ///< shared memory on one host (zero-copy from the arenas)
+};
+
+/// Name for the timeline and logs: "alone", "mpi", "ring", "shm".
+const char* route_name(AllreduceRoute route);
+
+/// Where an allreduce of `bytes` on `world_size` ranks goes; `shared_memory`
+/// says whether every rank can reach the others' memory.
+AllreduceRoute choose_allreduce_route(const RuntimeOptions& options, int64_t bytes, int world_size,
+                                      bool shared_memory);
+
+}  // namespace chorus::detail

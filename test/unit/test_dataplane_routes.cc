@@ -1,0 +1,89 @@
+// In-process ranks run the production route choice (dataplane/): shared
+// memory only when the ranks share a host, the ring and the transport's own
+// allreduce otherwise, as CHORUS_ALLREDUCE_ALGO and the size say; each
+// route gives the exact result, with every scaling.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "chorus/runtime.h"
+#include "comm/loopback/loopback_backend.h"
+#include "dataplane/route_choice.h"
+#include "loopback_job.h"
+
+using namespace chorus;
+
+namespace {
+
+// Like run_ranks, with the world's hosts given: `per_host` ranks a host.
+template <class Body>
+void run_on_hosts(int size, int per_host, const RuntimeOptions& options, Body body) {
+  auto world = detail::make_loopback_world(size, per_host);
+  std::vector<std::unique_ptr<Runtime>> runtimes;
+  for (int r = 0; r < size; ++r) {
+    runtimes.push_back(std::make_unique<Runtime>(detail::make_loopback_backend(world, r), options));
+  }
+  std::vector<std::exception_ptr> failures(static_cast<size_t>(size));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        body(*runtimes[static_cast<size_t>(r)], r);
+      } catch (...) {
+        failures[static_cast<size_t>(r)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  runtimes.clear();
+  for (auto& f : failures) {
+    if (f) std::rethrow_exception(f);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("In-process ranks take the route production would, and every route is exact", "[dataplane][routes]") {
+  const AllreduceAlgorithm algos[] = {AllreduceAlgorithm::kAuto, AllreduceAlgorithm::kRing, AllreduceAlgorithm::kMpi,
+                                      AllreduceAlgorithm::kSharedMemory};
+  for (AllreduceAlgorithm algo : algos) {
+    for (int per_host : {4, 2}) {
+      const bool one_host = per_host == 4;
+      if (algo == AllreduceAlgorithm::kSharedMemory && !one_host) continue;  // refused at init under MPI
+      RuntimeOptions o = test::quiet_options();
+      o.allreduce_algorithm = algo;
+      o.ring_segment_bytes = 4096;  // many pipelined segments
+      INFO("algorithm " << int(algo) << ", " << (one_host ? "one host" : "two hosts"));
+      run_on_hosts(4, per_host, o, [&](Runtime& rt, int rank) {
+        for (int64_t count : {int64_t{1}, int64_t{1000}, int64_t{1} << 18}) {
+          const int64_t bytes = count * 4;
+          const detail::AllreduceRoute want = detail::choose_allreduce_route(o, bytes, 4, one_host);
+          std::vector<float> a(static_cast<size_t>(count)), b(a.size());
+          for (int64_t i = 0; i < count; ++i) a[i] = b[i] = float((i % 9) + rank);
+          auto ta = std::make_shared<HostTensorView>(a.data(), DataType::kFloat32, TensorShape{count});
+          auto tb = std::make_shared<HostTensorView>(b.data(), DataType::kFloat32, TensorShape{count});
+          AllreduceOptions opt;  // Average with both scalings: (sum x 2) x 0.5 / 4
+          opt.prescale_factor = 2.0;
+          opt.postscale_factor = 0.5;
+          const RuntimeStats before = rt.stats();
+          const std::string n = "route." + std::to_string(count);
+          for (auto& h : rt.grouped_allreduce_async({n + ".a", n + ".b"}, {ta, tb}, {}, opt)) h.wait();
+          const RuntimeStats after = rt.stats();
+          for (int64_t i = 0; i < count; ++i) {
+            const float want_value = float(4 * (i % 9) + 6) / 4.0f;
+            RANK_CHECK(a[i] == want_value);
+            RANK_CHECK(b[i] == want_value);
+          }
+          RANK_CHECK(after.ring_allreduce_ops - before.ring_allreduce_ops ==
+                     (want == detail::AllreduceRoute::kRing ? 1 : 0));
+          RANK_CHECK(after.shm_allreduce_ops - before.shm_allreduce_ops ==
+                     (want == detail::AllreduceRoute::kSharedMemory ? 1 : 0));
+          RANK_CHECK(after.allreduce_ops - before.allreduce_ops == 1);
+        }
+      });
+    }
+  }
+}
