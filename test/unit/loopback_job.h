@@ -33,10 +33,11 @@ inline RuntimeOptions quiet_options() {
 }
 
 /// Starts `size` runtimes; runs body(runtime, rank) on each in its own
-/// thread; destroys the runtimes; rethrows the first failure.
+/// thread; destroys the runtimes; rethrows the first failure. The ranks
+/// play `ranks_per_host` ranks a host (0: all on one host).
 template <class Body>
-void run_ranks(int size, Body body, RuntimeOptions options = quiet_options()) {
-  auto world = detail::make_loopback_world(size);
+void run_ranks(int size, Body body, RuntimeOptions options = quiet_options(), int ranks_per_host = 0) {
+  auto world = detail::make_loopback_world(size, ranks_per_host);
   std::vector<std::unique_ptr<Runtime>> runtimes;
   for (int r = 0; r < size; ++r) {
     runtimes.push_back(std::make_unique<Runtime>(detail::make_loopback_backend(world, r), options));

@@ -6,7 +6,6 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "chorus/runtime.h"
@@ -15,36 +14,6 @@
 #include "loopback_job.h"
 
 using namespace chorus;
-
-namespace {
-
-// Like run_ranks, with the world's hosts given: `per_host` ranks a host.
-template <class Body>
-void run_on_hosts(int size, int per_host, const RuntimeOptions& options, Body body) {
-  auto world = detail::make_loopback_world(size, per_host);
-  std::vector<std::unique_ptr<Runtime>> runtimes;
-  for (int r = 0; r < size; ++r) {
-    runtimes.push_back(std::make_unique<Runtime>(detail::make_loopback_backend(world, r), options));
-  }
-  std::vector<std::exception_ptr> failures(static_cast<size_t>(size));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        body(*runtimes[static_cast<size_t>(r)], r);
-      } catch (...) {
-        failures[static_cast<size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  runtimes.clear();
-  for (auto& f : failures) {
-    if (f) std::rethrow_exception(f);
-  }
-}
-
-}  // namespace
 
 TEST_CASE("In-process ranks take the route production would, and every route is exact", "[dataplane][routes]") {
   const AllreduceAlgorithm algos[] = {AllreduceAlgorithm::kAuto, AllreduceAlgorithm::kRing, AllreduceAlgorithm::kMpi,
@@ -57,7 +26,7 @@ TEST_CASE("In-process ranks take the route production would, and every route is 
       o.allreduce_algorithm = algo;
       o.ring_segment_bytes = 4096;  // many pipelined segments
       INFO("algorithm " << int(algo) << ", " << (one_host ? "one host" : "two hosts"));
-      run_on_hosts(4, per_host, o, [&](Runtime& rt, int rank) {
+      test::run_ranks(4, [&](Runtime& rt, int rank) {
         for (int64_t count : {int64_t{1}, int64_t{1000}, int64_t{1} << 18}) {
           const int64_t bytes = count * 4;
           const detail::AllreduceRoute want = detail::choose_allreduce_route(o, bytes, 4, one_host);
@@ -83,7 +52,7 @@ TEST_CASE("In-process ranks take the route production would, and every route is 
                      (want == detail::AllreduceRoute::kSharedMemory ? 1 : 0));
           RANK_CHECK(after.allreduce_ops - before.allreduce_ops == 1);
         }
-      });
+      }, o, per_host);
     }
   }
 }

@@ -88,7 +88,8 @@ void OperationExecutor::record_allgather(size_t tensors, const std::vector<Statu
 
 Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
   const Request& first = entries.front().request;
-  FusedAllreduce op;
+  FusedAllreduce& op = fused_;  // reused: its piece list keeps its capacity
+  op.pieces.clear();
   op.dtype = first.dtype;
   op.op = first.op;
   op.prescale = first.prescale;

@@ -45,6 +45,7 @@ class OperationExecutor {
   void record_allreduce(size_t tensors, int64_t bytes, const AllreduceOutcome& outcome, Clock::time_point start);
 
   DataPlane data_;
+  FusedAllreduce fused_;
   int rank_;
   int world_size_;
   SharedStats& stats_;
