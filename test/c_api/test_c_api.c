@@ -1,14 +1,17 @@
 /* The C ABI from a plain C program, under mpirun: lifecycle, topology,
  * allreduce and broadcast values, error codes with messages (a mismatch
- * across ranks, bad arguments, unknown handles), process sets, join, re-init. Exits non-zero
+ * across ranks, bad arguments, unknown handles), process sets, join,
+ * shared-host memory, re-init. Exits non-zero
  * on the first failure, naming it. */
 #include <chorus/c_api.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 static int g_rank = -1;
+static void* g_shared_block = NULL;  /* allocated before shutdown, freed after */
 
 #define CHECK(cond)                                                                     \
   do {                                                                                  \
@@ -311,6 +314,42 @@ static void test_join(void) {
   CHECK(lowest == last && highest == last);
 }
 
+/* Shared-host memory: a fused pair of allreduces on blocks from every
+ * rank's arena is reduced right (zero-copy when the job has arenas); the
+ * blocks outlive shutdown until freed; bad pointers are refused. */
+static void test_shared_host(void) {
+  const int size = chorus_size();
+  void* a = NULL;
+  void* b = NULL;
+  int64_t ha = 0, hb = 0, i;
+  const int64_t n = 1 << 16;
+  CHECK(chorus_allocate_shared_host(n * 4, &a) == 0 && a != NULL);
+  CHECK(chorus_allocate_shared_host(n * 4, &b) == 0 && b != NULL);
+  CHECK(((uintptr_t)a % 64) == 0);
+  CHECK(chorus_in_shared_host(a, n * 4) == 0 || chorus_in_shared_host(a, n * 4) == 1);
+  for (i = 0; i < n; ++i) {
+    ((float*)a)[i] = (float)(g_rank + i % 7);
+    ((float*)b)[i] = (float)(2 * g_rank);
+  }
+  CHECK(chorus_allreduce_async("c.shared.a", a, a, n, CHORUS_FLOAT32, CHORUS_SUM, 1.0, 1.0, &ha) == 0);
+  CHECK(chorus_allreduce_async("c.shared.b", b, b, n, CHORUS_FLOAT32, CHORUS_SUM, 1.0, 1.0, &hb) == 0);
+  CHECK(chorus_wait(ha) == 0 && chorus_wait(hb) == 0);
+  for (i = 0; i < n; ++i) {
+    CHECK(((float*)a)[i] == (float)(size * (size - 1) / 2 + size * (i % 7)));
+    CHECK(((float*)b)[i] == (float)(size * (size - 1)));
+  }
+  CHECK(chorus_free_shared_host(a) == 0);
+  CHECK(chorus_free_shared_host(a) == CHORUS_ERR_INVALID_ARGUMENT);  /* twice */
+  CHECK(strstr(chorus_last_error(), "chorus_allocate_shared_host") != NULL);
+  { int local = 0; CHECK(chorus_free_shared_host(&local) == CHORUS_ERR_INVALID_ARGUMENT); }  /* not ours */
+  CHECK(chorus_free_shared_host(NULL) == 0);
+  CHECK(chorus_allocate_shared_host(-1, &a) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "-1") != NULL);
+  CHECK(chorus_allocate_shared_host(8, NULL) == CHORUS_ERR_INVALID_ARGUMENT);
+  /* `b` is freed after shutdown below: it stays valid until then. */
+  g_shared_block = b;
+}
+
 int main(void) {
   test_before_init();
   CHECK(chorus_init() == 0);
@@ -323,9 +362,13 @@ int main(void) {
   test_errors();
   test_process_sets();
   test_join();
+  test_shared_host();
 
   CHECK(chorus_shutdown() == 0);
   CHECK(chorus_is_initialized() == 0);
+  ((float*)g_shared_block)[0] = 1.0f;  /* still valid after shutdown */
+  CHECK(chorus_free_shared_host(g_shared_block) == 0);
+  { void* p = NULL; CHECK(chorus_allocate_shared_host(8, &p) == CHORUS_ERR_PRECONDITION); }
   int64_t h = 0;
   float x = 1;
   CHECK(chorus_allreduce_async("c.after", &x, &x, 1, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_PRECONDITION);

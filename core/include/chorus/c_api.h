@@ -18,7 +18,8 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 4  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets; 4: chorus_join */
+#define CHORUS_ABI_VERSION 4  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+                                4: chorus_join, shared-host memory */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -157,6 +158,21 @@ int chorus_barrier_in_set(int process_set_id);
  * code. Meanwhile the other ranks' allreduces go on, this rank taking part
  * with zeros of each tensor's shape (Average divides by every rank). */
 int chorus_join(void);
+
+/* Shared-host memory (ABI version 4): `bytes` bytes (64-byte aligned,
+ * uninitialized) from this rank's shared-memory arena, into *out. When every
+ * rank on the host allreduces tensors that lie there, the ranks read and
+ * write each other's tensors in place, with no staging copies (see
+ * chorus::allocate_shared_host in docs/api.md for when it is ordinary
+ * memory instead: still correct, only staged). The block stays valid, even
+ * after chorus_shutdown, until chorus_free_shared_host(block); freeing a
+ * pointer that did not come from here is CHORUS_ERR_INVALID_ARGUMENT, NULL
+ * is ignored. Not initialized: CHORUS_ERR_PRECONDITION. */
+int chorus_allocate_shared_host(int64_t bytes, void** out);
+int chorus_free_shared_host(void* block);
+/* 1 when `bytes` bytes at `p` lie in this rank's arena, 0 when not, or an
+ * error code. (ABI version 4) */
+int chorus_in_shared_host(const void* p, int64_t bytes);
 
 /* 1 done (successfully or not: chorus_wait tells), 0 pending, < 0 error code
  * (an unknown handle, or the operation failed). */

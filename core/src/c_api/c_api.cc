@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "c_api/c_arguments.h"
+#include "c_api/c_guard.h"
 #include "c_api/callback_op_context.h"
 #include "chorus/chorus.h"
 
@@ -18,41 +19,9 @@ namespace {
 using chorus::detail::bad_dtype;
 using chorus::detail::bad_reduce_op;
 using chorus::detail::CallbackOpContext;
-
-thread_local std::string last_error;
-
-int code_of(chorus::StatusCode code) {
-  switch (code) {
-    case chorus::StatusCode::kOk: return CHORUS_OK;
-    case chorus::StatusCode::kPreconditionError: return CHORUS_ERR_PRECONDITION;
-    case chorus::StatusCode::kAborted: return CHORUS_ERR_ABORTED;
-    case chorus::StatusCode::kInvalidArgument: return CHORUS_ERR_INVALID_ARGUMENT;
-    case chorus::StatusCode::kTimeout: return CHORUS_ERR_TIMEOUT;
-    default: return CHORUS_ERR_UNKNOWN;
-  }
-}
-
-int fail(int code, std::string message) {
-  last_error = std::move(message);
-  return code;
-}
-
-int fail(const chorus::Status& s) { return fail(code_of(s.code()), s.message()); }
-
-// Runs `body` (returning an int result), turning any exception into a code.
-template <class F>
-int guarded(F&& body) {
-  last_error.clear();
-  try {
-    return body();
-  } catch (const chorus::Error& e) {
-    return fail(e.status());
-  } catch (const std::exception& e) {
-    return fail(CHORUS_ERR_UNKNOWN, e.what());
-  } catch (...) {
-    return fail(CHORUS_ERR_UNKNOWN, "unknown exception");
-  }
-}
+using chorus::detail::fail;
+using chorus::detail::guarded;
+using chorus::detail::last_error;
 
 class HandleTable {
  public:
