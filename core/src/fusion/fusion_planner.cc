@@ -1,5 +1,7 @@
 #include "fusion/fusion_planner.h"
 
+#include "negotiation/collective_traits.h"
+
 #include <algorithm>
 #include <climits>
 #include <tuple>
@@ -8,12 +10,16 @@ namespace chorus::detail {
 
 namespace {
 
-bool fusable(ResponseType type) { return type == ResponseType::kAllreduce || type == ResponseType::kAllgather; }
+// Error responses never fuse; others as their collective's row says.
+bool fusable(ResponseType type) {
+  const int32_t t = static_cast<int32_t>(type);
+  return t <= kLastCollectiveType && traits_of(static_cast<CollectiveType>(t)).fusable;
+}
 
-// Allgathers only move bytes: op and scale factors do not apply to them.
+// Collectives that only move bytes (allgather) have no op or scale factors.
 bool fusable_together(const Request& a, const Request& b) {
   if (a.type != b.type || a.dtype != b.dtype || a.device != b.device) return false;
-  return a.type != CollectiveType::kAllreduce ||
+  return !traits_of(a.type).reduces ||
          std::tie(a.op, a.prescale, a.postscale) == std::tie(b.op, b.prescale, b.postscale);
 }
 

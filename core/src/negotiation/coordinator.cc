@@ -1,5 +1,7 @@
 #include "negotiation/coordinator.h"
 
+#include "negotiation/collective_traits.h"
+
 #include <algorithm>
 
 namespace chorus::detail {
@@ -91,7 +93,7 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
   } else {
     error = validate_requests(name, entry.requests, expected, scope_);
   }
-  if (error.empty() && !absent_joined.empty() && rank0->type != CollectiveType::kAllreduce) {
+  if (error.empty() && !absent_joined.empty() && !traits_of(rank0->type).runs_while_joined) {
     std::string ranks;
     for (int r : absent_joined) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
     error = std::string(collective_name(rank0->type)) + " of tensor '" + name + "' cannot run: rank(s) " + ranks +

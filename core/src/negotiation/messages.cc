@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "common/wire.h"
+#include "negotiation/collective_traits.h"
 
 namespace chorus::detail {
 
@@ -14,32 +15,11 @@ constexpr uint32_t kResponseMagic = 0x43525332;  // "CRS2": cached slots
 }  // namespace
 
 const char* collective_name(CollectiveType type) {
-  switch (type) {
-    case CollectiveType::kAllreduce: return "allreduce";
-    case CollectiveType::kBroadcast: return "broadcast";
-    case CollectiveType::kAllgather: return "allgather";
-    case CollectiveType::kBarrier: return "barrier";
-    case CollectiveType::kReducescatter: return "reducescatter";
-    case CollectiveType::kAlltoall: return "alltoall";
-    case CollectiveType::kJoin: return "join";
-    case CollectiveType::kAddProcessSet: return "process set registration";
-  }
-  return "unknown";
+  const int32_t t = static_cast<int32_t>(type);
+  return t >= 0 && t <= kLastCollectiveType ? traits_of(type).name : "unknown";
 }
 
-ResponseType response_type_of(CollectiveType type) {
-  switch (type) {
-    case CollectiveType::kAllreduce: return ResponseType::kAllreduce;
-    case CollectiveType::kBroadcast: return ResponseType::kBroadcast;
-    case CollectiveType::kAllgather: return ResponseType::kAllgather;
-    case CollectiveType::kBarrier: return ResponseType::kBarrier;
-    case CollectiveType::kReducescatter: return ResponseType::kReducescatter;
-    case CollectiveType::kAlltoall: return ResponseType::kAlltoall;
-    case CollectiveType::kJoin: return ResponseType::kJoin;
-    case CollectiveType::kAddProcessSet: return ResponseType::kAddProcessSet;
-  }
-  return ResponseType::kError;
-}
+ResponseType response_type_of(CollectiveType type) { return traits_of(type).response; }
 
 int64_t Request::num_elements() const {
   // An empty dimension first: a decoded shape may pair 0 with dimensions
@@ -57,13 +37,9 @@ bool Request::operator==(const Request& o) const {
          group_size == o.group_size && splits == o.splits && process_set_ranks == o.process_set_ranks;
 }
 
-bool first_dim_varies(CollectiveType type) {
-  return type == CollectiveType::kAllgather || type == CollectiveType::kAlltoall;
-}
-
 namespace {
 bool shapes_agree(const Request& a, const Request& b) {
-  if (!first_dim_varies(a.type) || a.shape.empty() || b.shape.empty()) return a.shape == b.shape;
+  if (!traits_of(a.type).first_dim_varies || a.shape.empty() || b.shape.empty()) return a.shape == b.shape;
   return a.shape.size() == b.shape.size() && std::equal(a.shape.begin() + 1, a.shape.end(), b.shape.begin() + 1);
 }
 }  // namespace

@@ -51,12 +51,9 @@ struct Request {
   bool operator==(const Request& o) const;
 };
 
-/// True for collectives whose first dimension may differ per rank
-/// (allgather, alltoall): only the other dimensions must agree.
-bool first_dim_varies(CollectiveType type);
-
 /// True when two requests describe the same operation (everything but the
-/// rank and the name; for first_dim_varies types, not the first dimension
+/// rank and the name; for collectives whose first dimension varies
+/// (collective_traits.h), not the first dimension
 /// either): what ranks must agree on.
 bool same_signature(const Request& a, const Request& b);
 
@@ -90,9 +87,11 @@ struct RequestList {
   }
 };
 
+/// The response that runs a collective has the collective's number
+/// (negotiation/collective_traits.h), and one more means "fail".
 enum class ResponseType : int32_t {
-  kAllreduce = 0, kBroadcast = 1, kError = 2, kAllgather = 3, kBarrier = 4, kReducescatter = 5, kAlltoall = 6,
-  kJoin = 7, kAddProcessSet = 8
+  kAllreduce = 0, kBroadcast = 1, kAllgather = 2, kBarrier = 3, kReducescatter = 4, kAlltoall = 5, kJoin = 6,
+  kAddProcessSet = 7, kError = 8
 };
 constexpr int32_t kLastResponseType = 8;
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "negotiation/collective_traits.h"
 #include "negotiation/coordinator.h"
 
 namespace chorus::detail {
@@ -67,7 +68,7 @@ bool all_agree(const std::vector<Request>& requests) {
 
 // What must agree of a shape: all of it, or all but the first dimension.
 std::string agreed_shape_text(const Request& r) {
-  if (!first_dim_varies(r.type) || r.shape.empty()) return shape_text(r.shape);
+  if (!traits_of(r.type).first_dim_varies || r.shape.empty()) return shape_text(r.shape);
   std::vector<int64_t> rest(r.shape.begin() + 1, r.shape.end());
   return "[*" + std::string(rest.empty() ? "" : ", ") + shape_text(rest).substr(1);
 }
@@ -87,7 +88,7 @@ std::string validate_requests(const std::string& name, const std::vector<Request
   check_property("operation", requests, [](const Request& r) { return std::string(collective_name(r.type)); }, scope, &problems);
   if (problems.empty()) {
     check_property("dtype", requests, [](const Request& r) { return std::string(dtype_name(r.dtype)); }, scope, &problems);
-    check_property(first_dim_varies(requests.front().type) ? "shape after the first dimension" : "shape",
+    check_property(traits_of(requests.front().type).first_dim_varies ? "shape after the first dimension" : "shape",
                    requests, [](const Request& r) { return agreed_shape_text(r); }, scope, &problems);
     check_property("device", requests,
                    [](const Request& r) { return r.device == kCpuDevice ? std::string("cpu") : "device " + std::to_string(r.device); },
@@ -95,7 +96,7 @@ std::string validate_requests(const std::string& name, const std::vector<Request
     check_property("group", requests,
                    [](const Request& r) { return r.group.empty() ? std::string("none") : r.group + " of " + std::to_string(r.group_size); },
                    scope, &problems);
-    if (requests.front().type == CollectiveType::kAllreduce || requests.front().type == CollectiveType::kReducescatter) {
+    if (traits_of(requests.front().type).reduces) {
       check_property("reduce op", requests, [](const Request& r) { return std::string(reduce_op_name(r.op)); }, scope, &problems);
       check_property("prescale factor", requests, [](const Request& r) { return number_text(r.prescale); }, scope, &problems);
       check_property("postscale factor", requests, [](const Request& r) { return number_text(r.postscale); }, scope, &problems);

@@ -1,5 +1,7 @@
 #include "negotiation/response_cache.h"
 
+#include "negotiation/collective_traits.h"
+
 namespace chorus::detail {
 
 ResponseCache::ResponseCache(size_t capacity) : slots_(capacity) {
@@ -28,13 +30,8 @@ bool ResponseCache::unchanged_since(int32_t slot, uint64_t epoch) const {
   return at(slot) != nullptr && slots_[static_cast<size_t>(slot)].changed_at <= epoch;
 }
 
-// Shapes that differ per rank cannot share one cached signature. Barriers
-// and registrations are named by a count: each name comes once, so caching
-// them would only evict; joins always travel in full.
-bool ResponseCache::cacheable(const Request& request) {
-  return !first_dim_varies(request.type) && request.type != CollectiveType::kBarrier &&
-         request.type != CollectiveType::kAddProcessSet && request.type != CollectiveType::kJoin;
-}
+// The collective's row says (negotiation/collective_traits.h).
+bool ResponseCache::cacheable(const Request& request) { return traits_of(request.type).cacheable; }
 
 void ResponseCache::fill(int32_t slot, const Request& request) {
   Slot& s = slots_[static_cast<size_t>(slot)];

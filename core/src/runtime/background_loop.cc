@@ -1,5 +1,7 @@
 #include "runtime/background_loop.h"
 
+#include "negotiation/collective_traits.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -89,10 +91,7 @@ namespace {
 // Collectives whose cached signature says all a response needs: their
 // tensors can be negotiated by cache bits alone. Groups wait for each other
 // in the Coordinator; joins and registrations are one-off.
-bool negotiable_by_bits(const Request& r) {
-  return r.group.empty() && (r.type == CollectiveType::kAllreduce || r.type == CollectiveType::kBroadcast ||
-                             r.type == CollectiveType::kReducescatter);
-}
+bool negotiable_by_bits(const Request& r) { return r.group.empty() && traits_of(r.type).by_cache_bits; }
 }  // namespace
 
 // Requests whose signature every rank has cached travel as cache bits.
