@@ -32,11 +32,10 @@ inline RuntimeOptions quiet_options() {
   return o;
 }
 
-/// Starts `size` runtimes; runs body(runtime, rank) on each in its own
-/// thread; destroys the runtimes; rethrows the first failure.
+/// Starts `size` runtimes on `world`; runs body(runtime, rank) on each in its
+/// own thread; destroys the runtimes; rethrows the first failure.
 template <class Body>
-void run_ranks(int size, Body body, RuntimeOptions options = quiet_options()) {
-  auto world = detail::make_loopback_world(size);
+void run_ranks(std::shared_ptr<detail::LoopbackWorld> world, int size, Body body, RuntimeOptions options) {
   std::vector<std::unique_ptr<Runtime>> runtimes;
   for (int r = 0; r < size; ++r) {
     runtimes.push_back(std::make_unique<Runtime>(detail::make_loopback_backend(world, r), options));
@@ -57,6 +56,12 @@ void run_ranks(int size, Body body, RuntimeOptions options = quiet_options()) {
   for (auto& t : threads) t.join();
   runtimes.clear();
   if (failure) std::rethrow_exception(failure);
+}
+
+/// The same on a world of its own.
+template <class Body>
+void run_ranks(int size, Body body, RuntimeOptions options = quiet_options()) {
+  run_ranks(detail::make_loopback_world(size), size, body, options);
 }
 
 }  // namespace chorus::test

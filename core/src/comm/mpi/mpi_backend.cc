@@ -120,6 +120,8 @@ class MpiBackend final : public Backend {
     if (owns_parent_ && parent_ != MPI_COMM_NULL) MPI_Comm_free(&parent_);
   }
 
+  void end_job(int exit_code) override { MPI_Abort(MPI_COMM_WORLD, exit_code); }
+
   Topology topology() const override { return topo_; }
   ControlChannel& control() override { return *control_; }
   Communicator& data() override { return *data_; }
