@@ -32,6 +32,14 @@ inline RuntimeOptions quiet_options() {
   return o;
 }
 
+/// Options with the stall check at `warn` seconds and the stall shutdown at `shutdown`.
+inline RuntimeOptions stall_options(double warn, double shutdown) {
+  RuntimeOptions o;
+  o.stall_check_seconds = warn;
+  o.stall_shutdown_seconds = shutdown;
+  return o;
+}
+
 /// Starts `size` runtimes on `world`; runs body(runtime, rank) on each in its
 /// own thread; destroys the runtimes; rethrows the first failure.
 template <class Body>

@@ -1,6 +1,6 @@
 #pragma once
-// Captures what this process writes to stderr (the Logger's lines) while in
-// scope. Only for tests that run no other threads meanwhile.
+// Captures what this process writes to stderr (the Logger's lines), from
+// every thread, while in scope.
 #include <unistd.h>
 
 #include <cstdio>

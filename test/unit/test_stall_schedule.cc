@@ -6,12 +6,14 @@
 #include "negotiation/stall_schedule.h"
 #include "runtime/coordinator_stall_check.h"
 #include "runtime/coordinator_watch.h"
+#include "loopback_job.h"
 #include "stderr_capture.h"
 
 using namespace chorus;
 using namespace chorus::detail;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using chorus::test::stall_options;
 
 namespace {
 using Clock = StallSchedule::Clock;
@@ -89,12 +91,6 @@ Request req(int rank, const std::string& name) {
   r.name = name;
   r.shape = {4};
   return r;
-}
-RuntimeOptions stall_options(double warn, double shutdown) {
-  RuntimeOptions o;
-  o.stall_check_seconds = warn;
-  o.stall_shutdown_seconds = shutdown;
-  return o;
 }
 Topology topology(int rank, int size) {
   Topology t;

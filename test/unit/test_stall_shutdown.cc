@@ -1,13 +1,15 @@
 // The stall shutdown on in-process ranks: when it comes, that it ends the
-// job (Backend::end_job), and the bounded close that ends a job a rank no
-// longer answers.
+// job (Backend::end_job), the bounded close that ends a job a rank no
+// longer answers, and the watchdog on collectives that never end.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "chorus/error.h"
 #include "loopback_job.h"
+#include "runtime/collective_watchdog.h"
 #include "runtime/job_end.h"
 #include "stderr_capture.h"
 
@@ -149,4 +151,47 @@ TEST_CASE("A shutdown a rank never answers ends the job with exit code 76; a sta
   REQUIRE_THAT(logged, Catch::Contains("ending the job with exit code 75"));
   REQUIRE(end_of(false, true, &logged) == kStallShutdownExitCode);
   REQUIRE(kUnansweredShutdownExitCode == 76);
+}
+
+TEST_CASE("The collective watchdog warns at N inside one collective and ends the job at S", "[stall]") {
+  const RuntimeOptions o = chorus::test::stall_options(0.2, 0.5);
+  Logger logger;
+  std::atomic<int> ended{-1};
+  chorus::test::StderrCapture err;
+  {
+    CollectiveWatchdog watchdog(o, logger, [&](int code) { ended = code; });
+    const auto start = Clock::now();
+    watchdog.entered({"grad.a", "grad.b"});
+    while (ended == -1 && Clock::now() - start < std::chrono::seconds(5)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    REQUIRE(ended == kStallShutdownExitCode);
+    REQUIRE(waited >= 0.5);
+    REQUIRE(waited < 0.8);
+  }
+  const std::string text = err.text();
+  REQUIRE_THAT(text, Catch::Contains("[chorus WARN] stall: this rank has been inside the collective of tensor "
+                                     "'grad.a' and 1 more fused with it"));
+  REQUIRE_THAT(text, Catch::Contains("[chorus ERROR] stall shutdown after 0.5 s: this rank has been inside the "
+                                     "collective of tensor 'grad.a'") &&
+                         Catch::Contains("ending the job with exit code 75"));
+}
+
+TEST_CASE("The collective watchdog says nothing about collectives that end in time", "[stall]") {
+  const RuntimeOptions o = chorus::test::stall_options(0.2, 0.3);
+  Logger logger;
+  std::atomic<int> ended{-1};
+  chorus::test::StderrCapture err;
+  {
+    CollectiveWatchdog watchdog(o, logger, [&](int code) { ended = code; });
+    for (int i = 0; i < 8; ++i) {  // 8 collectives of 0.1 s each: 0.8 s inside collectives in all
+      watchdog.entered({"t" + std::to_string(i)});
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      watchdog.left();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // and outside for longer than S
+  }
+  REQUIRE(ended == -1);
+  REQUIRE(err.text().empty());
 }

@@ -22,6 +22,8 @@ class StallSchedule {
   /// A check is due: some wait seen at the last check reaches a milestone,
   /// or N has passed since (waits that began after it reach N no sooner).
   bool due(Clock::time_point now) const { return enabled() && now >= next_; }
+  /// When the next check is due.
+  Clock::time_point next_check() const { return next_; }
 
   /// Starts a check at `now`; then look_at() every wait.
   void begin_check(Clock::time_point now);

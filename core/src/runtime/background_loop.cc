@@ -18,6 +18,7 @@ BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const Runti
       topo_(backend.topology()),
       executor_(backend.data(), topo_.rank, topo_.size, stats, timeline, logger),
       waiter_(options, queue),
+      watchdog_(options, logger, [&backend](int exit_code) { backend.end_job(exit_code); }),
       cache_(static_cast<size_t>(options.cache_capacity)),
       sent_(topo_.rank == 0 ? 0 : static_cast<size_t>(options.cache_capacity)) {  // rank 0 sends no bits
   const auto now = std::chrono::steady_clock::now();
@@ -329,7 +330,9 @@ void BackgroundLoop::execute(ResponseList& list) {
     if (response.type == ResponseType::kAddProcessSet) {
       split_process_sets(std::move(entries));
     } else {
+      watchdog_.entered(response.names);
       executor_.execute(response, std::move(entries));
+      watchdog_.left();
     }
   }
   resend_stale(list.resend);

@@ -24,6 +24,7 @@
 #include "negotiation/coordinator.h"
 #include "negotiation/response_cache.h"
 #include "negotiation/sent_slots.h"
+#include "runtime/collective_watchdog.h"
 #include "runtime/coordinator_stall_check.h"
 #include "runtime/coordinator_watch.h"
 #include "runtime/idle_waiter.h"
@@ -77,6 +78,7 @@ class BackgroundLoop : private ResponseCache::Listener {
   const Topology topo_;
   OperationExecutor executor_;
   IdleWaiter waiter_;
+  CollectiveWatchdog watchdog_;  // a rank stopped inside a collective
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
   std::unique_ptr<CachedReadiness> readiness_;  // rank 0 only: cache bits per slot
   std::unique_ptr<CoordinatorStallCheck> stall_check_;  // rank 0 only
