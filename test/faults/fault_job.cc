@@ -1,9 +1,10 @@
 // A small training-like job for the fault tests (test/faults/run_faults.sh):
-// every rank allreduces two tensors per step, with a pause between steps
-// that stands for compute. One rank can be made to fail at a given step,
-// by the signal a user or the system would send it:
+// every rank allreduces two tensors per step ('grad.a' of FLOATS floats and
+// 'grad.b' of 8), then pauses PAUSE_MS, which stands for compute. One rank
+// can be made to fail at a given step, by the signal a user or the system
+// would send it:
 //
-//   chorus_fault_job STEPS [stop|kill RANK STEP]
+//   chorus_fault_job STEPS FLOATS PAUSE_MS [stop|kill RANK STEP]
 //
 // stop: RANK sends itself SIGSTOP before enqueueing step STEP (as `kill -STOP`
 //       would, but at a known point: between collectives);
@@ -27,38 +28,49 @@
 
 namespace {
 
+struct Job {
+  int steps = 0;
+  int64_t floats = 0;
+  int pause_ms = 0;
+};
+
 struct Fault {
   int signal = 0;  // 0: none
   int rank = -1;
   int step = -1;
 };
 
-bool parse(int argc, char** argv, int* steps, Fault* fault) {
-  if (argc != 2 && argc != 5) return false;
-  *steps = std::atoi(argv[1]);
-  if (argc == 2) return *steps > 0;
-  if (std::strcmp(argv[2], "stop") == 0) {
+bool parse(int argc, char** argv, Job* job, Fault* fault) {
+  if (argc != 4 && argc != 7) return false;
+  job->steps = std::atoi(argv[1]);
+  job->floats = std::atoll(argv[2]);
+  job->pause_ms = std::atoi(argv[3]);
+  const bool job_ok = job->steps > 0 && job->floats > 0 && job->pause_ms >= 0;
+  if (argc == 4) return job_ok;
+  if (std::strcmp(argv[4], "stop") == 0) {
     fault->signal = SIGSTOP;
-  } else if (std::strcmp(argv[2], "kill") == 0) {
+  } else if (std::strcmp(argv[4], "kill") == 0) {
     fault->signal = SIGKILL;
   } else {
     return false;
   }
-  fault->rank = std::atoi(argv[3]);
-  fault->step = std::atoi(argv[4]);
-  return *steps > 0 && fault->step >= 0;
+  fault->rank = std::atoi(argv[5]);
+  fault->step = std::atoi(argv[6]);
+  return job_ok && fault->step >= 0;
 }
 
-void one_step(int step) {
-  std::vector<float> a(1024, 1.0f), b(8, 2.0f);
-  auto ta = std::make_shared<chorus::HostTensorView>(a.data(), chorus::DataType::kFloat32, chorus::TensorShape{1024});
+// Averages of ones stay ones: the buffers are reused, so that with no pause
+// a rank spends nearly all its time inside collectives.
+void one_step(int step, std::vector<float>& a, std::vector<float>& b) {
+  auto ta = std::make_shared<chorus::HostTensorView>(a.data(), chorus::DataType::kFloat32,
+                                                     chorus::TensorShape{static_cast<int64_t>(a.size())});
   auto tb = std::make_shared<chorus::HostTensorView>(b.data(), chorus::DataType::kFloat32, chorus::TensorShape{8});
   // The same names every step: after the first, they travel as cache bits.
   chorus::Handle ha = chorus::allreduce_async("grad.a", ta, ta);
   chorus::Handle hb = chorus::allreduce_async("grad.b", tb, tb);
   ha.wait();
   hb.wait();
-  if (a[0] != 1.0f || b[7] != 2.0f) {
+  if (a.back() != 1.0f || b[7] != 1.0f) {
     std::fprintf(stderr, "fault_job: wrong result at step %d\n", step);
     std::exit(3);
   }
@@ -67,27 +79,28 @@ void one_step(int step) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int steps = 0;
+  Job job;
   Fault fault;
-  if (!parse(argc, argv, &steps, &fault)) {
-    std::fprintf(stderr, "usage: chorus_fault_job STEPS [stop|kill RANK STEP]\n");
+  if (!parse(argc, argv, &job, &fault)) {
+    std::fprintf(stderr, "usage: chorus_fault_job STEPS FLOATS PAUSE_MS [stop|kill RANK STEP]\n");
     return 2;
   }
   chorus::init();
   const int rank = chorus::rank();
   // The Open MPI job id names the job's shared-memory files (/dev/shm).
-  const char* job = std::getenv("OMPI_MCA_ess_base_jobid");
-  std::printf("fault_job: rank %d pid %d job %s\n", rank, static_cast<int>(getpid()), job ? job : "-");
+  const char* job_id = std::getenv("OMPI_MCA_ess_base_jobid");
+  std::printf("fault_job: rank %d pid %d job %s\n", rank, static_cast<int>(getpid()), job_id ? job_id : "-");
   std::fflush(stdout);
+  std::vector<float> a(static_cast<size_t>(job.floats), 1.0f), b(8, 1.0f);
   try {
-    for (int step = 0; step < steps; ++step) {
+    for (int step = 0; step < job.steps; ++step) {
       if (rank == fault.rank && step == fault.step) {
         std::printf("fault_job: rank %d sends itself signal %d at step %d\n", rank, fault.signal, step);
         std::fflush(stdout);
         kill(getpid(), fault.signal);
       }
-      one_step(step);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      one_step(step, a, b);
+      std::this_thread::sleep_for(std::chrono::milliseconds(job.pause_ms));
     }
   } catch (const chorus::Error& e) {
     std::printf("fault_job: rank %d: %s\n", rank, e.what());

@@ -41,8 +41,9 @@ stamp() {
   while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done
 }
 
-# run_job NAME LIMIT NP [ENV=VALUE...] -- JOB ARGS: runs the job; sets
-# rc, elapsed and out (the stamped output file).
+# run_job NAME LIMIT NP [ENV=VALUE...] -- JOB ARGS: runs the job (calling
+# $while_running, if set, once it started); sets rc, elapsed and out (the
+# stamped output file).
 run_job() {
   case_name=$1 limit=$2 np=$3
   shift 3
@@ -51,20 +52,53 @@ run_job() {
   shift
   out=$work/$case_name.log
   local start=$EPOCHREALTIME
-  timeout -k 3 "$limit" "$mpiexec" -np "$np" "${mpirun_flags[@]}" "${env_flags[@]}" "$job_bin" "$@" 2>&1 | stamp > "$out"
-  rc=${PIPESTATUS[0]}
+  {
+    timeout -k 3 "$limit" "$mpiexec" -np "$np" "${mpirun_flags[@]}" "${env_flags[@]}" "$job_bin" "$@" 2>&1 | stamp > "$out"
+    echo "${PIPESTATUS[0]}" > "$out.rc"
+  } &
+  local job=$!
+  [[ -z ${while_running:-} ]] || "$while_running"
+  wait "$job"
+  ended_at=$EPOCHREALTIME
+  rc=$(cat "$out.rc")
   elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
   local pid
   for pid in $(sed -n 's/.*fault_job: rank [0-9]* pid \([0-9]*\) job.*/\1/p' "$out"); do rank_pids+=("$pid"); done
   echo "[$case_name] exit code $rc after $elapsed s"
 }
 
-# Seconds from the first line containing $1 to the first containing $2.
+# Seconds from the first line containing $1 to the first containing $2
+# ($1 may also be a time, from the epoch).
 seconds_between() {
   awk -v a="$1" -v b="$2" '
+    BEGIN { if (a ~ /^[0-9.]+$/) ta = a }
     index($0, a) && !ta { ta = $1 }
     index($0, b) && !tb { tb = $1 }
     END { if (!ta || !tb) print "none"; else printf "%.2f", tb - ta }' "$out"
+}
+
+# Seconds from the first line containing $1 (or from the time $1) to the end of the job.
+seconds_to_end() {
+  awk -v a="$1" -v e="$ended_at" '
+    BEGIN { if (a ~ /^[0-9.]+$/) ta = a }
+    index($0, a) && !ta { ta = $1 }
+    END { if (!ta) print "none"; else printf "%.2f", e - ta }' "$out"
+}
+
+# For while_running: once rank 2 has said its pid and had a second to get
+# into its stream of large allreduces, stops it from outside (kill -STOP);
+# sets stopped_at.
+stop_rank_2_from_outside() {
+  local pid="" i=0
+  while [[ -z $pid ]] && ((i++ < 100)); do
+    sleep 0.1
+    pid=$(sed -n 's/.*fault_job: rank 2 pid \([0-9]*\) job.*/\1/p' "$out" 2>/dev/null)
+  done
+  [[ -n $pid ]] || return
+  rank_pids+=("$pid")
+  sleep 1
+  kill -STOP "$pid"
+  stopped_at=$EPOCHREALTIME
 }
 
 expect_line() { grep -qF -- "$1" "$out" || fail "no line with: $1"; }
@@ -124,30 +158,41 @@ failures_before=0
 # rank 0 warns at N (not up to 2N), the job ends at S plus the bounded close
 # (5 s), with the stall shutdown's exit code. Rank 0 stays alive, so no worker
 # may blame it.
-run_job stopped_worker 30 3 CHORUS_STALL_CHECK_TIME_SECONDS=1 CHORUS_STALL_SHUTDOWN_TIME_SECONDS=2 -- 100 stop 2 5
+run_job stopped_worker 30 3 CHORUS_STALL_CHECK_TIME_SECONDS=1 CHORUS_STALL_SHUTDOWN_TIME_SECONDS=2 -- 100 1024 20 stop 2 5
 expect_rc 75
 expect_within "the first warning" "$(seconds_between 'sends itself signal' 'WARN] stall:')" 1.7
-expect_within "the end of the job" "$(seconds_between 'sends itself signal' 'MPI_ABORT was invoked')" 9
+expect_within "the end of the job" "$(seconds_to_end 'sends itself signal')" 9
 expect_line "[chorus 1 ERROR] Chorus was shut down (stall shutdown after 2 s"
 expect_no_line "no word from the coordinator"
 finish_case
 
 # The coordinator (rank 0) stopped: the workers warn naming it at N = 1 s,
 # and end the job at S = 3 s (nobody else can).
-run_job stopped_coordinator 30 3 CHORUS_STALL_CHECK_TIME_SECONDS=1 CHORUS_STALL_SHUTDOWN_TIME_SECONDS=3 -- 100 stop 0 5
+run_job stopped_coordinator 30 3 CHORUS_STALL_CHECK_TIME_SECONDS=1 CHORUS_STALL_SHUTDOWN_TIME_SECONDS=3 -- 100 1024 20 stop 0 5
 expect_rc 75
 expect_within "the first warning" "$(seconds_between 'sends itself signal' 'WARN] stall:')" 1.7
-expect_within "the end of the job" "$(seconds_between 'sends itself signal' 'MPI_ABORT was invoked')" 10
+expect_within "the end of the job" "$(seconds_to_end 'sends itself signal')" 10
 expect_line "[chorus 2 WARN] stall: no word from the coordinator, rank 0, for 1 s while rank 2 waits for tensors 'grad.a', 'grad.b'"
+finish_case
+
+# A rank stopped from outside inside a collective (ranks run back-to-back
+# 64 MB allreduces): the others wait inside it, where only the collective
+# watchdog runs; it warns at N = 1 s and ends the job at S = 2 s.
+stopped_at=""
+while_running=stop_rank_2_from_outside run_job stopped_in_collective 30 3 CHORUS_STALL_CHECK_TIME_SECONDS=1 \
+  CHORUS_STALL_SHUTDOWN_TIME_SECONDS=2 -- 100000 16777216 0
+expect_rc 75
+expect_within "the first warning" "$(seconds_between "${stopped_at:-none}" 'WARN] stall:')" 1.7
+expect_within "the end of the job" "$(seconds_to_end "${stopped_at:-none}")" 3.5
 finish_case
 
 # A rank killed (SIGKILL) at 2 and 3 ranks, a worker and the coordinator:
 # mpirun ends every survivor and names the killed rank; no stall settings.
 for spec in "2 1" "3 1" "3 0"; do
   read -r np victim <<< "$spec"
-  run_job "killed_rank_np${np}_rank${victim}" 30 "$np" -- 100 kill "$victim" 5
+  run_job "killed_rank_np${np}_rank${victim}" 30 "$np" -- 100 1024 20 kill "$victim" 5
   expect_rc 137
-  expect_within "the end of the job" "$(seconds_between 'sends itself signal' 'exited on signal 9')" 5
+  expect_within "the end of the job" "$(seconds_to_end 'sends itself signal')" 5
   expect_line "noticed that process rank $victim with PID"
   case_name=killed_rank finish_case
 done
