@@ -4,11 +4,13 @@
 // can be made to fail at a given step, by the signal a user or the system
 // would send it:
 //
-//   chorus_fault_job STEPS FLOATS PAUSE_MS [stop|kill RANK STEP]
+//   chorus_fault_job STEPS FLOATS PAUSE_MS [stop|kill|stop+shutdown RANK STEP]
 //
 // stop: RANK sends itself SIGSTOP before enqueueing step STEP (as `kill -STOP`
 //       would, but at a known point: between collectives);
-// kill: RANK sends itself SIGKILL there.
+// kill: RANK sends itself SIGKILL there;
+// stop+shutdown: as stop, and rank 0 calls chorus::shutdown() 0.5 s later
+//       instead of enqueueing step STEP (RANK must not be 0).
 // Each rank prints "fault_job: rank R pid P job J" first, so the driver can
 // continue or kill what is left and look for leftovers of job J, and
 // "fault_job: rank R: <error>" when a collective fails; it exits 1 then, 0
@@ -38,6 +40,7 @@ struct Fault {
   int signal = 0;  // 0: none
   int rank = -1;
   int step = -1;
+  bool then_shutdown = false;  // rank 0 calls shutdown() at `step`
 };
 
 bool parse(int argc, char** argv, Job* job, Fault* fault) {
@@ -47,8 +50,9 @@ bool parse(int argc, char** argv, Job* job, Fault* fault) {
   job->pause_ms = std::atoi(argv[3]);
   const bool job_ok = job->steps > 0 && job->floats > 0 && job->pause_ms >= 0;
   if (argc == 4) return job_ok;
-  if (std::strcmp(argv[4], "stop") == 0) {
+  if (std::strcmp(argv[4], "stop") == 0 || std::strcmp(argv[4], "stop+shutdown") == 0) {
     fault->signal = SIGSTOP;
+    fault->then_shutdown = std::strcmp(argv[4], "stop+shutdown") == 0;
   } else if (std::strcmp(argv[4], "kill") == 0) {
     fault->signal = SIGKILL;
   } else {
@@ -56,7 +60,7 @@ bool parse(int argc, char** argv, Job* job, Fault* fault) {
   }
   fault->rank = std::atoi(argv[5]);
   fault->step = std::atoi(argv[6]);
-  return job_ok && fault->step >= 0;
+  return job_ok && fault->step >= 0 && !(fault->then_shutdown && fault->rank == 0);
 }
 
 // Averages of ones stay ones: the buffers are reused, so that with no pause
@@ -98,6 +102,13 @@ int main(int argc, char** argv) {
         std::printf("fault_job: rank %d sends itself signal %d at step %d\n", rank, fault.signal, step);
         std::fflush(stdout);
         kill(getpid(), fault.signal);
+      }
+      if (rank == 0 && fault.then_shutdown && step == fault.step) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        std::printf("fault_job: rank 0 calls shutdown() at step %d\n", step);
+        std::fflush(stdout);
+        chorus::shutdown();
+        return 0;
       }
       one_step(step, a, b);
       std::this_thread::sleep_for(std::chrono::milliseconds(job.pause_ms));

@@ -105,16 +105,23 @@ expect_line() { grep -qF -- "$1" "$out" || fail "no line with: $1"; }
 expect_no_line() { ! grep -qF -- "$1" "$out" || fail "unexpected line with: $1"; }
 expect_rc() { [[ $rc == "$1" ]] || fail "exit code $rc, expected $1"; }
 expect_within() {  # what, seconds, bound
+  echo "[$case_name] $1: $2 s (bound $3 s)"
   [[ $2 != none ]] && awk -v s="$2" -v b="$3" 'BEGIN { exit !(s <= b) }' ||
     fail "$1 took $2 s, bound $3 s"
 }
 
-# Every rank of the job is gone (a zombie is gone too: its parent reaps it).
+# Every rank of the job is gone within 2 s of mpirun's exit (a zombie is
+# gone too: its parent reaps it; a pid now used by another program is too).
 expect_all_ended() {
-  local pid state
+  local pid state i
   for pid in $(sed -n 's/.*fault_job: rank [0-9]* pid \([0-9]*\) job.*/\1/p' "$out"); do
-    state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)
-    [[ -z $state || $state == Z ]] || fail "rank process $pid still there (state $state)"
+    for ((i = 0; i < 20; ++i)); do
+      state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)
+      [[ -z $state || $state == Z ]] && break
+      grep -qa chorus_fault_job "/proc/$pid/cmdline" 2>/dev/null || { state=""; break; }
+      sleep 0.1
+    done
+    [[ -z $state || $state == Z ]] || fail "rank process $pid still there 2 s after mpirun (state $state)"
   done
 }
 
@@ -161,7 +168,7 @@ failures_before=0
 run_job stopped_worker 30 3 CHORUS_STALL_CHECK_TIME_SECONDS=1 CHORUS_STALL_SHUTDOWN_TIME_SECONDS=2 -- 100 1024 20 stop 2 5
 expect_rc 75
 expect_within "the first warning" "$(seconds_between 'sends itself signal' 'WARN] stall:')" 1.7
-expect_within "the end of the job" "$(seconds_to_end 'sends itself signal')" 9
+expect_within "the end of the job" "$(seconds_to_end 'sends itself signal')" 10
 expect_line "[chorus 1 ERROR] Chorus was shut down (stall shutdown after 2 s"
 expect_no_line "no word from the coordinator"
 finish_case
@@ -171,8 +178,17 @@ finish_case
 run_job stopped_coordinator 30 3 CHORUS_STALL_CHECK_TIME_SECONDS=1 CHORUS_STALL_SHUTDOWN_TIME_SECONDS=3 -- 100 1024 20 stop 0 5
 expect_rc 75
 expect_within "the first warning" "$(seconds_between 'sends itself signal' 'WARN] stall:')" 1.7
-expect_within "the end of the job" "$(seconds_to_end 'sends itself signal')" 10
+expect_within "the end of the job" "$(seconds_to_end 'sends itself signal')" 11
 expect_line "[chorus 2 WARN] stall: no word from the coordinator, rank 0, for 1 s while rank 2 waits for tensors 'grad.a', 'grad.b'"
+finish_case
+
+# A rank stopped, and rank 0 calls chorus::shutdown() (no stall settings):
+# the shutdown cannot complete without the stopped rank, so after the
+# bounded close (5 s) Chorus ends the job with exit code 76.
+run_job shutdown_with_stopped_rank 30 3 -- 100 1024 20 stop+shutdown 2 5
+expect_rc 76
+expect_within "the end of the job" "$(seconds_to_end 'calls shutdown()')" 7
+expect_line "fault_job: rank 1: allreduce of tensor 'grad.a' did not complete: Chorus was shut down (rank 0 called shutdown())"
 finish_case
 
 # A rank stopped from outside inside a collective (ranks run back-to-back
