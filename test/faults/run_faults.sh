@@ -16,9 +16,18 @@ failures=0
 rank_pids=()
 shm_patterns=()  # what this script's jobs may leave in /dev/shm (see expect_shm_clean)
 
+# Whatever the jobs left: ranks (continued, then killed; mpirun then ends
+# too) and shared-memory files, also of a case this script did not finish.
 cleanup() {
-  local pid pattern
+  local pid pattern log
+  for log in "$work"/*.log; do
+    [[ -f $log ]] || continue
+    for pid in $(sed -n 's/.*fault_job: rank [0-9]* pid \([0-9]*\) job.*/\1/p' "$log"); do rank_pids+=("$pid"); done
+    shm_patterns+=($(sed -n 's/.*fault_job: rank 0 pid \([0-9]*\) job \([0-9]*\)$/\1 \2/p' "$log" |
+      awk '{ printf "^chorus\\.%s\\. \\.%x\\.\n", $1, $2 }'))
+  done
   for pid in "${rank_pids[@]}"; do
+    grep -qa chorus_fault_job "/proc/$pid/cmdline" 2>/dev/null || continue  # gone, or the pid is reused
     kill -CONT "$pid" 2>/dev/null
     kill -KILL "$pid" 2>/dev/null
   done
@@ -60,7 +69,7 @@ run_job() {
   [[ -z ${while_running:-} ]] || "$while_running"
   wait "$job"
   ended_at=$EPOCHREALTIME
-  rc=$(cat "$out.rc")
+  rc=$(cat "$out.rc" 2>/dev/null || echo none)
   elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
   local pid
   for pid in $(sed -n 's/.*fault_job: rank [0-9]* pid \([0-9]*\) job.*/\1/p' "$out"); do rank_pids+=("$pid"); done
