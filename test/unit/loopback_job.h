@@ -32,12 +32,18 @@ inline RuntimeOptions quiet_options() {
   return o;
 }
 
-/// Starts `size` runtimes; runs body(runtime, rank) on each in its own
-/// thread; destroys the runtimes; rethrows the first failure. The ranks
-/// play `ranks_per_host` ranks a host (0: all on one host).
+/// Options with the stall check at `warn` seconds and the stall shutdown at `shutdown`.
+inline RuntimeOptions stall_options(double warn, double shutdown) {
+  RuntimeOptions o;
+  o.stall_check_seconds = warn;
+  o.stall_shutdown_seconds = shutdown;
+  return o;
+}
+
+/// Starts `size` runtimes on `world`; runs body(runtime, rank) on each in its
+/// own thread; destroys the runtimes; rethrows the first failure.
 template <class Body>
-void run_ranks(int size, Body body, RuntimeOptions options = quiet_options(), int ranks_per_host = 0) {
-  auto world = detail::make_loopback_world(size, ranks_per_host);
+void run_ranks(std::shared_ptr<detail::LoopbackWorld> world, int size, Body body, RuntimeOptions options) {
   std::vector<std::unique_ptr<Runtime>> runtimes;
   for (int r = 0; r < size; ++r) {
     runtimes.push_back(std::make_unique<Runtime>(detail::make_loopback_backend(world, r), options));
@@ -58,6 +64,13 @@ void run_ranks(int size, Body body, RuntimeOptions options = quiet_options(), in
   for (auto& t : threads) t.join();
   runtimes.clear();
   if (failure) std::rethrow_exception(failure);
+}
+
+/// The same on a world of its own, whose ranks play `ranks_per_host` ranks
+/// a host (0: all on one host).
+template <class Body>
+void run_ranks(int size, Body body, RuntimeOptions options = quiet_options(), int ranks_per_host = 0) {
+  run_ranks(detail::make_loopback_world(size, ranks_per_host), size, body, options);
 }
 
 }  // namespace chorus::test

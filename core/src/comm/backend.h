@@ -58,6 +58,11 @@ class Backend {
   /// get nullptr. An error (e.g. MPI without MPI_THREAD_MULTIPLE) is the same
   /// on every rank.
   virtual Status split(int32_t set_id, const std::vector<int>& members, std::unique_ptr<Backend>* out) = 0;
+  /// Ends every process of the whole job with `exit_code`, for when the job
+  /// cannot end otherwise (a rank that never answers again). MPI: MPI_Abort
+  /// on MPI_COMM_WORLD, which does not return. The loopback backend, whose
+  /// ranks are threads of one test process, records the code and returns.
+  virtual void end_job(int exit_code) = 0;
 };
 
 }  // namespace chorus::detail

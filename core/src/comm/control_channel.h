@@ -4,6 +4,7 @@
 // of ranks arrive in the order they were sent. Every call is non-blocking so
 // the background thread can sleep between polls instead of spinning inside MPI.
 
+#include <chrono>
 #include <string>
 
 #include "chorus/status.h"
@@ -21,9 +22,11 @@ class ControlChannel {
   virtual Status send_to_workers(const std::string& bytes) = 0;
   /// Worker: next message from the coordinator, if one arrived.
   virtual bool poll_from_coordinator(std::string* bytes) = 0;
-  /// Finishes outstanding sends and leaves the channel quiet; called by every
-  /// rank once the shutdown response went around. May block briefly.
-  virtual void close() = 0;
+  /// Finishes outstanding sends and waits for every rank to get here, so the
+  /// channel is quiet; called by every rank once the shutdown response went
+  /// around. Gives up after `bound` (a rank stopped, gone or stuck) and
+  /// returns false then; true when every rank got here in time.
+  virtual bool close(std::chrono::milliseconds bound) = 0;
 };
 
 }  // namespace chorus::detail

@@ -72,7 +72,9 @@ std::vector<CachedReadiness::Stalled> CachedReadiness::stalled(Clock::time_point
   std::vector<Stalled> out;
   for (int32_t s : partial_slots()) {
     const double waited = std::chrono::duration<double>(now - state_[static_cast<size_t>(s)].first_seen).count();
-    if (waited >= threshold_seconds) out.push_back({s, ranks_of(static_cast<size_t>(s)), waited});
+    if (waited >= threshold_seconds) {
+      out.push_back({s, ranks_of(static_cast<size_t>(s)), waited, state_[static_cast<size_t>(s)].first_seen});
+    }
   }
   return out;
 }

@@ -48,6 +48,7 @@ class CachedReadiness {
     int32_t slot = -1;
     std::vector<int> marked_ranks;
     double waiting_seconds = 0;
+    Clock::time_point first_seen;  ///< when the first rank set it
   };
   /// Partly set slots waiting longer than `threshold_seconds`.
   std::vector<Stalled> stalled(Clock::time_point now, double threshold_seconds) const;

@@ -167,6 +167,7 @@ std::vector<StalledTensor> Coordinator::stalled(Clock::time_point now, double th
     StalledTensor s;
     s.name = name;
     s.waiting_seconds = waited;
+    s.first_seen = e.first_seen;
     for (int r = 0; r < world_size_; ++r) {
       const bool in = e.seen[static_cast<size_t>(r)] || joined_[static_cast<size_t>(r)];
       (in ? s.submitted_ranks : s.missing_ranks).push_back(scope_.world_rank(r));

@@ -27,6 +27,7 @@ struct StalledTensor {
   std::vector<int> submitted_ranks;
   std::vector<int> missing_ranks;
   double waiting_seconds = 0;
+  std::chrono::steady_clock::time_point first_seen;  ///< when the first rank submitted it
 };
 
 class Coordinator {

@@ -3,21 +3,11 @@
 #include "negotiation/collective_traits.h"
 
 #include <algorithm>
-#include <sstream>
 
 #include "fusion/fusion_planner.h"
+#include "negotiation/stall_schedule.h"
 
 namespace chorus::detail {
-
-namespace {
-
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::ostringstream out;
-  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
-  return out.str();
-}
-
-}  // namespace
 
 BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const RuntimeOptions& options,
                                const Logger& logger, SharedStats& stats, Timeline& timeline)
@@ -30,12 +20,16 @@ BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const Runti
       topo_(backend.topology()),
       executor_(backend, options, stats, timeline, logger),
       waiter_(options, queue),
+      watchdog_(options, logger, [&backend](int exit_code) { backend.end_job(exit_code); }),
       cache_(static_cast<size_t>(options.cache_capacity)),
-      sent_(topo_.rank == 0 ? 0 : static_cast<size_t>(options.cache_capacity)),  // rank 0 sends no bits
-      last_stall_check_(std::chrono::steady_clock::now()) {
+      sent_(topo_.rank == 0 ? 0 : static_cast<size_t>(options.cache_capacity)) {  // rank 0 sends no bits
+  const auto now = std::chrono::steady_clock::now();
   if (topo_.rank == 0) {
     coordinator_ = std::make_unique<Coordinator>(topo_.size, topo_.scope);
     readiness_ = std::make_unique<CachedReadiness>(topo_.size, cache_.capacity());
+    stall_check_ = std::make_unique<CoordinatorStallCheck>(options, topo_, logger, now);
+  } else {
+    watch_ = std::make_unique<CoordinatorWatch>(options, topo_, logger, now);
   }
   cache_.set_listener(this);
 }
@@ -206,7 +200,10 @@ Status BackgroundLoop::coordinate(bool* progressed) {
     add_requests(from, list);
     *progressed = true;
   }
-  check_stalls();  // first: a stall shutdown must not fail a burst that is ready everywhere
+  // First: a stall shutdown must not fail a burst that is ready everywhere.
+  const auto now = std::chrono::steady_clock::now();
+  const std::string stall = stall_check_->check(*coordinator_, *readiness_, cache_, now);
+  if (!stall.empty() && global_shutdown_reason_.empty()) global_shutdown_reason_ = stall;
   ResponseList out;
   out.responses = take_fusable_burst();
   if (!global_shutdown_reason_.empty()) {
@@ -215,11 +212,13 @@ Status BackgroundLoop::coordinate(bool* progressed) {
   }
   out.resend.swap(pending_resends_);
   out.cache_epoch = cache_.epoch();
-  if (out.responses.empty() && out.resend.empty() && !out.shutdown) return Status::ok();
+  const bool heartbeat = stall_check_->heartbeat_due(!coordinator_idle(), now);
+  if (out.responses.empty() && out.resend.empty() && !out.shutdown && !heartbeat) return Status::ok();
   *progressed = true;
   if (topo_.size > 1) {
     Status s = backend_.control().send_to_workers(out.serialize());
     if (!s.is_ok()) return s;
+    stall_check_->sent(now);
   }
   execute(out);
   return Status::ok();
@@ -254,40 +253,6 @@ std::vector<Response> BackgroundLoop::take_fusable_burst() {
   return plan;
 }
 
-void BackgroundLoop::check_stalls() {
-  if (options_.stall_check_seconds <= 0 || coordinator_idle()) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (std::chrono::duration<double>(now - last_stall_check_).count() < options_.stall_check_seconds) return;
-  last_stall_check_ = now;
-  std::ostringstream shutdown_why;
-  std::vector<StalledTensor> stalled = coordinator_->stalled(now, options_.stall_check_seconds);
-  for (const CachedReadiness::Stalled& c : readiness_->stalled(now, options_.stall_check_seconds)) {
-    StalledTensor t;
-    t.name = cache_.at(c.slot)->name;
-    t.waiting_seconds = c.waiting_seconds;
-    for (int r = 0; r < topo_.size; ++r) {
-      const bool marked = std::find(c.marked_ranks.begin(), c.marked_ranks.end(), r) != c.marked_ranks.end();
-      (marked ? t.submitted_ranks : t.missing_ranks).push_back(topo_.scope.world_rank(r));
-    }
-    stalled.push_back(std::move(t));
-  }
-  for (const StalledTensor& t : stalled) {
-    std::ostringstream line;
-    line << "tensor '" << t.name << "'" << topo_.scope.in_text() << " has waited " << static_cast<int64_t>(t.waiting_seconds)
-         << " s: submitted by ranks " << ranks_text(t.submitted_ranks) << ", missing on ranks "
-         << ranks_text(t.missing_ranks);
-    CHORUS_LOG(logger_, kWarning) << "stall: " << line.str()
-                                  << " (do all ranks enqueue the same names in a reachable order?)";
-    if (options_.stall_shutdown_seconds > 0 && t.waiting_seconds >= options_.stall_shutdown_seconds) {
-      shutdown_why << (shutdown_why.tellp() > 0 ? "; " : "") << line.str();
-    }
-  }
-  if (shutdown_why.tellp() > 0 && global_shutdown_reason_.empty()) {
-    global_shutdown_reason_ = "stall shutdown after " + std::to_string(options_.stall_shutdown_seconds) +
-                              " s: " + shutdown_why.str();
-  }
-}
-
 Status BackgroundLoop::receive_responses(bool* progressed) {
   std::string bytes;
   while (!finished_ && backend_.control().poll_from_coordinator(&bytes)) {
@@ -295,7 +260,14 @@ Status BackgroundLoop::receive_responses(bool* progressed) {
     Status s = ResponseList::parse(bytes, &list);
     if (!s.is_ok()) return Status::unknown_error("from the coordinator: " + s.message());
     execute(list);
+    watch_->heard(std::chrono::steady_clock::now());  // after running it: a long collective is no silence
     *progressed = true;
+  }
+  if (finished_) return Status::ok();
+  const std::string silent = watch_->check(queue_, std::chrono::steady_clock::now());
+  if (!silent.empty()) {
+    stall_shutdown_ = true;
+    finish(Status::aborted("Chorus was shut down (" + silent + ")"));
   }
   return Status::ok();
 }
@@ -357,12 +329,15 @@ void BackgroundLoop::execute(ResponseList& list) {
     if (response.type == ResponseType::kAddProcessSet) {
       split_process_sets(std::move(entries));
     } else {
+      watchdog_.entered(response.names);
       executor_.execute(response, std::move(entries));
+      watchdog_.left();
     }
   }
   resend_stale(list.resend);
   stats_.update([](RuntimeStats& st) { ++st.negotiation_rounds; });
   if (list.shutdown) {
+    stall_shutdown_ = is_stall_shutdown(list.shutdown_reason);
     finish(Status::aborted("Chorus was shut down (" + list.shutdown_reason + ")"));
   }
 }
@@ -421,6 +396,7 @@ void BackgroundLoop::resend_stale(const std::vector<Resend>& resend) {
 
 void BackgroundLoop::finish(const Status& reason) {
   finished_ = true;
+  end_reason_ = reason.message();
   CompletionBatch batch;
   for (TensorEntry& e : queue_.close(reason)) {
     const Status failed(reason.code(), collective_name(e.request.type) + std::string(" of tensor '") +

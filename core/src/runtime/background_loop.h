@@ -24,6 +24,9 @@
 #include "negotiation/coordinator.h"
 #include "negotiation/response_cache.h"
 #include "negotiation/sent_slots.h"
+#include "runtime/collective_watchdog.h"
+#include "runtime/coordinator_stall_check.h"
+#include "runtime/coordinator_watch.h"
 #include "runtime/idle_waiter.h"
 #include "runtime/operation_executor.h"
 #include "runtime/shared_stats.h"
@@ -42,6 +45,9 @@ class BackgroundLoop : private ResponseCache::Listener {
   void run();
   /// Thread-safe: asks the loop to tell every rank this one is leaving.
   void request_shutdown();
+  /// After run(): why the loop ended, and whether by a stall shutdown.
+  const std::string& end_reason() const { return end_reason_; }
+  bool ended_by_stall() const { return stall_shutdown_; }
 
  private:
   bool run_round();
@@ -58,7 +64,6 @@ class BackgroundLoop : private ResponseCache::Listener {
   Status name_cached_slots(ResponseList& list) const;
   void resend_stale(const std::vector<Resend>& resend);
   bool stand_in_for_joined(const Response& response, const std::string& name, TensorEntry* out);
-  void check_stalls();
   std::vector<Response> take_fusable_burst();
   void execute(ResponseList& list);
   void split_process_sets(std::vector<TensorEntry> entries);
@@ -73,8 +78,11 @@ class BackgroundLoop : private ResponseCache::Listener {
   const Topology topo_;
   OperationExecutor executor_;
   IdleWaiter waiter_;
+  CollectiveWatchdog watchdog_;  // a rank stopped inside a collective
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
   std::unique_ptr<CachedReadiness> readiness_;  // rank 0 only: cache bits per slot
+  std::unique_ptr<CoordinatorStallCheck> stall_check_;  // rank 0 only
+  std::unique_ptr<CoordinatorWatch> watch_;             // workers only
   std::vector<int32_t> bits_ready_;           // coordinator: slots ready everywhere by cache bits
   ResponseCache cache_;                       // identical on every rank
   SentSlots sent_;                            // workers: bits out, not yet complete
@@ -88,7 +96,8 @@ class BackgroundLoop : private ResponseCache::Listener {
   bool shutdown_sent_ = false;
   std::string global_shutdown_reason_;  // coordinator: set once a rank asked to leave
   bool finished_ = false;
-  std::chrono::steady_clock::time_point last_stall_check_;
+  bool stall_shutdown_ = false;
+  std::string end_reason_;
 };
 
 }  // namespace chorus::detail

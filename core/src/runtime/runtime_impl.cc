@@ -8,6 +8,7 @@
 #include "kernels/reduce_kernels.h"
 #include "chorus/error.h"
 #include "common/env_params.h"
+#include "runtime/job_end.h"
 
 namespace chorus::detail {
 
@@ -59,7 +60,7 @@ void RuntimeImpl::thread_main(std::promise<Status>* started) {
   started->set_value(Status::ok());  // `started` is gone after this line
   loop_->run();
   running_.store(false);
-  backend_->control().close();
+  close_or_end_job(*backend_, logger_, LoopEnd{loop_->end_reason(), loop_->ended_by_stall()});
   backend_->stop();
 }
 

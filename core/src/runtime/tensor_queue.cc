@@ -1,5 +1,6 @@
 #include "runtime/tensor_queue.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace chorus::detail {
@@ -108,6 +109,18 @@ bool TensorQueue::closed() const {
 }
 
 size_t TensorQueue::in_flight() const { return held_.load(std::memory_order_relaxed); }
+
+std::vector<std::string> TensorQueue::names_in_flight(size_t max) const {
+  std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    names.reserve(entries_.size());
+    for (const auto& kv : entries_) names.push_back(kv.first);
+  }
+  std::sort(names.begin(), names.end());
+  if (names.size() > max) names.resize(max);
+  return names;
+}
 
 void TensorQueue::wait_for_work(std::chrono::nanoseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);

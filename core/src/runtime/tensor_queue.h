@@ -37,6 +37,8 @@ class TensorQueue {
   bool closed() const;
   /// Entries held (requested or waiting for the coordinator).
   size_t in_flight() const;
+  /// The names of the entries held, sorted; at most `max` of them.
+  std::vector<std::string> names_in_flight(size_t max) const;
 
   /// Sleeps until a new request arrives, notify() is called, or `timeout`.
   void wait_for_work(std::chrono::nanoseconds timeout);

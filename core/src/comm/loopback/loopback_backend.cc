@@ -35,6 +35,12 @@ class LoopbackWorld {
   std::unique_ptr<PeerLink> link(int rank) { return make_in_process_link(network_, rank); }
 
   int size() const { return size_; }
+  // Backend::end_job: the first code wins, as the first MPI_Abort does.
+  void end_job(int code) {
+    int none = -1;
+    exit_code_.compare_exchange_strong(none, code);
+  }
+  int exit_code() const { return exit_code_.load(); }
   Topology topology(int rank) const {
     Topology t;
     t.rank = rank;
@@ -99,6 +105,7 @@ class LoopbackWorld {
   std::vector<void*> buffers_;
   int arrived_ = 0;
   uint64_t generation_ = 0;
+  std::atomic<int> exit_code_{-1};
 };
 
 namespace {
@@ -116,7 +123,7 @@ class LoopbackControl final : public ControlChannel {
     return Status::ok();
   }
   bool poll_from_coordinator(std::string* bytes) override { return world_.take(rank_, nullptr, bytes); }
-  void close() override {}
+  bool close(std::chrono::milliseconds) override { return true; }
 
  private:
   LoopbackWorld& world_;
@@ -246,6 +253,7 @@ class LoopbackBackend final : public Backend {
     *out = std::make_unique<LoopbackBackend>(child, static_cast<int>(it - members.begin()), SetScope{set_id, members});
     return Status::ok();
   }
+  void end_job(int exit_code) override { world_->end_job(exit_code); }
 
  private:
   std::shared_ptr<LoopbackWorld> world_;
@@ -267,5 +275,7 @@ std::shared_ptr<LoopbackWorld> make_loopback_world(int size, int ranks_per_host)
 std::unique_ptr<Backend> make_loopback_backend(std::shared_ptr<LoopbackWorld> world, int rank) {
   return std::make_unique<LoopbackBackend>(std::move(world), rank);
 }
+
+int loopback_exit_code(const std::shared_ptr<LoopbackWorld>& world) { return world->exit_code(); }
 
 }  // namespace chorus::detail

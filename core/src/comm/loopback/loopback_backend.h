@@ -20,4 +20,7 @@ std::shared_ptr<LoopbackWorld> make_loopback_world(int size, int ranks_per_host 
 /// The backend of rank `rank` of `world`.
 std::unique_ptr<Backend> make_loopback_backend(std::shared_ptr<LoopbackWorld> world, int rank);
 
+/// The code a rank of `world` ended the job with (Backend::end_job), or -1.
+int loopback_exit_code(const std::shared_ptr<LoopbackWorld>& world);
+
 }  // namespace chorus::detail

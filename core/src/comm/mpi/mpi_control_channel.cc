@@ -74,16 +74,22 @@ void MpiControlChannel::drain_incoming() {
   }
 }
 
-void MpiControlChannel::close() {
+bool MpiControlChannel::close(std::chrono::milliseconds bound) {
   // Every rank gets here after executing the shutdown response. Finish our
   // sends (receiving whatever is still addressed to us meanwhile), then meet
   // the others in a barrier so nobody frees the communicator while a message
-  // is on its way. Wait by polling with short sleeps, not inside MPI.
+  // is on its way. Wait by polling with short sleeps, not inside MPI, and no
+  // longer than `bound`: a stopped or dead rank never gets here, and its
+  // sends and the barrier then stay pending (the caller ends the job).
+  const auto deadline = std::chrono::steady_clock::now() + bound;
   const auto nap = std::chrono::microseconds(50);
+  auto in_time = [&] { return std::chrono::steady_clock::now() < deadline; };
   while (!pending_.empty()) {
     drain_incoming();
     reap_sends();
-    if (!pending_.empty()) std::this_thread::sleep_for(nap);
+    if (pending_.empty()) break;
+    if (!in_time()) return false;
+    std::this_thread::sleep_for(nap);
   }
   MPI_Request barrier;
   MPI_Ibarrier(comm_, &barrier);
@@ -91,9 +97,12 @@ void MpiControlChannel::close() {
   while (!done) {
     drain_incoming();
     MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
-    if (!done) std::this_thread::sleep_for(nap);
+    if (done) break;
+    if (!in_time()) return false;
+    std::this_thread::sleep_for(nap);
   }
   drain_incoming();
+  return true;
 }
 
 }  // namespace chorus::detail

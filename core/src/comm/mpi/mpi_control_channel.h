@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <list>
 #include <memory>
 #include <string>
@@ -21,7 +22,7 @@ class MpiControlChannel final : public ControlChannel {
   bool poll_from_workers(int* from_rank, std::string* bytes) override;
   Status send_to_workers(const std::string& bytes) override;
   bool poll_from_coordinator(std::string* bytes) override;
-  void close() override;
+  bool close(std::chrono::milliseconds bound) override;
 
  private:
   struct PendingSend {

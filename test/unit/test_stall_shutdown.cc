@@ -1,0 +1,197 @@
+// The stall shutdown on in-process ranks: when it comes, that it ends the
+// job (Backend::end_job), the bounded close that ends a job a rank no
+// longer answers, and the watchdog on collectives that never end.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "chorus/error.h"
+#include "loopback_job.h"
+#include "runtime/collective_watchdog.h"
+#include "runtime/job_end.h"
+#include "stderr_capture.h"
+
+using namespace chorus;
+using namespace chorus::detail;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::shared_ptr<HostTensorView> view(std::vector<float>& v) {
+  return std::make_shared<HostTensorView>(v.data(), DataType::kFloat32, TensorShape{static_cast<int64_t>(v.size())});
+}
+
+// Rank 0 submits "x" `delay` after the runtimes started; rank 1 never does.
+// Returns how long after its enqueue "x" failed on rank 0.
+double seconds_to_stall_shutdown(const std::shared_ptr<LoopbackWorld>& world, double stall_seconds,
+                                 std::chrono::milliseconds delay) {
+  RuntimeOptions o = chorus::test::quiet_options();
+  o.log_level = LogLevel::kFatal;  // the stall lines are expected here
+  o.stall_check_seconds = stall_seconds;
+  o.stall_shutdown_seconds = stall_seconds;
+  double waited = 0;
+  chorus::test::run_ranks(world, 2, [&](Runtime& rt, int rank) {
+    if (rank != 0) {
+      for (int i = 0; i < 500 && rt.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      RANK_CHECK(!rt.is_running());
+      return;
+    }
+    std::this_thread::sleep_for(delay);
+    std::vector<float> v(4, 1);
+    const auto start = Clock::now();
+    Handle h = rt.allreduce_async("x", view(v), view(v));
+    try {
+      h.wait(std::chrono::seconds(20));
+    } catch (const AbortedError& e) {
+      waited = std::chrono::duration<double>(Clock::now() - start).count();
+      RANK_CHECK(std::string(e.what()).find("stall shutdown after 1 s: tensor 'x'") != std::string::npos);
+      return;
+    }
+    throw std::runtime_error("expected a stall shutdown");
+  }, o);
+  return waited;
+}
+
+}  // namespace
+
+TEST_CASE("The stall shutdown comes S after the stall began, not at the next fixed-period check", "[stall][runtime]") {
+  // A fixed period of S from the start would look at 1 s (x is 0.4 s old)
+  // and then at 2 s: 1.4 s after the stall.
+  auto world = make_loopback_world(2);
+  const double waited = seconds_to_stall_shutdown(world, 1.0, std::chrono::milliseconds(600));
+  REQUIRE(waited >= 0.95);
+  REQUIRE(waited < 1.25);
+}
+
+TEST_CASE("A stall shutdown ends the job with exit code 75", "[stall][runtime]") {
+  auto world = make_loopback_world(2);
+  REQUIRE(loopback_exit_code(world) == -1);
+  seconds_to_stall_shutdown(world, 1.0, std::chrono::milliseconds(0));
+  REQUIRE(loopback_exit_code(world) == kStallShutdownExitCode);
+  REQUIRE(kStallShutdownExitCode == 75);
+}
+
+TEST_CASE("A shutdown that every rank closes leaves the job running", "[stall][runtime]") {
+  auto world = make_loopback_world(2);
+  chorus::test::run_ranks(world, 2, [](Runtime& rt, int rank) {
+    std::vector<float> v(4, 1);
+    rt.allreduce_async("y", view(v), view(v)).wait();
+    if (rank == 1) rt.shutdown();
+  }, chorus::test::quiet_options());
+  REQUIRE(loopback_exit_code(world) == -1);
+}
+
+namespace {
+
+// A control channel whose close says whether every rank got there.
+class ClosingChannel final : public ControlChannel {
+ public:
+  explicit ClosingChannel(bool answered) : answered_(answered) {}
+  Status send_to_coordinator(std::string) override { return Status::ok(); }
+  bool poll_from_workers(int*, std::string*) override { return false; }
+  Status send_to_workers(const std::string&) override { return Status::ok(); }
+  bool poll_from_coordinator(std::string*) override { return false; }
+  bool close(std::chrono::milliseconds bound) override {
+    bound_ = bound;
+    return answered_;
+  }
+  std::chrono::milliseconds bound_{0};
+
+ private:
+  bool answered_;
+};
+
+// The loopback backend with that channel.
+class ClosingBackend final : public Backend {
+ public:
+  ClosingBackend(std::shared_ptr<LoopbackWorld> world, bool answered)
+      : inner_(make_loopback_backend(std::move(world), 0)), channel_(answered) {}
+  Status start() override { return inner_->start(); }
+  void stop() override { inner_->stop(); }
+  Topology topology() const override { return inner_->topology(); }
+  ControlChannel& control() override { return channel_; }
+  Communicator& data() override { return inner_->data(); }
+  Status split(int32_t id, const std::vector<int>& members, std::unique_ptr<Backend>* out) override {
+    return inner_->split(id, members, out);
+  }
+  void end_job(int exit_code) override { inner_->end_job(exit_code); }
+  ClosingChannel& channel() { return channel_; }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  ClosingChannel channel_;
+};
+
+// close_or_end_job on a rank whose peers did or did not answer; returns the
+// job's exit code (-1: not ended) and what the rank logged.
+int end_of(bool answered, bool stall, std::string* logged) {
+  auto world = make_loopback_world(1);
+  ClosingBackend backend(world, answered);
+  Logger logger;
+  chorus::test::StderrCapture err;
+  close_or_end_job(backend, logger, LoopEnd{"Chorus was shut down (rank 1 called shutdown())", stall},
+                   std::chrono::milliseconds(1234));
+  REQUIRE(backend.channel().bound_ == std::chrono::milliseconds(1234));
+  *logged = err.text();
+  return loopback_exit_code(world);
+}
+
+}  // namespace
+
+TEST_CASE("A shutdown a rank never answers ends the job with exit code 76; a stall shutdown always with 75", "[stall]") {
+  std::string logged;
+  REQUIRE(end_of(true, false, &logged) == -1);
+  REQUIRE(logged.empty());
+  REQUIRE(end_of(false, false, &logged) == kUnansweredShutdownExitCode);
+  REQUIRE_THAT(logged, Catch::Contains("some rank did not get to the close within 1.234 s") &&
+                           Catch::Contains("ending the job with exit code 76 after: Chorus was shut down (rank 1"));
+  REQUIRE(end_of(true, true, &logged) == kStallShutdownExitCode);
+  REQUIRE_THAT(logged, Catch::Contains("ending the job with exit code 75"));
+  REQUIRE(end_of(false, true, &logged) == kStallShutdownExitCode);
+  REQUIRE(kUnansweredShutdownExitCode == 76);
+}
+
+TEST_CASE("The collective watchdog warns at N inside one collective and ends the job at S", "[stall]") {
+  const RuntimeOptions o = chorus::test::stall_options(0.2, 0.5);
+  Logger logger;
+  std::atomic<int> ended{-1};
+  chorus::test::StderrCapture err;
+  {
+    CollectiveWatchdog watchdog(o, logger, [&](int code) { ended = code; });
+    const auto start = Clock::now();
+    watchdog.entered({"grad.a", "grad.b"});
+    while (ended == -1 && Clock::now() - start < std::chrono::seconds(5)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    REQUIRE(ended == kStallShutdownExitCode);
+    REQUIRE(waited >= 0.5);
+    REQUIRE(waited < 0.8);
+  }
+  const std::string text = err.text();
+  REQUIRE_THAT(text, Catch::Contains("[chorus WARN] stall: this rank has been inside the collective of tensor "
+                                     "'grad.a' and 1 more fused with it"));
+  REQUIRE_THAT(text, Catch::Contains("[chorus ERROR] stall shutdown after 0.5 s: this rank has been inside the "
+                                     "collective of tensor 'grad.a'") &&
+                         Catch::Contains("ending the job with exit code 75"));
+}
+
+TEST_CASE("The collective watchdog says nothing about collectives that end in time", "[stall]") {
+  const RuntimeOptions o = chorus::test::stall_options(0.2, 0.3);
+  Logger logger;
+  std::atomic<int> ended{-1};
+  chorus::test::StderrCapture err;
+  {
+    CollectiveWatchdog watchdog(o, logger, [&](int code) { ended = code; });
+    for (int i = 0; i < 8; ++i) {  // 8 collectives of 0.1 s each: 0.8 s inside collectives in all
+      watchdog.entered({"t" + std::to_string(i)});
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      watchdog.left();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // and outside for longer than S
+  }
+  REQUIRE(ended == -1);
+  REQUIRE(err.text().empty());
+}
