@@ -112,7 +112,9 @@ class ClosingBackend final : public Backend {
   void stop() override { inner_->stop(); }
   Topology topology() const override { return inner_->topology(); }
   ControlChannel& control() override { return channel_; }
-  Communicator& data() override { return inner_->data(); }
+  Communicator& collectives() override { return inner_->collectives(); }
+  PeerLink& peer_link() override { return inner_->peer_link(); }
+  const SharedSlots* shared_slots() const override { return inner_->shared_slots(); }
   Status split(int32_t id, const std::vector<int>& members, std::unique_ptr<Backend>* out) override {
     return inner_->split(id, members, out);
   }
