@@ -1,11 +1,11 @@
 #include "runtime/background_loop.h"
 
-#include "negotiation/collective_traits.h"
-
 #include <algorithm>
 
 #include "fusion/fusion_planner.h"
+#include "negotiation/collective_traits.h"
 #include "negotiation/stall_schedule.h"
+#include "runtime/special_responses.h"
 
 namespace chorus::detail {
 
@@ -313,7 +313,7 @@ void BackgroundLoop::execute(ResponseList& list) {
       if (!sent_.empty()) sent_.completed(name, by_slot ? response.slots[i] : cache_.slot_of(name));
       // Every rank updates its cache here, in response order: identical caches.
       if (failed) cache_.erase(name);
-      if (queue_.take(name, &e) || stand_in_for_joined(response, name, &e)) {
+      if (queue_.take(name, &e) || stand_in_for_joined(response, name, topo_.rank, logger_, &e)) {
         if (by_slot) {
           cache_.refresh(response.slots[i], e.request);  // the tensor the slot names: no lookup
         } else if (!failed) {
@@ -327,7 +327,7 @@ void BackgroundLoop::execute(ResponseList& list) {
     }
     if (entries.empty()) continue;
     if (response.type == ResponseType::kAddProcessSet) {
-      split_process_sets(std::move(entries));
+      register_process_sets(backend_, std::move(entries));
     } else {
       watchdog_.entered(response.names);
       executor_.execute(response, std::move(entries));
@@ -340,46 +340,6 @@ void BackgroundLoop::execute(ResponseList& list) {
     stall_shutdown_ = is_stall_shutdown(list.shutdown_reason);
     finish(Status::aborted("Chorus was shut down (" + list.shutdown_reason + ")"));
   }
-}
-
-// Every rank reached the registration at this point of the response order:
-// split the backend for the new set here (a collective over all ranks).
-void BackgroundLoop::split_process_sets(std::vector<TensorEntry> entries) {
-  CompletionBatch batch;
-  for (TensorEntry& e : entries) {
-    Status s = Status::unknown_error("internal: a process-set registration without its split");
-    if (e.process_set_split) {
-      ProcessSetSplit& split = *e.process_set_split;
-      s = backend_.split(split.id, split.members, &split.backend);
-      if (!s.is_ok()) s = Status(s.code(), "registering process set " + std::to_string(split.id) + ": " + s.message());
-    }
-    finish_entry(std::move(e), s, batch);
-  }
-}
-
-// This rank joined and never submitted `name`: it takes part with zeros of
-// the shape the other ranks agreed on, so their allreduce can run.
-bool BackgroundLoop::stand_in_for_joined(const Response& response, const std::string& name, TensorEntry* out) {
-  for (const Request& spec : response.joined_specs) {
-    if (spec.name != name) continue;
-    std::shared_ptr<Tensor> zeros;
-    try {
-      if (!HostOpContext().allocate_zeros(TensorShape(spec.shape), spec.dtype, &zeros).is_ok()) zeros.reset();
-    } catch (const std::bad_alloc&) {
-      zeros.reset();
-    }
-    if (!zeros) {  // the other ranks are about to run this allreduce with us
-      logger_.fatal("allreduce of tensor '" + name + "' " + TensorShape(spec.shape).to_string() +
-                    ": this rank joined and has no memory for its stand-in zeros");
-    }
-    out->request = spec;
-    out->request.rank = topo_.rank;
-    out->input = zeros;
-    out->output = zeros;
-    out->enqueued = std::chrono::steady_clock::now();
-    return true;
-  }
-  return false;
 }
 
 void BackgroundLoop::resend_stale(const std::vector<Resend>& resend) {

@@ -63,10 +63,8 @@ class BackgroundLoop : private ResponseCache::Listener {
   bool coordinator_idle() const { return coordinator_->idle() && readiness_->idle(); }
   Status name_cached_slots(ResponseList& list) const;
   void resend_stale(const std::vector<Resend>& resend);
-  bool stand_in_for_joined(const Response& response, const std::string& name, TensorEntry* out);
   std::vector<Response> take_fusable_burst();
   void execute(ResponseList& list);
-  void split_process_sets(std::vector<TensorEntry> entries);
   void finish(const Status& reason);
 
   Backend& backend_;
