@@ -73,6 +73,13 @@ TEST_CASE("Integer Average divides in integers: exact for every int64, any divis
   std::vector<int8_t> s8 = {-128, 127}, so(2);
   scale_copy(so.data(), s8.data(), 2, DataType::kInt8, 1.0, 200);
   REQUIRE(so == std::vector<int8_t>{0, 0});
+  // Another factor goes through double and saturates at the type's range.
+  std::vector<int8_t> i8 = {100, -100, 3}, bo(3);
+  scale_copy(bo.data(), i8.data(), 3, DataType::kInt8, 1000.0, 1);
+  REQUIRE(bo == std::vector<int8_t>{127, -128, 127});
+  std::vector<int64_t> huge = {INT64_MAX, INT64_MIN}, ho(2);
+  scale_copy(ho.data(), huge.data(), 2, DataType::kInt64, 4.0, 1);
+  REQUIRE(ho == std::vector<int64_t>{INT64_MAX, INT64_MIN});
 }
 
 TEST_CASE("copy_streaming copies like memcpy for every alignment and length", "[kernels]") {

@@ -9,9 +9,10 @@
 /// waits on handles). Each call keeps the runtime alive while it runs, so a
 /// shutdown() on another thread makes it fail (AbortedError or
 /// PreconditionError), never crash. Handles may be waited on from any thread.
-/// init() and shutdown() serialize with each other. The one exception is the
-/// reference runtime() returns: it is valid until shutdown(); do not keep it
-/// across a shutdown() that another thread may call.
+/// init() and shutdown() serialize with each other: each waits until the
+/// other has finished. The one exception is the reference runtime() returns:
+/// it is valid until shutdown(); where another thread may call shutdown(),
+/// hold current_runtime() instead.
 
 #include <memory>
 #include <string>
@@ -54,6 +55,10 @@ int cross_size();
 /// The process-wide runtime; throws PreconditionError before init(). The
 /// reference is valid until shutdown() (see "Threads" above).
 Runtime& runtime();
+/// The same, kept alive while the pointer is held: code that may race with
+/// a shutdown() on another thread (an adapter, a C ABI) calls through this;
+/// a call on a runtime shut down meanwhile fails instead of crashing.
+std::shared_ptr<Runtime> current_runtime();
 
 /// Host memory that allreduce reduces in place across the ranks of a host;
 /// see Runtime::allocate_shared_host. Throws PreconditionError before init().

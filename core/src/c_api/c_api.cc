@@ -63,7 +63,7 @@ int unknown_handle(int64_t id) {
 // throws InvalidArgumentError for an unknown id.
 chorus::OpHooks in_set(int process_set_id) {
   chorus::OpHooks hooks;
-  hooks.process_set = chorus::runtime().process_set(process_set_id);
+  hooks.process_set = chorus::current_runtime()->process_set(process_set_id);
   return hooks;
 }
 
@@ -127,7 +127,7 @@ int chorus_allreduce_async_in_set(int process_set_id, const char* name, const vo
     options.op = static_cast<chorus::ReduceOp>(op);
     options.prescale_factor = prescale;
     options.postscale_factor = postscale;
-    *handle = handles().add(chorus::runtime().allreduce_async(name, in, out, options, in_set(process_set_id)));
+    *handle = handles().add(chorus::current_runtime()->allreduce_async(name, in, out, options, in_set(process_set_id)));
     return CHORUS_OK;
   });
 }
@@ -147,7 +147,7 @@ int chorus_broadcast_async_in_set(int process_set_id, const char* name, void* bu
     if (count > 0 && buffer == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "buffer is NULL");
     if (const std::string bad = bad_dtype(dtype); !bad.empty()) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + bad);
     auto t = std::make_shared<chorus::HostTensorView>(buffer, static_cast<chorus::DataType>(dtype), chorus::TensorShape{count});
-    *handle = handles().add(chorus::runtime().broadcast_async(name, t, root_rank, in_set(process_set_id)));
+    *handle = handles().add(chorus::current_runtime()->broadcast_async(name, t, root_rank, in_set(process_set_id)));
     return CHORUS_OK;
   });
 }
@@ -188,7 +188,7 @@ int chorus_allgather_async_in_set(int process_set_id, const char* name, const vo
     const int rc = check_shaped_call("chorus_allgather_async", name, input, shape, ndim, dtype, alloc, handle, &in,
                                      &hooks, user_data);
     if (rc != CHORUS_OK) return rc;
-    *handle = handles().add(chorus::runtime().allgather_async(name, in, hooks));
+    *handle = handles().add(chorus::current_runtime()->allgather_async(name, in, hooks));
     return CHORUS_OK;
   });
 }
@@ -217,7 +217,7 @@ int chorus_reducescatter_async_in_set(int process_set_id, const char* name, cons
     options.op = static_cast<chorus::ReduceOp>(op);
     options.prescale_factor = prescale;
     options.postscale_factor = postscale;
-    *handle = handles().add(chorus::runtime().reducescatter_async(name, in, options, hooks));
+    *handle = handles().add(chorus::current_runtime()->reducescatter_async(name, in, options, hooks));
     return CHORUS_OK;
   });
 }
@@ -241,7 +241,7 @@ int chorus_alltoall_async_in_set(int process_set_id, const char* name, const voi
       return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string("chorus_alltoall_async('") + name + "'): splits is NULL");
     }
     std::vector<int64_t> s = splits ? std::vector<int64_t>(splits, splits + nsplits) : std::vector<int64_t>{};
-    *handle = handles().add(chorus::runtime().alltoall_async(name, in, std::move(s), hooks));
+    *handle = handles().add(chorus::current_runtime()->alltoall_async(name, in, std::move(s), hooks));
     return CHORUS_OK;
   });
 }
@@ -265,7 +265,7 @@ int chorus_barrier(void) { return chorus_barrier_in_set(0); }
 
 int chorus_barrier_in_set(int process_set_id) {
   return guarded([&]() -> int {
-    chorus::barrier(chorus::runtime().process_set(process_set_id));
+    chorus::barrier(chorus::current_runtime()->process_set(process_set_id));
     return CHORUS_OK;
   });
 }
@@ -285,14 +285,14 @@ int chorus_add_process_set(const int* ranks, int nranks) {
 
 int chorus_remove_process_set(int process_set_id) {
   return guarded([&]() -> int {
-    chorus::remove_process_set(chorus::runtime().process_set(process_set_id));
+    chorus::remove_process_set(chorus::current_runtime()->process_set(process_set_id));
     return CHORUS_OK;
   });
 }
 
 int chorus_process_set_rank(int process_set_id) {
   return guarded([&]() -> int {
-    const chorus::ProcessSet set = chorus::runtime().process_set(process_set_id);
+    const chorus::ProcessSet set = chorus::current_runtime()->process_set(process_set_id);
     const int r = set.rank_of(chorus::rank());
     if (r < 0) {
       return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_process_set_rank: rank " + std::to_string(chorus::rank()) +
@@ -304,7 +304,7 @@ int chorus_process_set_rank(int process_set_id) {
 
 int chorus_process_set_size(int process_set_id) {
   return guarded([&]() -> int {
-    const chorus::ProcessSet set = chorus::runtime().process_set(process_set_id);
+    const chorus::ProcessSet set = chorus::current_runtime()->process_set(process_set_id);
     return set.is_global() ? chorus::size() : static_cast<int>(set.ranks().size());
   });
 }

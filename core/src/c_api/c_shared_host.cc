@@ -74,7 +74,7 @@ int chorus_free_shared_host(void* block) {
 }
 
 int chorus_in_shared_host(const void* p, int64_t bytes) {
-  return chorus::detail::guarded([&]() -> int { return chorus::runtime().in_shared_host(p, bytes) ? 1 : 0; });
+  return chorus::detail::guarded([&]() -> int { return chorus::current_runtime()->in_shared_host(p, bytes) ? 1 : 0; });
 }
 
 }  // extern "C"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "kernels/fp16_f16c.h"
 #include "common/half.h"
@@ -73,6 +74,17 @@ void scale_float(T* dst, const T* src, int64_t n, T factor) {
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * factor;
 }
 
+// A double as integer type T, truncated toward zero and held to T's range
+// (a cast of an out-of-range double is undefined); NaN becomes 0.
+template <class T>
+T saturated(double x) {
+  constexpr T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+  if (!(x == x)) return 0;
+  if (x >= static_cast<double>(hi)) return hi;  // for int64, 2^63: the first double past the range
+  if (x <= static_cast<double>(lo)) return lo;
+  return static_cast<T>(x);
+}
+
 // Integers: a plain division (Average) stays in integers, so it is exact
 // for every value (a double holds only 53 bits of an int64) and truncates
 // toward zero; a factor other than 1 goes through double.
@@ -84,7 +96,7 @@ void scale_int(T* dst, const T* src, int64_t n, double factor, int64_t divisor) 
     return;
   }
   const double dd = static_cast<double>(divisor);
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<double>(src[i]) * factor / dd);
+  for (int64_t i = 0; i < n; ++i) dst[i] = saturated<T>(static_cast<double>(src[i]) * factor / dd);
 }
 
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>

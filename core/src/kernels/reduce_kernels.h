@@ -21,7 +21,7 @@ void reduce_to(void* out, const void* a, const void* b, int64_t count, DataType 
 /// multiply by factor/divisor. Integer types with factor 1 divide in
 /// integers (exact for every int64, truncating toward zero: Average of
 /// integers is the truncated mean); with another factor they compute in
-/// double and truncate toward zero.
+/// double, truncate toward zero and saturate at the type's range.
 void scale_copy(void* dst, const void* src, int64_t count, DataType dtype, double factor,
                 int64_t divisor);
 

@@ -212,7 +212,10 @@ Status BackgroundLoop::coordinate(bool* progressed) {
   }
   out.resend.swap(pending_resends_);
   out.cache_epoch = cache_.epoch();
-  const bool heartbeat = stall_check_->heartbeat_due(!coordinator_idle(), now);
+  // A joined rank waits too (for the others to join): it hears rank 0 while
+  // the others train on without collectives (an evaluation, a save).
+  const bool waiting = !coordinator_idle() || coordinator_->any_joined();
+  const bool heartbeat = stall_check_->heartbeat_due(waiting, now);
   if (out.responses.empty() && out.resend.empty() && !out.shutdown && !heartbeat) return Status::ok();
   *progressed = true;
   if (topo_.size > 1) {
@@ -257,7 +260,7 @@ Status BackgroundLoop::receive_responses(bool* progressed) {
   std::string bytes;
   while (!finished_ && backend_.control().poll_from_coordinator(&bytes)) {
     ResponseList list;
-    Status s = ResponseList::parse(bytes, &list);
+    Status s = ResponseList::parse(bytes, &list, cache_.capacity());
     if (!s.is_ok()) return Status::unknown_error("from the coordinator: " + s.message());
     execute(list);
     watch_->heard(std::chrono::steady_clock::now());  // after running it: a long collective is no silence

@@ -64,8 +64,8 @@ void CollectiveWatchdog::run() {
         CHORUS_LOG(logger_, kError) << stall_shutdown_reason(shutdown, text) << "; ending the job with exit code "
                                     << kStallShutdownExitCode;
         lock.unlock();
-        // The background thread is inside MPI meanwhile: MPI_Abort from here
-        // needs MPI_THREAD_MULTIPLE, which Chorus asks for when it initializes MPI.
+        // The background thread is inside MPI meanwhile: the backend aborts
+        // through MPI only where MPI_THREAD_MULTIPLE allows it, else exits.
         end_job_(kStallShutdownExitCode);
         return;
       }

@@ -14,7 +14,8 @@ namespace {
 // Callers get a shared_ptr, not a reference: a shutdown() on another thread
 // then cannot destroy the runtime under a call that is still running in it.
 struct ProcessRuntime {
-  std::mutex mu;
+  std::mutex lifecycle;  // held through a whole init() or shutdown(): they never overlap
+  std::mutex mu;         // held only to read or swap the pointer: calls never wait behind a join
   std::shared_ptr<Runtime> runtime;
 };
 
@@ -25,14 +26,16 @@ ProcessRuntime& process_runtime() {
   return *instance;
 }
 
-// Takes the runtime out under the lock and stops it outside it, so that
-// other threads' calls are never blocked behind a join. Only the thread that
-// took it stops it; a call still running elsewhere keeps it alive until it
-// returns (it fails: the runtime no longer runs).
+// Takes the runtime out under the pointer's lock and stops it outside it,
+// so that other threads' calls are never blocked behind a join; an init()
+// or another shutdown() waits (lifecycle) until it has stopped. A call still
+// running elsewhere keeps it alive until it returns (it fails: the runtime
+// no longer runs).
 void stop_process_runtime() {
+  ProcessRuntime& p = process_runtime();
+  std::lock_guard<std::mutex> life(p.lifecycle);
   std::shared_ptr<Runtime> old;
   {
-    ProcessRuntime& p = process_runtime();
     std::lock_guard<std::mutex> lock(p.mu);
     old = std::move(p.runtime);
   }
@@ -56,6 +59,7 @@ void init() { init(RuntimeOptions::from_environment()); }
 
 void init(const RuntimeOptions& options) {
   ProcessRuntime& p = process_runtime();
+  std::lock_guard<std::mutex> life(p.lifecycle);
   std::lock_guard<std::mutex> lock(p.mu);
   if (p.runtime && p.runtime->is_running()) return;
   p.runtime.reset();  // a runtime another rank shut down: replace it
@@ -82,6 +86,7 @@ bool is_initialized() {
 }
 
 Runtime& runtime() { return *require_runtime(); }
+std::shared_ptr<Runtime> current_runtime() { return require_runtime(); }
 int rank() { return require_runtime()->rank(); }
 int size() { return require_runtime()->size(); }
 int local_rank() { return require_runtime()->local_rank(); }

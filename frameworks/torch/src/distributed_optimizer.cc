@@ -195,7 +195,7 @@ void DistributedOptimizer::State::start_allreduce(Param& p) {
   if (!grad.defined()) grad = torch::zeros_like(p.tensor, torch::MemoryFormat::Contiguous);
   torch::Tensor sent = options_.compression->compress(grad, &p.original_dtype);
   p.wire = torch_adapter::wrap(sent);  // grad itself when it can be reduced in place
-  p.handle = runtime().allreduce_async(p.name, p.wire, p.wire, allreduce_);
+  p.handle = current_runtime()->allreduce_async(p.name, p.wire, p.wire, allreduce_);
   p.passes = 0;
 }
 

@@ -76,7 +76,7 @@ TensorHandle allreduce_async(const torch::Tensor& tensor, const std::string& nam
   auto input = wrap(sent);
   // A compressed copy is ours to reduce in place; the caller's tensor is not.
   auto output = input->tensor().is_same(tensor) ? empty_like(input) : input;
-  Handle h = runtime().allreduce_async(n, input, output, options, in_set(process_set));
+  Handle h = current_runtime()->allreduce_async(n, input, output, options, in_set(process_set));
   return TensorHandle(h, [output, compression, original](const Handle&) {
     return compression ? compression->decompress(output->tensor(), original) : output->tensor();
   });
@@ -87,7 +87,7 @@ TensorHandle allreduce_async_(torch::Tensor& tensor, const std::string& name, co
   const std::string n = name_or_auto(name, "allreduce", process_set);
   check_tensor(tensor, describe("allreduce", n));
   return in_place(tensor, [&](const std::shared_ptr<TorchTensor>& t) {
-    return runtime().allreduce_async(n, t, t, options, in_set(process_set));
+    return current_runtime()->allreduce_async(n, t, t, options, in_set(process_set));
   });
 }
 
@@ -116,7 +116,7 @@ std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tenso
     outputs.push_back(output);
     results.push_back(output);
   }
-  std::vector<Handle> handles = runtime().grouped_allreduce_async(names, inputs, outputs, options, process_set);
+  std::vector<Handle> handles = current_runtime()->grouped_allreduce_async(names, inputs, outputs, options, process_set);
   std::vector<TensorHandle> out;
   for (size_t i = 0; i < handles.size(); ++i) {
     auto result = results[i];
@@ -135,7 +135,7 @@ std::vector<torch::Tensor> grouped_allreduce(const std::vector<torch::Tensor>& t
 TensorHandle allgather_async(const torch::Tensor& tensor, const std::string& name, const ProcessSet& process_set) {
   const std::string n = name_or_auto(name, "allgather", process_set);
   check_tensor(tensor, describe("allgather", n));
-  return TensorHandle(runtime().allgather_async(n, wrap(tensor), torch_allocation(process_set)), allocated_output());
+  return TensorHandle(current_runtime()->allgather_async(n, wrap(tensor), torch_allocation(process_set)), allocated_output());
 }
 
 torch::Tensor allgather(const torch::Tensor& tensor, const std::string& name, const ProcessSet& process_set) {
@@ -148,7 +148,7 @@ TensorHandle broadcast_async(const torch::Tensor& tensor, int root_rank, const s
   check_tensor(tensor, describe("broadcast", n));
   auto input = wrap(tensor);
   auto output = empty_like(input);
-  Handle h = runtime().broadcast_async(n, input, output, root_rank, in_set(process_set));
+  Handle h = current_runtime()->broadcast_async(n, input, output, root_rank, in_set(process_set));
   return TensorHandle(h, [output](const Handle&) { return output->tensor(); });
 }
 
@@ -157,7 +157,7 @@ TensorHandle broadcast_async_(torch::Tensor& tensor, int root_rank, const std::s
   const std::string n = name_or_auto(name, "broadcast", process_set);
   check_tensor(tensor, describe("broadcast", n));
   return in_place(tensor, [&](const std::shared_ptr<TorchTensor>& t) {
-    return runtime().broadcast_async(n, t, root_rank, in_set(process_set));
+    return current_runtime()->broadcast_async(n, t, root_rank, in_set(process_set));
   });
 }
 
@@ -175,7 +175,7 @@ TensorHandle alltoall_async(const torch::Tensor& tensor, const std::vector<int64
                             const ProcessSet& process_set) {
   const std::string n = name_or_auto(name, "alltoall", process_set);
   check_tensor(tensor, describe("alltoall", n));
-  return TensorHandle(runtime().alltoall_async(n, wrap(tensor), splits, torch_allocation(process_set)),
+  return TensorHandle(current_runtime()->alltoall_async(n, wrap(tensor), splits, torch_allocation(process_set)),
                       allocated_output());
 }
 
@@ -192,7 +192,7 @@ TensorHandle reducescatter_async(const torch::Tensor& tensor, const std::string&
                                  const AllreduceOptions& options, const ProcessSet& process_set) {
   const std::string n = name_or_auto(name, "reducescatter", process_set);
   check_tensor(tensor, describe("reducescatter", n));
-  return TensorHandle(runtime().reducescatter_async(n, wrap(tensor), options, torch_allocation(process_set)),
+  return TensorHandle(current_runtime()->reducescatter_async(n, wrap(tensor), options, torch_allocation(process_set)),
                       allocated_output());
 }
 

@@ -2,6 +2,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <thread>
 #include <memory>
@@ -62,6 +63,8 @@ class MpiBackend final : public Backend {
     Status s = ensure_mpi_initialized();
     if (!s.is_ok()) return s;
     thread_multiple_ = mpi_thread_multiple();
+    mpi_thread_ = std::this_thread::get_id();
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
     // Private communicators: the program's own MPI traffic on
     // MPI_COMM_WORLD never mixes with ours, nor control with data.
     MPI_Comm_dup(parent_, &control_comm_);
@@ -112,10 +115,13 @@ class MpiBackend final : public Backend {
 
   // Ranks that abort at the same moment garble Open MPI's notice of it:
   // the lowest-numbered one goes first, and mpirun ends the others.
+  // Lower ranks abort first, so mpirun's report names the earliest. From a
+  // thread other than ours (the collective watchdog, while this thread is
+  // inside MPI) MPI may be called only under MPI_THREAD_MULTIPLE; below that
+  // the process exits with the code, and mpirun ends the others.
   void end_job(int exit_code) override {
-    int world_rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100) * std::min(world_rank, 20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100) * std::min(world_rank_, 20));
+    if (std::this_thread::get_id() != mpi_thread_ && !thread_multiple_) std::_Exit(exit_code);
     MPI_Abort(MPI_COMM_WORLD, exit_code);
   }
 
@@ -185,6 +191,8 @@ class MpiBackend final : public Backend {
   MPI_Comm parent_ = MPI_COMM_WORLD;
   bool owns_parent_ = false;
   bool thread_multiple_ = false;
+  std::thread::id mpi_thread_;  // the thread that started us: all our MPI calls
+  int world_rank_ = 0;
   Topology topo_;
   MPI_Comm control_comm_ = MPI_COMM_NULL;
   MPI_Comm data_comm_ = MPI_COMM_NULL;  // MPI's own collectives
