@@ -2,8 +2,10 @@
 # Builds Chorus with sanitizers, each in its own build directory, and runs
 # the tests under them:
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer
-#         included) over the core, the unit tests, the multi-rank MPI tests
-#         under mpirun at 2, 3 and 4 ranks, the C ABI and the launcher tests.
+#         included; also float-cast-overflow, a double too large for the
+#         integer it becomes, which GCC's "undefined" leaves out) over the
+#         core, the unit tests, the multi-rank MPI tests under mpirun at 2, 3
+#         and 4 ranks, the C ABI and the launcher tests.
 #         Open MPI's own allocations at init/finalize are suppressed by
 #         library (test/sanitizers/lsan_openmpi.supp), nothing of ours.
 #   tsan  ThreadSanitizer over the unit tests (in-process ranks, no MPI).
@@ -39,7 +41,7 @@ configure_and_build() {
 
 run_asan() {
   local dir="${CHORUS_ASAN_BUILD_DIR:-$root/.build-asan}"
-  configure_and_build "$dir" address,undefined
+  configure_and_build "$dir" address,undefined,float-cast-overflow
   # Whole allocation stacks (Open MPI has no frame pointers) so the
   # suppressions match by library; see lsan_openmpi.supp.
   export ASAN_OPTIONS="fast_unwind_on_malloc=0:detect_leaks=1:check_initialization_order=1:strict_init_order=1"
