@@ -48,9 +48,11 @@ run_asan() {
   export LSAN_OPTIONS="suppressions=$root/test/sanitizers/lsan_openmpi.supp"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   # Not here: install_consumer builds an uninstrumented program against the
-  # sanitized library, and the two-host launcher test only repeats
-  # launcher_launch's code paths in network namespaces.
-  (cd "$dir" && ctest --output-on-failure --timeout 900 -E '^(install_consumer|launcher_two_hosts_netns)$')
+  # sanitized library, the two-host launcher test only repeats
+  # launcher_launch's code paths in network namespaces, and the fuzz tests
+  # (fuzz_*) build their own ASan+UBSan binaries with clang in the main
+  # suite already.
+  (cd "$dir" && ctest --output-on-failure --timeout 900 -E '^(install_consumer|launcher_two_hosts_netns|fuzz_.*)$')
 }
 
 run_tsan() {
