@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, and runs the
 # whole test suite (unit tests, every multi-rank test under mpirun at 2, 3
-# and 4 ranks, the C ABI, the install-tree consumer). Extra arguments go to ctest.
+# and 4 ranks, the C ABI, the install-tree consumer), then the sanitizer runs
+# (scripts/run_sanitizers.sh: ASan+UBSan and TSan, in their own build
+# directories). Extra arguments go to ctest and run that subset only, without
+# the sanitizer runs; CHORUS_SANITIZERS=0 skips them always.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/prepare.sh"
-cd "$build"
-ctest --output-on-failure --timeout 900 "$@"
+(cd "$build" && ctest --output-on-failure --timeout 900 "$@")
+if (($# == 0)) && [[ "${CHORUS_SANITIZERS:-1}" != 0 ]]; then
+  "$root/scripts/run_sanitizers.sh"
+fi
