@@ -18,6 +18,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="${CHORUS_BUILD_JOBS:-$(nproc)}"
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"  # as build.sh: a fresh clone reuses earlier builds
 parts=("$@")
 ((${#parts[@]})) || parts=(asan tsan)
 
