@@ -19,6 +19,7 @@ Needs matplotlib (Debian: python3-matplotlib, for /usr/bin/python3); only
 drawing the docs' plots needs it, nothing in the build does.
 """
 import argparse
+import math
 import os
 import re
 import sys
@@ -145,6 +146,10 @@ def plot_busbw(path, output):
     top.grid(True, which="major", alpha=0.3)
     bottom.axhline(1.0, color="grey", linewidth=1)
     bottom.set_yscale("log", base=2)
+    speedups = [v for t in tables for v in t.speedup if v > 0]
+    low, high = math.floor(math.log2(min(speedups + [1.0]))), math.ceil(math.log2(max(speedups + [1.0])))
+    bottom.set_yticks([2.0 ** k for k in range(low, high + 1)])  # every power of two, 1x included
+    bottom.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     bottom.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}x"))
     bottom.set_ylabel("Chorus speedup over the\nfaster MPI_Allreduce")
     bottom.set_xlabel("message size")
