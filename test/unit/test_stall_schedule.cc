@@ -3,6 +3,8 @@
 // workers' watch on rank 0 built on it.
 #include <catch2/catch.hpp>
 
+#include "entry_helpers.h"
+
 #include "negotiation/stall_schedule.h"
 #include "runtime/coordinator_stall_check.h"
 #include "runtime/coordinator_watch.h"
@@ -136,12 +138,7 @@ TEST_CASE("Rank 0 sends the workers something every N/2 while tensors wait", "[s
 }
 
 namespace {
-TensorEntry entry(const std::string& name) {
-  TensorEntry e;
-  e.request.name = name;
-  e.handle = std::make_shared<HandleState>();
-  return e;
-}
+using chorus::test::entry;
 }  // namespace
 
 TEST_CASE("A worker warns naming rank 0 once rank 0 has been silent for N while it waits", "[stall]") {

@@ -183,7 +183,8 @@ TEST_CASE("The collective watchdog warns at N inside one collective and ends the
   {
     CollectiveWatchdog watchdog(o, logger, [&](int code) { ended = code; });
     const auto start = Clock::now();
-    watchdog.entered({"grad.a", "grad.b"});
+    const std::vector<std::string> names{"grad.a", "grad.b"};
+    watchdog.entered(names);
     while (ended == -1 && Clock::now() - start < std::chrono::seconds(5)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -208,7 +209,8 @@ TEST_CASE("The collective watchdog says nothing about collectives that end in ti
   {
     CollectiveWatchdog watchdog(o, logger, [&](int code) { ended = code; });
     for (int i = 0; i < 25; ++i) {  // 25 collectives of 0.1 s each (N/10): 2.5 s inside collectives in all
-      watchdog.entered({"t" + std::to_string(i)});
+      const std::vector<std::string> names{"t" + std::to_string(i)};
+      watchdog.entered(names);
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       watchdog.left();
     }

@@ -1,18 +1,15 @@
 // The hand-off between framework threads and the background thread.
 #include <catch2/catch.hpp>
 
+#include "entry_helpers.h"
+
 #include "runtime/tensor_queue.h"
 
 using namespace chorus;
 using namespace chorus::detail;
 
 namespace {
-TensorEntry entry(const std::string& name) {
-  TensorEntry e;
-  e.request.name = name;
-  e.handle = std::make_shared<HandleState>();
-  return e;
-}
+using chorus::test::entry;
 std::vector<TensorEntry> batch(std::initializer_list<const char*> names) {
   std::vector<TensorEntry> out;
   for (const char* n : names) out.push_back(entry(n));

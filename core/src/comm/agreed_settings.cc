@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/rank_text.h"
+
 namespace chorus::detail {
 
 namespace {
@@ -19,13 +21,6 @@ std::string as_algorithm(int64_t v) {
 }
 
 std::string as_thread_level(int64_t v) { return v != 0 ? "MPI_THREAD_MULTIPLE" : "below MPI_THREAD_MULTIPLE"; }
-
-// "0", "0, 2": the ranks that hold one value.
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) out += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
-  return out;
-}
 
 // "8 on rank 0 and 16 on ranks 1, 2": each value with the ranks that hold it,
 // in order of the lowest rank.
@@ -63,11 +58,12 @@ std::vector<AgreedSetting> agreed_settings(const RuntimeOptions& o, bool thread_
 
 std::string describe_disagreement(const std::vector<AgreedSetting>& mine,
                                   const std::vector<std::vector<int64_t>>& values) {
-  std::string differing_ranks, details;
+  std::vector<int> differing;
   for (size_t r = 1; r < values.size(); ++r) {
-    if (values[r] != values[0]) differing_ranks += (differing_ranks.empty() ? "" : ", ") + std::to_string(r);
+    if (values[r] != values[0]) differing.push_back(static_cast<int>(r));
   }
-  if (differing_ranks.empty()) return "";
+  if (differing.empty()) return "";
+  std::string details;
   for (size_t i = 0; i < mine.size(); ++i) {
     bool same = true;
     for (const auto& rank_values : values) same = same && rank_values[i] == values[0][i];
@@ -75,7 +71,7 @@ std::string describe_disagreement(const std::vector<AgreedSetting>& mine,
     details += (details.empty() ? "" : "; ") + std::string(mine[i].name) + " is " + values_per_rank(mine[i], values, i);
   }
   return "Settings that decide what travels between ranks must be the same on every rank, but rank(s) " +
-         differing_ranks + " differ from rank 0: " + details + " (chorusrun's flags set them on every rank)";
+         ranks_text(differing) + " differ from rank 0: " + details + " (chorusrun's flags set them on every rank)";
 }
 
 }  // namespace chorus::detail

@@ -51,7 +51,7 @@ AllreduceOutcome DataPlane::allreduce(const FusedAllreduce& op) {
   out.route = choose_allreduce_route(options_, total * esize, world_size_, shared_ != nullptr);
   out.packed = AllreduceOutcome::Clock::now();
   if (out.route == AllreduceRoute::kTransport || out.route == AllreduceRoute::kRing) {
-    out.status = reduce_contiguous(op, on_the_wire(op.op), scale, &out);  // sets its own times
+    out.status = reduce_contiguous(op, total, on_the_wire(op.op), scale, &out);  // sets its own times
     return out;
   }
   // The routes that read and write each tensor where it lies (no fusion
@@ -76,13 +76,12 @@ AllreduceOutcome DataPlane::allreduce(const FusedAllreduce& op) {
 // The routes that reduce one contiguous buffer: a single tensor straight
 // from its input into its output, tensors that lie back to back where they
 // lie, anything else packed into the fusion buffer and copied back out.
-Status DataPlane::reduce_contiguous(const FusedAllreduce& op, ReduceOp wire, PostScale scale, AllreduceOutcome* out) {
+Status DataPlane::reduce_contiguous(const FusedAllreduce& op, int64_t total, ReduceOp wire, PostScale scale,
+                                    AllreduceOutcome* out) {
   const int64_t esize = dtype_size(op.dtype);
   const std::vector<ReducePiece>& pieces = op.pieces;
   const void* in = nullptr;
   void* result = nullptr;
-  int64_t total = 0;
-  for (const ReducePiece& p : pieces) total += p.count;
   char* packed = nullptr;
   if (pieces.size() == 1) {
     in = pieces.front().input;

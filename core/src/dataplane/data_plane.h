@@ -61,7 +61,9 @@ class DataPlane {
   int world_size() const { return world_size_; }
 
  private:
-  Status reduce_contiguous(const FusedAllreduce& op, ReduceOp wire, PostScale scale, AllreduceOutcome* out);
+  /// `total`: the pieces' elements together.
+  Status reduce_contiguous(const FusedAllreduce& op, int64_t total, ReduceOp wire, PostScale scale,
+                           AllreduceOutcome* out);
   Status reduce_buffer(AllreduceRoute route, const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
                        PostScale scale);
 

@@ -1,5 +1,6 @@
 #include "negotiation/coordinator.h"
 
+#include "common/rank_text.h"
 #include "negotiation/collective_traits.h"
 
 #include <algorithm>
@@ -94,9 +95,8 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
     error = validate_requests(name, entry.requests, expected, scope_);
   }
   if (error.empty() && !absent_joined.empty() && !traits_of(rank0->type).runs_while_joined) {
-    std::string ranks;
-    for (int r : absent_joined) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    error = std::string(collective_name(rank0->type)) + " of tensor '" + name + "' cannot run: rank(s) " + ranks +
+    error = std::string(collective_name(rank0->type)) + " of tensor '" + name + "' cannot run: rank(s) " +
+            ranks_text(absent_joined) +
             " called join(); until every rank joined, only allreduce runs (with zeros from the joined ranks)";
   }
   if (!error.empty()) {

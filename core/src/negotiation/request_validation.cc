@@ -4,19 +4,13 @@
 #include <map>
 #include <sstream>
 
+#include "common/rank_text.h"
 #include "negotiation/collective_traits.h"
 #include "negotiation/coordinator.h"
 
 namespace chorus::detail {
 
 namespace {
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::ostringstream out;
-  out << (ranks.size() == 1 ? "rank " : "ranks ");
-  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
-  return out.str();
-}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::ostringstream out;

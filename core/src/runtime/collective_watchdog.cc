@@ -24,19 +24,26 @@ CollectiveWatchdog::~CollectiveWatchdog() {
 
 void CollectiveWatchdog::entered(const std::vector<std::string>& names) {
   if (!thread_.joinable() || names.empty()) return;
-  std::string what = "collective of tensor '" + names.front() + "'";
-  if (names.size() > 1) what += " and " + std::to_string(names.size() - 1) + " more fused with it";
+  const Clock::time_point now = Clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   inside_ = true;
   ++entries_;
-  what_ = std::move(what);
-  since_ = Clock::now();
+  names_ = &names;
+  since_ = now;
+}
+
+std::string CollectiveWatchdog::inside_text(Clock::time_point now) const {
+  std::string out = "this rank has been inside the collective of tensor '" + names_->front() + "'";
+  if (names_->size() > 1) out += " and " + std::to_string(names_->size() - 1) + " more fused with it";
+  return out + " for " + std::to_string(static_cast<int64_t>(std::chrono::duration<double>(now - since_).count())) +
+         " s: a rank taking part in it is stopped or stuck (no other stall check runs meanwhile)";
 }
 
 void CollectiveWatchdog::left() {
   if (!thread_.joinable()) return;
   std::lock_guard<std::mutex> lock(mu_);
   inside_ = false;
+  names_ = nullptr;
 }
 
 // Sleeps until the collective being watched reaches its next milestone, or
@@ -57,9 +64,7 @@ void CollectiveWatchdog::run() {
     if (inside_ && schedule.due(now)) {
       schedule.begin_check(now);
       const StallSchedule::Verdict v = schedule.look_at(since_);
-      const std::string text = "this rank has been inside the " + what_ + " for " +
-                               std::to_string(static_cast<int64_t>(std::chrono::duration<double>(now - since_).count())) +
-                               " s: a rank taking part in it is stopped or stuck (no other stall check runs meanwhile)";
+      const std::string text = v.report || v.shutdown ? inside_text(now) : std::string();
       if (v.shutdown) {
         CHORUS_LOG(logger_, kError) << stall_shutdown_reason(shutdown, text) << "; ending the job with exit code "
                                     << kStallShutdownExitCode;

@@ -32,13 +32,17 @@ class CollectiveWatchdog {
   CollectiveWatchdog(const CollectiveWatchdog&) = delete;
   CollectiveWatchdog& operator=(const CollectiveWatchdog&) = delete;
 
-  /// The background thread enters the collective of the tensors `names` (fused).
+  /// The background thread enters the collective of the tensors `names`
+  /// (fused); `names` must live until left(). Costs a lock and a clock read:
+  /// the message is written only when there is one to give.
   void entered(const std::vector<std::string>& names);
+  void entered(std::vector<std::string>&&) = delete;  // a temporary would not live until left()
   /// ... and has left it.
   void left();
 
  private:
   void run();
+  std::string inside_text(Clock::time_point now) const;  // under mu_, while inside_
 
   const RuntimeOptions& options_;
   const Logger& logger_;
@@ -48,7 +52,7 @@ class CollectiveWatchdog {
   bool stopping_ = false;
   bool inside_ = false;
   uint64_t entries_ = 0;  // which collective: a new one restarts the count
-  std::string what_;
+  const std::vector<std::string>* names_ = nullptr;  // the collective's tensors, while inside_
   Clock::time_point since_;
   std::thread thread_;
 };

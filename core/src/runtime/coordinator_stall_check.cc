@@ -3,17 +3,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/rank_text.h"
+
 namespace chorus::detail {
-
-namespace {
-
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::ostringstream out;
-  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
-  return out.str();
-}
-
-}  // namespace
 
 CoordinatorStallCheck::CoordinatorStallCheck(const RuntimeOptions& options, const Topology& topo, const Logger& logger,
                                              Clock::time_point start)
