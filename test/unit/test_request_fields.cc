@@ -75,7 +75,7 @@ TEST_CASE("The wire form of a request is the one every earlier build wrote", "[m
 
 TEST_CASE("Every row round-trips, and its change is seen by equality and (when agreed) the signature",
           "[messages][fields]") {
-  size_t rows = 0, agreed = 0;
+  size_t rows = 0, agreed = 0, fused_alike = 0;
   for_each_request_field([&](const auto& f) {
     ++rows;
     const Request base = every_field_set();
@@ -90,10 +90,13 @@ TEST_CASE("Every row round-trips, and its change is seen by equality and (when a
     REQUIRE_FALSE(out.requests.at(0) == base);
     const bool must_agree = f.agreement != Agreement::kOwn;
     agreed += must_agree;
+    fused_alike += f.fused_alike;
+    REQUIRE((!f.fused_alike || must_agree));  // what fused tensors share, all ranks share
     REQUIRE(same_signature(base, other) == !must_agree);
   });
   REQUIRE(rows == 15);
-  REQUIRE(agreed == 12);  // all but rank, name and alltoall splits
+  REQUIRE(agreed == 12);      // all but rank, name and alltoall splits
+  REQUIRE(fused_alike == 6);  // collective, dtype, op, both scale factors, device
 }
 
 TEST_CASE("A shape whose first dimension may vary agrees on the rest only", "[messages][fields]") {

@@ -1,11 +1,12 @@
 #pragma once
 // Request's fields, described once. Equality, the signature (what ranks must
 // agree on: the response cache's key and the coordinator's check), the wire
-// form, the checks of a decoded value and the cross-rank mismatch message
-// all walk kRequestFields, so a new field is its member in Request plus one
+// form, the checks of a decoded value, the cross-rank mismatch message and
+// what fused tensors share (fusion/fusion_planner.cc) all walk kRequestFields, so a new field is its member in Request plus one
 // row here (a static_assert below counts them). Only templates and
 // constexpr function pointers: every walk inlines, nothing is allocated.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -51,12 +52,21 @@ struct RequestField {
   /// dtype). A valid value builds no text.
   bool (*check)(const Request& decoded, std::string* why) = nullptr;
   Mismatch mismatch = {};
+  /// Tensors fused into one response share this value (where the row is
+  /// compared for their collective: scale factors only where it reduces).
+  bool fused_alike = false;
 };
 
 template <class T>
 constexpr RequestField<T> field(T Request::*member, Agreement agreement,
                                 bool (*check)(const Request&, std::string*) = nullptr, Mismatch mismatch = {}) {
   return {member, agreement, check, mismatch};
+}
+
+template <class T>
+constexpr RequestField<T> fused_alike(RequestField<T> row) {
+  row.fused_alike = true;
+  return row;
 }
 
 /// The rows' checks and mismatch texts (request_fields.cc).
@@ -97,16 +107,16 @@ inline constexpr auto kRequestFields = [] {
   namespace f = request_field;
   return std::make_tuple(
       field(&Request::rank, A::kOwn, f::check_rank),
-      field(&Request::type, A::kSame, f::check_type, {"operation", f::show_type}),
+      fused_alike(field(&Request::type, A::kSame, f::check_type, {"operation", f::show_type})),
       field(&Request::name, A::kOwn),
-      field(&Request::dtype, A::kSame, f::check_dtype, {"dtype", f::show_dtype}),
+      fused_alike(field(&Request::dtype, A::kSame, f::check_dtype, {"dtype", f::show_dtype})),
       field(&Request::shape, A::kSameAfterFirst, f::check_shape, {"shape", f::show_shape}),
-      field(&Request::op, A::kSame, f::check_op, {"reduce op", f::show_op, f::reduces}),
-      field(&Request::prescale, A::kSame, nullptr, {"prescale factor", f::show_prescale, f::reduces}),
-      field(&Request::postscale, A::kSame, nullptr, {"postscale factor", f::show_postscale, f::reduces}),
+      fused_alike(field(&Request::op, A::kSame, f::check_op, {"reduce op", f::show_op, f::reduces})),
+      fused_alike(field(&Request::prescale, A::kSame, nullptr, {"prescale factor", f::show_prescale, f::reduces})),
+      fused_alike(field(&Request::postscale, A::kSame, nullptr, {"postscale factor", f::show_postscale, f::reduces})),
       field(&Request::root_rank, A::kSame, f::check_root, {"root rank", f::show_root, f::is_broadcast}),
       field(&Request::named_root, A::kSame),  // shown with the root rank
-      field(&Request::device, A::kSame, f::check_device, {"device", f::show_device}),
+      fused_alike(field(&Request::device, A::kSame, f::check_device, {"device", f::show_device})),
       field(&Request::group, A::kSame, nullptr, {"group", f::show_group}),
       field(&Request::group_size, A::kSame, f::check_group_size),  // shown with the group
       field(&Request::splits, A::kOwn, f::check_splits),
