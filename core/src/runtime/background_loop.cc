@@ -72,14 +72,15 @@ Status BackgroundLoop::submit_local_requests(bool* progressed) {
 
 // A worker runs each list as it arrives; rank 0 the one it planned this round.
 Status BackgroundLoop::run_due_lists(bool* progressed) {
-  LoopSide::Polled polled = LoopSide::Polled::kList;
-  while (!finished_ && polled == LoopSide::Polled::kList) {
+  using Polled = LoopSide::Polled;
+  for (bool more = true; more && !finished_;) {
     ResponseList list;
+    Polled polled = Polled::kNothing;
     Status s = side_->poll(&list, &polled);
     if (!s.is_ok()) return s;
-    if (polled == LoopSide::Polled::kNothing) break;
-    *progressed = true;
-    if (polled != LoopSide::Polled::kArrived) execute(list);
+    if (polled != Polled::kNothing) *progressed = true;
+    if (polled == Polled::kList || polled == Polled::kLastOfRound) execute(list);
+    more = polled == Polled::kList;
   }
   if (finished_) return Status::ok();
   const std::string silent = side_->silence_reason();

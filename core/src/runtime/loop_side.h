@@ -21,6 +21,7 @@
 // tensor, and they have left before a bit for the new content is counted.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
