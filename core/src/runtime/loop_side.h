@@ -19,6 +19,8 @@
 // back as resends). That content is the `old` of the slot's first change in
 // the list, so the marks leave the fast path as full requests for the old
 // tensor, and they have left before a bit for the new content is counted.
+// On a worker the same order keeps SentSlots exact: a bit whose slot
+// changed is displaced (kept by name) before its tensor's answer settles it.
 
 #include <cstdint>
 #include <optional>
