@@ -18,8 +18,8 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 4  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
-                                4: chorus_join, shared-host memory */
+#define CHORUS_ABI_VERSION 5  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+                                4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -60,6 +60,7 @@ typedef enum {
   CHORUS_ERR_ABORTED = -3,        /* runtime shut down before the operation completed */
   CHORUS_ERR_INVALID_ARGUMENT = -4,
   CHORUS_ERR_TIMEOUT = -6,
+  CHORUS_ERR_INTERNAL = -7,       /* a broken invariant inside Chorus (a bug); ABI 5 */
   CHORUS_ERR_UNKNOWN_HANDLE = -100
 } chorus_error;
 

@@ -42,6 +42,12 @@ class TimeoutError : public Error {
   using Error::Error;
 };
 
+/// A broken invariant inside Chorus (a bug): the message says which.
+class InternalError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// Throws the exception that matches `status`; does nothing when it is OK.
 void throw_if_error(const Status& status);
 

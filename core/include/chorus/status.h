@@ -18,6 +18,7 @@ enum class StatusCode : int {
   kInvalidArgument = 4,    ///< bad input, or inputs that disagree across ranks
   kInProgress = 5,         ///< not an error: the operation has not finished yet
   kTimeout = 6,            ///< a wait ran out of time (the operation goes on)
+  kInternal = 7,           ///< a broken invariant inside Chorus: a bug, please report it
 };
 
 /// Result of an operation: a code and a message that names what went wrong.
@@ -31,6 +32,9 @@ class Status {
   static Status invalid_argument(std::string msg) { return {StatusCode::kInvalidArgument, std::move(msg)}; }
   static Status in_progress() { return {StatusCode::kInProgress, ""}; }
   static Status timeout(std::string msg) { return {StatusCode::kTimeout, std::move(msg)}; }
+  /// A broken invariant (a bug in Chorus, not in the caller). The message
+  /// starts with "internal: " so that a log line alone tells it apart.
+  static Status internal(const std::string& msg) { return {StatusCode::kInternal, "internal: " + msg}; }
 
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 

@@ -69,11 +69,11 @@ std::string agreed_shape_text(const Request& r) {
 
 }  // namespace
 
-std::string validate_requests(const std::string& name, const std::vector<Request>& requests,
-                              int world_size, const SetScope& scope) {
+Status validate_requests(const std::string& name, const std::vector<Request>& requests,
+                         int world_size, const SetScope& scope) {
   if (static_cast<int>(requests.size()) == world_size && all_agree(requests)) {
     const Request& r = requests.front();
-    if (r.type != CollectiveType::kBroadcast || r.root_rank >= 0) return "";
+    if (r.type != CollectiveType::kBroadcast || r.root_rank >= 0) return Status::ok();
   }
   std::vector<std::string> problems;
   if (static_cast<int>(requests.size()) != world_size) {
@@ -110,12 +110,12 @@ std::string validate_requests(const std::string& name, const std::vector<Request
       }
     }
   }
-  if (problems.empty()) return "";
+  if (problems.empty()) return Status::ok();
   std::ostringstream out;
   out << "Mismatched " << collective_name(requests.front().type) << " of tensor '" << name << "'" << scope.in_text()
       << ": ";
   for (size_t i = 0; i < problems.size(); ++i) out << (i ? "; and " : "") << problems[i];
-  return out.str();
+  return Status::invalid_argument(out.str());
 }
 
 }  // namespace chorus::detail

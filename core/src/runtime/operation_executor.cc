@@ -47,8 +47,8 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
     case ResponseType::kAlltoall:
       wait_until_ready(entries);
       if (entries.size() != 1) {
-        status = Status::unknown_error("internal: a " + std::string(collective_name(entries.front().request.type)) +
-                                       " response carries " + std::to_string(entries.size()) + " tensors");
+        status = Status::internal("a " + std::string(collective_name(entries.front().request.type)) +
+                                  " response carries " + std::to_string(entries.size()) + " tensors");
       } else if (response.type == ResponseType::kBroadcast) {
         status = broadcast(entries.front());
       } else if (response.type == ResponseType::kReducescatter) {
@@ -60,7 +60,7 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
     case ResponseType::kBarrier:
       break;  // every rank had arrived when the coordinator answered: that is the barrier
     case ResponseType::kAddProcessSet:  // run by the background loop, which owns the backend
-      status = Status::unknown_error("internal: a process-set registration reached the executor");
+      status = Status::internal("a process-set registration reached the executor");
       break;
     case ResponseType::kJoin:
       for (auto& e : entries) {
@@ -152,8 +152,8 @@ Status OperationExecutor::alltoall(const Response& response, TensorEntry& e) {
   const std::string what = "alltoall of tensor '" + r.name + "': ";
   const size_t n = static_cast<size_t>(world_size_);
   if (response.splits.size() != n * n) {
-    return Status::unknown_error(what + "internal: the response has " + std::to_string(response.splits.size()) +
-                                 " splits for " + std::to_string(world_size_) + " ranks");
+    return Status::internal(what + "the response has " + std::to_string(response.splits.size()) + " splits for " +
+                            std::to_string(world_size_) + " ranks");
   }
   // Every rank checks the whole matrix (the same on every rank), so all
   // refuse together instead of some entering MPI and waiting forever.

@@ -95,7 +95,7 @@ std::shared_ptr<TorchTensor> wrap(const torch::Tensor& tensor) {
 
 torch::Tensor unwrap(const std::shared_ptr<Tensor>& tensor) {
   auto* t = dynamic_cast<TorchTensor*>(tensor.get());
-  if (!t) throw Error(Status::unknown_error("internal: the core returned a tensor the LibTorch adapter did not allocate"));
+  if (!t) throw InternalError(Status::internal("the core returned a tensor the LibTorch adapter did not allocate"));
   return t->tensor();
 }
 
