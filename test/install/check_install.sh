@@ -15,6 +15,9 @@ test -f "$work/prefix/include/chorus/chorus.h" || { echo "no public headers inst
 if find "$work/prefix/include" -name '*.h' -exec grep -l '#include <mpi.h>\|#include "comm/' {} + | grep -q .; then
   echo "an installed public header includes a private or MPI header"; exit 1
 fi
+# The installed library exports the public API only.
+"$src/scripts/check_exports.sh" "$(find "$work/prefix" -name 'libchorus.so.*.*' | head -1)" \
+  "$work/prefix/include/chorus/c_api.h"
 cmake -S "$src/test/install/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log"
 cmake --build "$work/consumer" > "$work/build.log"
 LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "chorus/export.h"
 #include "chorus/process_set.h"
 #include "chorus/status.h"
 #include "chorus/tensor.h"
@@ -27,7 +28,7 @@ enum class AllreduceAlgorithm : int {
 
 /// Settings of one Runtime. `from_environment()` reads each from its
 /// CHORUS_* variable (or the HOROVOD_* one as a fallback); see docs/tuning.md.
-struct RuntimeOptions {
+struct CHORUS_API RuntimeOptions {
   /// Largest fused buffer in bytes; 0 turns fusion off. CHORUS_FUSION_THRESHOLD.
   int64_t fusion_threshold_bytes = 128ll * 1024 * 1024;
   /// Longest sleep of the background thread between polls, in ms. CHORUS_CYCLE_TIME.
@@ -123,8 +124,6 @@ struct RuntimeStats {
   int64_t fused_allreduce_ops = 0; ///< of those, the ones that carried 2+ tensors
   int64_t in_place_fused_allreduce_ops = 0;  ///< fused ones whose tensors lay back to back in memory,
                                             ///< reduced where they are (no fusion-buffer copies)
-  int64_t ring_allreduce_ops = 0;  ///< of those, the ones the pipelined ring ran
-  int64_t shm_allreduce_ops = 0;   ///< of those, the ones run through shared memory
   int64_t shm_zero_copy_ops = 0;   ///< of those, the ones whose tensors lay in every rank's
                                    ///< arena, reduced where they lie (allocate_shared_host)
   int64_t broadcasts = 0;

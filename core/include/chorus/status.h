@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "chorus/export.h"
+
 namespace chorus {
 
 /// Why an operation failed. The numeric values are part of the C ABI
@@ -22,7 +24,7 @@ enum class StatusCode : int {
 };
 
 /// Result of an operation: a code and a message that names what went wrong.
-class Status {
+class CHORUS_API Status {
  public:
   Status() = default;
   static Status ok() { return Status(); }
@@ -50,6 +52,6 @@ class Status {
 };
 
 /// Name of a code, e.g. "InvalidArgument".
-const char* status_code_name(StatusCode code);
+CHORUS_API const char* status_code_name(StatusCode code);
 
 }  // namespace chorus

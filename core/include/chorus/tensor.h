@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "chorus/export.h"
 #include "chorus/status.h"
 #include "chorus/types.h"
 
@@ -17,7 +18,7 @@ namespace chorus {
 
 /// A framework tensor as the core sees it: typed, shaped, contiguous memory.
 /// Implementations must keep the memory alive for as long as the object lives.
-class Tensor {
+class CHORUS_API Tensor {
  public:
   virtual ~Tensor() = default;
   virtual DataType dtype() const = 0;
@@ -34,7 +35,7 @@ class Tensor {
 
 /// Memory the core keeps across operations (e.g. the fusion buffer on a
 /// device), owned by the framework's allocator.
-class PersistentBuffer {
+class CHORUS_API PersistentBuffer {
  public:
   virtual ~PersistentBuffer() = default;
   virtual void* data() = 0;
@@ -43,7 +44,7 @@ class PersistentBuffer {
 
 /// Per-operation services the adapter provides: allocation in the
 /// framework's allocator, on the tensor's device.
-class OpContext {
+class CHORUS_API OpContext {
  public:
   virtual ~OpContext() = default;
   /// Allocate the output of an operation whose shape is known only after
@@ -60,7 +61,7 @@ class OpContext {
 
 /// Tells when an input produced asynchronously (a GPU kernel on a stream)
 /// is safe to read. Host tensors need none (pass nullptr).
-class ReadyEvent {
+class CHORUS_API ReadyEvent {
  public:
   virtual ~ReadyEvent() = default;
   /// True once the producer has finished writing the tensor.
@@ -69,7 +70,7 @@ class ReadyEvent {
 
 /// A Tensor over memory the caller owns (the C ABI, tests, simple adapters).
 /// The caller keeps the memory alive until the operation completes.
-class HostTensorView final : public Tensor {
+class CHORUS_API HostTensorView final : public Tensor {
  public:
   HostTensorView(void* data, DataType dtype, TensorShape shape)
       : data_(data), dtype_(dtype), shape_(std::move(shape)) {}
@@ -86,7 +87,7 @@ class HostTensorView final : public Tensor {
 };
 
 /// An OpContext that allocates host memory the tensor itself owns.
-class HostOpContext final : public OpContext {
+class CHORUS_API HostOpContext final : public OpContext {
  public:
   Status allocate_output(const TensorShape& shape, DataType dtype,
                          std::shared_ptr<Tensor>* out) override;

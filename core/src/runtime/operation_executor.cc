@@ -105,7 +105,7 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
   const int64_t bytes = total * dtype_size(op.dtype);
   if (timeline_.enabled()) record_allreduce(entries.size(), bytes, outcome, start);
   if (!outcome.status.is_ok()) return outcome.status;
-  stats_.update([&](RuntimeStats& st) {
+  stats_.update([&](InternalStats& st) {
     ++st.allreduce_ops;
     if (entries.size() > 1) ++st.fused_allreduce_ops;
     if (outcome.in_place_span) ++st.in_place_fused_allreduce_ops;

@@ -109,7 +109,7 @@ std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
   for (auto& e : entries) {
     e.enqueued = now;
     e.handle = std::make_shared<HandleState>();
-    handles.emplace_back(e.handle);
+    handles.push_back(Handle(e.handle));
   }
   throw_if_error(queue_.add(std::move(entries)));
   return handles;
