@@ -54,8 +54,9 @@ struct CHORUS_API RuntimeOptions {
   /// Shut down with an error naming the stalled tensors and missing ranks after
   /// this many seconds; 0 disables. CHORUS_STALL_SHUTDOWN_TIME_SECONDS.
   double stall_shutdown_seconds = 0.0;
-  /// Entries of the response cache (tensors negotiated by an 8-byte key once
-  /// their signature is known everywhere); 0 turns it off. CHORUS_CACHE_CAPACITY.
+  /// Slots of the response cache: a tensor whose signature every rank holds
+  /// in a slot is negotiated by one bit per rank instead of a full request;
+  /// 0 turns it off. CHORUS_CACHE_CAPACITY.
   int64_t cache_capacity = 1024;
   /// Data-plane algorithm for allreduce. CHORUS_ALLREDUCE_ALGO: auto, ring, mpi, shm.
   AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
@@ -108,8 +109,6 @@ struct OpHooks {
   /// (alltoall splits) and outputs (allgather, reducescatter blocks) follow
   /// the members in ascending global rank.
   ProcessSet process_set;
-  /// Wait for this before reading the input (GPU streams); nullptr for host data.
-  std::shared_ptr<ReadyEvent> ready_event;
   /// Allocation services; nullptr uses host memory.
   std::shared_ptr<OpContext> context;
   /// Runs on the background thread once the operation completed, before the
@@ -132,8 +131,8 @@ struct RuntimeStats {
   int64_t fused_allgather_ops = 0; ///< of those, the ones that carried 2+ tensors
   int64_t bytes_allreduced = 0;
   int64_t negotiation_rounds = 0;  ///< response lists executed
-  int64_t cache_hits = 0;          ///< requests negotiated by cache key (sent on workers, resolved on rank 0)
-  int64_t cache_resends = 0;       ///< stale keys sent again in full
+  int64_t cache_hits = 0;          ///< requests negotiated by a cache bit (set on workers, counted on rank 0)
+  int64_t cache_resends = 0;       ///< stale cache bits sent again as full requests
   int64_t errors = 0;              ///< operations completed with an error
 };
 

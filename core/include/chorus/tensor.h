@@ -4,8 +4,9 @@
 /// tensors without knowing the framework. See docs/adapters.md.
 ///
 /// The core never allocates framework memory itself; it asks the adapter's
-/// OpContext, and it never waits on a framework stream itself; it asks the
-/// adapter's ReadyEvent.
+/// OpContext. This build moves host memory only: a tensor on a device is
+/// refused at enqueue; what a device data plane needs from an adapter
+/// (device buffers, stream readiness) joins the contract with it.
 
 #include <cstdint>
 #include <memory>
@@ -33,15 +34,6 @@ class CHORUS_API Tensor {
   virtual int device() const { return kCpuDevice; }
 };
 
-/// Memory the core keeps across operations (e.g. the fusion buffer on a
-/// device), owned by the framework's allocator.
-class CHORUS_API PersistentBuffer {
- public:
-  virtual ~PersistentBuffer() = default;
-  virtual void* data() = 0;
-  virtual int64_t size_bytes() const = 0;
-};
-
 /// Per-operation services the adapter provides: allocation in the
 /// framework's allocator, on the tensor's device.
 class CHORUS_API OpContext {
@@ -54,18 +46,6 @@ class CHORUS_API OpContext {
   /// Allocate a zero-filled tensor (a joined rank's stand-in contribution).
   virtual Status allocate_zeros(const TensorShape& shape, DataType dtype,
                                 std::shared_ptr<Tensor>* out) = 0;
-  /// Allocate memory kept across operations.
-  virtual Status allocate_persistent(int64_t size_bytes,
-                                     std::shared_ptr<PersistentBuffer>* out) = 0;
-};
-
-/// Tells when an input produced asynchronously (a GPU kernel on a stream)
-/// is safe to read. Host tensors need none (pass nullptr).
-class CHORUS_API ReadyEvent {
- public:
-  virtual ~ReadyEvent() = default;
-  /// True once the producer has finished writing the tensor.
-  virtual bool ready() const = 0;
 };
 
 /// A Tensor over memory the caller owns (the C ABI, tests, simple adapters).
@@ -93,8 +73,6 @@ class CHORUS_API HostOpContext final : public OpContext {
                          std::shared_ptr<Tensor>* out) override;
   Status allocate_zeros(const TensorShape& shape, DataType dtype,
                         std::shared_ptr<Tensor>* out) override;
-  Status allocate_persistent(int64_t size_bytes,
-                             std::shared_ptr<PersistentBuffer>* out) override;
 };
 
 }  // namespace chorus

@@ -2,23 +2,11 @@
 
 #include <climits>
 #include <cstring>
-#include <thread>
 
 #include "dataplane/algorithms/ring_allreduce.h"
 #include "runtime/output_slot.h"
 
 namespace chorus::detail {
-
-namespace {
-
-void wait_until_ready(const std::vector<TensorEntry>& entries) {
-  for (const auto& e : entries) {
-    if (!e.hooks.ready_event) continue;
-    while (!e.hooks.ready_event->ready()) std::this_thread::yield();
-  }
-}
-
-}  // namespace
 
 void OperationExecutor::execute(const Response& response, std::vector<TensorEntry> entries) {
   if (timeline_.enabled()) {
@@ -34,18 +22,15 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
       status = Status::invalid_argument(response.error_message);
       break;
     case ResponseType::kAllreduce:
-      wait_until_ready(entries);
       status = allreduce(entries);
       break;
     case ResponseType::kAllgather:
-      wait_until_ready(entries);
       each = allgather_.run(response, entries);
       record_allgather(entries.size(), each);
       break;
     case ResponseType::kBroadcast:
     case ResponseType::kReducescatter:
     case ResponseType::kAlltoall:
-      wait_until_ready(entries);
       if (entries.size() != 1) {
         status = Status::internal("a " + std::string(collective_name(entries.front().request.type)) +
                                   " response carries " + std::to_string(entries.size()) + " tensors");
