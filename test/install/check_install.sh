@@ -18,6 +18,11 @@ fi
 # The installed library exports the public API only.
 "$src/scripts/check_exports.sh" "$(find "$work/prefix" -name 'libchorus.so.*.*' | head -1)" \
   "$work/prefix/include/chorus/c_api.h"
+# The installed launcher runs from the prefix alone (its RPATH finds libchorus).
+if [[ -x "$work/prefix/bin/chorusrun" ]]; then
+  env -u LD_LIBRARY_PATH "$work/prefix/bin/chorusrun" --check-build > "$work/check_build.log" ||
+    { echo "the installed chorusrun does not run:"; cat "$work/check_build.log"; exit 1; }
+fi
 cmake -S "$src/test/install/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log"
 cmake --build "$work/consumer" > "$work/build.log"
 LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
