@@ -11,6 +11,7 @@
 
 #include "dataplane/route_choice.h"
 #include "kernels/reduce_kernels.h"
+#include "runtime/runtime_access.h"
 #include "chorus/chorus.h"
 #include "typed_values.h"
 
@@ -203,9 +204,9 @@ TEST_CASE("The allreduce algorithm follows CHORUS_ALLREDUCE_ALGO", "[mpi][ring][
   auto t = std::make_shared<HostTensorView>(big.data(), DataType::kFloat32, TensorShape{1 << 18});
   AllreduceOptions sum;
   sum.op = ReduceOp::kSum;
-  const RuntimeStats before = runtime().stats();
+  const detail::InternalStats before = detail::RuntimeAccess::stats(runtime());
   allreduce_async("algo.big", t, t, sum).wait();
-  const RuntimeStats after = runtime().stats();
+  const detail::InternalStats after = detail::RuntimeAccess::stats(runtime());
   REQUIRE(big.front() == float(size));
   REQUIRE(big.back() == float(size));
   // These tests run every rank on one host, so shared memory is there.

@@ -37,10 +37,10 @@ TEST_CASE("In-process ranks take the route production would, and every route is 
           AllreduceOptions opt;  // Average with both scalings: (sum x 2) x 0.5 / 4
           opt.prescale_factor = 2.0;
           opt.postscale_factor = 0.5;
-          const RuntimeStats before = rt.stats();
+          const detail::InternalStats before = detail::RuntimeAccess::stats(rt);
           const std::string n = "route." + std::to_string(count);
           for (auto& h : rt.grouped_allreduce_async({n + ".a", n + ".b"}, {ta, tb}, {}, opt)) h.wait();
-          const RuntimeStats after = rt.stats();
+          const detail::InternalStats after = detail::RuntimeAccess::stats(rt);
           for (int64_t i = 0; i < count; ++i) {
             const float want_value = float(4 * (i % 9) + 6) / 4.0f;
             RANK_CHECK(a[i] == want_value);

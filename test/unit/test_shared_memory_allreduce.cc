@@ -60,9 +60,9 @@ struct Buffer {
   char* data = nullptr;
   Buffer(const HeapStaging& group, int rank, bool in_arena, int64_t bytes) {
     if (in_arena) {
-      std::string why;
-      arena_memory = group.arena(rank)->allocate(bytes + 1, &why);
-      if (!arena_memory) throw std::runtime_error("test arena too small: " + why);
+      auto allocated = group.arena(rank)->allocate(bytes + 1);
+      if (!allocated.is_ok()) throw std::runtime_error("test arena too small: " + allocated.status().message());
+      arena_memory = std::move(allocated).value();
       data = static_cast<char*>(arena_memory.get());
     } else {
       heap.resize(static_cast<size_t>(bytes) + 1);
@@ -379,8 +379,7 @@ TEST_CASE("Shared-memory allreduce: zero-copy and staged calls mixed in a row, r
       int64_t bad = 0;
       SharedMemoryAllreduce shm(group.slots(r));
       std::mt19937 rng(static_cast<uint32_t>(r) * 5 + 2);
-      std::string why;
-      std::shared_ptr<void> arena_memory = group.arena(r)->allocate(4 << 10, &why);
+      std::shared_ptr<void> arena_memory = group.arena(r)->allocate(4 << 10).value_or(nullptr);
       std::vector<float> heap(1024);
       for (int call = 0; call < calls; ++call) {
         // Some empty calls; the tensors cut differently on every rank; a
@@ -422,8 +421,7 @@ TEST_CASE("Shared-memory allreduce: more tensors than the exchange area describe
   const int64_t tensors = kZeroCopyMaxPieces + 1;
   const auto results = on_thread_ranks<std::vector<int64_t>>(size, [&](int r) {
     SharedMemoryAllreduce shm(group.slots(r));
-    std::string why;
-    std::shared_ptr<void> memory = group.arena(r)->allocate(tensors * 2 * 8, &why);
+    std::shared_ptr<void> memory = group.arena(r)->allocate(tensors * 2 * 8).value_or(nullptr);
     auto* data = static_cast<double*>(memory.get());
     int64_t bad = 0;
     for (int64_t pieces : {tensors - 1, tensors}) {
@@ -455,8 +453,7 @@ TEST_CASE("Shared-memory allreduce, zero-copy: calls large enough for streaming 
   HeapStaging group(size, 1 << 20, 2 * count * 4 + (1 << 20));
   const auto wrong = on_thread_ranks<int64_t>(size, [&](int r) {
     SharedMemoryAllreduce shm(group.slots(r));
-    std::string why;
-    std::shared_ptr<void> memory = group.arena(r)->allocate(2 * count * 4 + 64, &why);
+    std::shared_ptr<void> memory = group.arena(r)->allocate(2 * count * 4 + 64).value_or(nullptr);
     float* in = static_cast<float*>(memory.get());
     float* out = in + count + 1;  // 4 bytes past a 64-byte boundary at most
     for (int64_t i = 0; i < count; ++i) in[i] = float((i % 1000) + r);
