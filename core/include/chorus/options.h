@@ -67,6 +67,11 @@ struct RuntimeOptions {
   /// bytes go through shared memory. CHORUS_SHM_THRESHOLD_BYTES (measured
   /// default: docs/performance.md).
   int64_t shm_threshold_bytes = 0;
+  /// Shared-memory allreduces of at least this many bytes read and write
+  /// ordinary (non-arena) tensors across processes (process_vm_readv/writev)
+  /// instead of staging them; -1: never. CHORUS_SHM_SINGLE_COPY_THRESHOLD_BYTES
+  /// (measured default: docs/performance.md).
+  int64_t shm_single_copy_threshold_bytes = 1 << 20;
   /// Bytes of each of a rank's two shared-memory staging blocks.
   /// CHORUS_SHM_BLOCK_BYTES.
   int64_t shm_block_bytes = 1 << 20;
@@ -127,6 +132,8 @@ struct RuntimeStats {
   int64_t shm_allreduce_ops = 0;   ///< of those, the ones run through shared memory
   int64_t shm_zero_copy_ops = 0;   ///< of those, the ones whose tensors lay in every rank's
                                    ///< arena, reduced where they lie (allocate_shared_host)
+  int64_t shm_single_copy_ops = 0; ///< of those, the ones read and written across processes
+                                   ///< (CHORUS_SHM_SINGLE_COPY_THRESHOLD_BYTES)
   int64_t broadcasts = 0;
   int64_t allgathers = 0;          ///< tensors that completed an allgather
   int64_t allgather_ops = 0;       ///< data-plane allgather calls (fused or not)

@@ -49,6 +49,7 @@ std::vector<AgreedSetting> agreed_settings(const RuntimeOptions& o, bool thread_
       {"CHORUS_RING_THRESHOLD_BYTES", o.ring_threshold_bytes, as_number},
       {"CHORUS_RING_SEGMENT_BYTES", o.ring_segment_bytes, as_number},
       {"CHORUS_SHM_THRESHOLD_BYTES", o.shm_threshold_bytes, as_number},
+      {"CHORUS_SHM_SINGLE_COPY_THRESHOLD_BYTES", o.shm_single_copy_threshold_bytes, as_number},
       {"CHORUS_SHM_BLOCK_BYTES", o.shm_block_bytes, as_number},
       {"CHORUS_SHM_ARENA_BYTES", o.shm_arena_bytes, as_number},
       {"CHORUS_CACHE_CAPACITY", o.cache_capacity, as_number},

@@ -190,6 +190,13 @@ const std::vector<EnvParam> kParams = {
        return set_int64_in(t, &o->shm_threshold_bytes, 0, INT64_MAX, "bytes");
      },
      [](const RuntimeOptions& o) { return as_text(o.shm_threshold_bytes); }},
+    {"SHM_SINGLE_COPY_THRESHOLD_BYTES", "1048576",
+     "Shared-memory allreduces of at least this many bytes read the other ranks' ordinary memory directly "
+     "(process_vm_readv/writev) instead of staging it; -1: never.",
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_int64_in(t, &o->shm_single_copy_threshold_bytes, -1, INT64_MAX, "bytes");
+     },
+     [](const RuntimeOptions& o) { return as_text(o.shm_single_copy_threshold_bytes); }},
     {"SHM_BLOCK_BYTES", "1048576",
      "Bytes of each of a rank's two shared-memory staging blocks: a multiple of 64, 4 KiB .. 1 GiB.",
      [](const std::string& t, RuntimeOptions* o) -> std::string {
