@@ -71,6 +71,13 @@ AllreduceOutcome DataPlane::allreduce(const FusedAllreduce& op) {
     // The route says what ran: staged (single copy refused) or zero-copy is shared memory.
     out.route = shared_->last_path() == SharedPath::kSingleCopy ? AllreduceRoute::kSingleCopy
                                                                  : AllreduceRoute::kSharedMemory;
+    if (!shared_->single_copy_refusal().empty() && !single_copy_refusal_said_ && link_.rank() == 0) {
+      out.warning = "single-copy shared-memory allreduce is off for this job, large allreduces stage instead: " +
+                    shared_->single_copy_refusal() +
+                    " (same user, Yama ptrace_scope 0 or 1 and no seccomp filter refusing process_vm_readv needed; "
+                    "CHORUS_SHM_SINGLE_COPY_THRESHOLD_BYTES=-1 silences this)";
+      single_copy_refusal_said_ = true;
+    }
   }
   out.reduced = AllreduceOutcome::Clock::now();
   return out;

@@ -102,6 +102,9 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
   }
   const auto start = Clock::now();
   const AllreduceOutcome outcome = data_.allreduce(op);
+  if (!outcome.warning.empty()) {
+    CHORUS_LOG(logger_, kWarning) << outcome.warning;
+  }
   const int64_t bytes = total * dtype_size(op.dtype);
   if (timeline_.enabled()) record_allreduce(entries.size(), bytes, outcome, start);
   if (!outcome.status.is_ok()) return outcome.status;

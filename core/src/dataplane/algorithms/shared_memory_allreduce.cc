@@ -188,6 +188,7 @@ Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, 
   if (!s.is_ok()) return s;
   const int64_t count = staged.count();
   const bool publish = !slots_.exchange.empty() && count > 0;
+  if (publish && single_copy && cross_memory_ == CrossMemory::kUnknown) allow_cross_memory_from_peers();
   const char* arena = slots_.arenas.empty() ? nullptr : slots_.arenas[static_cast<size_t>(me)];
   const Publication mine = publish ? publish_pieces(exchange_area(me), pieces, arena, slots_.arena_bytes,
                                                     dtype_size(dtype), &probe_word_)

@@ -45,6 +45,12 @@ constexpr int64_t kSingleCopyChunkBytes = 256 << 10;
 /// unchanged: ok() when this process may read and write that memory.
 CrossMemoryFailure probe_cross_memory(const CrossMemoryCalls& calls, int peer, int64_t pid, uint64_t address);
 
+/// Under Yama's restricted ptrace (ptrace_scope 1) only a process's
+/// ancestors may trace it, and ranks are siblings: lets any process of this
+/// user reach this one, as Open MPI does for the same calls. Nothing under
+/// other settings (0 allows it already, 2 and 3 refuse it anyway).
+void allow_cross_memory_from_peers();
+
 /// Every rank's tensors of one call: its pieces in its own address space
 /// (this rank's are its own), and its process id.
 struct SingleCopyRanks {
