@@ -190,9 +190,9 @@ const std::vector<EnvParam> kParams = {
        return set_int64_in(t, &o->shm_threshold_bytes, 0, INT64_MAX, "bytes");
      },
      [](const RuntimeOptions& o) { return as_text(o.shm_threshold_bytes); }},
-    {"SHM_SINGLE_COPY_THRESHOLD_BYTES", "1048576",
+    {"SHM_SINGLE_COPY_THRESHOLD_BYTES", "-1",
      "Shared-memory allreduces of at least this many bytes read the other ranks' ordinary memory directly "
-     "(process_vm_readv/writev) instead of staging it; -1: never.",
+     "(process_vm_readv/writev) instead of staging it; -1: never (measured slower than staging here).",
      [](const std::string& t, RuntimeOptions* o) {
        return set_int64_in(t, &o->shm_single_copy_threshold_bytes, -1, INT64_MAX, "bytes");
      },
