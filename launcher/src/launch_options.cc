@@ -1,9 +1,13 @@
 #include "launch_options.h"
 
+#include "tuning_flags.h"
+
 #include <boost/program_options.hpp>
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -14,59 +18,6 @@ namespace po = boost::program_options;
 namespace chorus::launcher {
 
 namespace {
-
-// Tuning flags: flag name -> CHORUS_* variable, and how the value is checked.
-enum class Kind { kNonNegNumber, kWholeNumber, kText, kAlgo, kLogLevel };
-struct Knob {
-  const char* flag;
-  const char* variable;
-  Kind kind;
-  const char* help;
-};
-const Knob kKnobs[] = {
-    {"fusion-threshold-mb", "CHORUS_FUSION_THRESHOLD", Kind::kNonNegNumber,
-     "largest fused allreduce buffer in MiB (0: no fusion)"},
-    {"cycle-time-ms", "CHORUS_CYCLE_TIME", Kind::kNonNegNumber, "longest sleep of the background thread, ms"},
-    {"cache-capacity", "CHORUS_CACHE_CAPACITY", Kind::kWholeNumber, "response cache entries (0: off)"},
-    {"timeline-filename", "CHORUS_TIMELINE", Kind::kText, "write a timeline of every tensor to this file"},
-    {"stall-check-warning-time-seconds", "CHORUS_STALL_CHECK_TIME_SECONDS", Kind::kNonNegNumber,
-     "warn about tensors some ranks never submitted after this long"},
-    {"stall-check-shutdown-time-seconds", "CHORUS_STALL_SHUTDOWN_TIME_SECONDS", Kind::kNonNegNumber,
-     "stop the job after a stall this long (0: never)"},
-    {"log-level", "CHORUS_LOG_LEVEL", Kind::kLogLevel, "trace, debug, info, warning, error or fatal"},
-    {"allreduce-algo", "CHORUS_ALLREDUCE_ALGO", Kind::kAlgo, "auto, shm, ring or mpi"},
-};
-
-std::string check_knob_value(const Knob& k, const std::string& v, std::string* out) {
-  *out = v;
-  switch (k.kind) {
-    case Kind::kNonNegNumber: {
-      std::istringstream in(v);
-      double d = 0;
-      if (!(in >> d) || !in.eof() || d < 0 || d > 1e9) return "expects a number >= 0 (and at most 1e9)";
-      if (std::string(k.flag) == "fusion-threshold-mb") {
-        *out = std::to_string(static_cast<long long>(d * 1024 * 1024));
-      }
-      return "";
-    }
-    case Kind::kWholeNumber: {
-      if (v.empty() || v.size() > 8 || v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) > (1 << 24)) {
-        return "expects a whole number in 0..16777216";
-      }
-      return "";
-    }
-    case Kind::kAlgo:
-      return v == "auto" || v == "shm" || v == "ring" || v == "mpi" ? "" : "expects auto, shm, ring or mpi";
-    case Kind::kLogLevel:
-      for (const char* l : {"trace", "debug", "info", "warning", "warn", "error", "fatal"}) {
-        if (v == l) return "";
-      }
-      return "expects trace, debug, info, warning, error or fatal";
-    case Kind::kText:
-      return v.empty() ? "expects a value" : "";
-  }
-  return "";
-}
 
 // split_unix accepts an unclosed quote silently; refuse it instead of
 // guessing what the user meant.
@@ -106,7 +57,7 @@ po::options_description describe_options() {
        "run ranks without chorusrun's exit reporter (the exit code is then whichever mpirun saw first)")
       ("verbose", po::bool_switch(), "print the mpirun command before running it")
       ("dry-run", po::bool_switch(), "print the mpirun command and run nothing");
-  for (const Knob& k : kKnobs) d.add_options()(k.flag, po::value<std::string>(), k.help);
+  add_tuning_flags(&d);
   return d;
 }
 
@@ -150,35 +101,117 @@ size_t find_program(const std::vector<std::string>& args, const po::options_desc
   return args.size();
 }
 
+// Parses `ours` (and the config file it names) into `vm`: "" or the error.
+std::string parse_into(const std::vector<std::string>& ours, const po::options_description& desc,
+                       po::variables_map* vm) {
+  try {
+    const int style = (po::command_line_style::default_style | po::command_line_style::allow_long_disguise) &
+                      ~po::command_line_style::allow_guessing;
+    po::store(po::command_line_parser(ours).options(desc).style(style).run(), *vm);
+    if (vm->count("config-file")) {
+      std::string text;
+      const std::string error = read_named_file((*vm)["config-file"].as<std::string>(), "config file", &text);
+      if (!error.empty()) return error;
+      std::istringstream in(text);
+      po::store(po::parse_config_file(in, desc), *vm);  // stored second: the command line wins
+    }
+    po::notify(*vm);
+  } catch (const po::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// -np and the hosts (-H or --hostfile).
+std::string read_ranks_and_hosts(const po::variables_map& vm, LaunchOptions* o) {
+  if (!vm.count("num-proc")) return "missing -np N (the number of ranks)";
+  o->num_proc = vm["num-proc"].as<int>();
+  if (o->num_proc <= 0) return "-np " + std::to_string(o->num_proc) + ": the number of ranks must be at least 1";
+  if (vm.count("hosts") && vm.count("hostfile")) return "give either -H or --hostfile, not both";
+  o->hosts_given = vm.count("hosts") || vm.count("hostfile");
+  if (vm.count("hosts")) return parse_host_spec(vm["hosts"].as<std::string>(), &o->hosts);
+  if (!vm.count("hostfile")) return "";
+  const std::string path = vm["hostfile"].as<std::string>();
+  std::string text;
+  std::string error = read_named_file(path, "hostfile", &text);
+  return error.empty() ? parse_hostfile(text, path, &o->hosts) : error;
+}
+
+// The tuning flags (tuning_flags.h) and --no-stall-check.
+std::string read_knobs(const po::variables_map& vm, LaunchOptions* o) {
+  const std::string error = tuning_knobs(vm, &o->knobs);
+  if (!error.empty() || !vm["no-stall-check"].as<bool>()) return error;
+  for (const char* knob : {"STALL_CHECK_TIME_SECONDS", "STALL_SHUTDOWN_TIME_SECONDS"}) {
+    if (vm.count(tuning_flag(*detail::find_knob(knob)))) {
+      return "--no-stall-check contradicts --" + tuning_flag(*detail::find_knob(knob));
+    }
+  }
+  o->knobs.emplace_back("CHORUS_STALL_CHECK_TIME_SECONDS", "0");
+  return "";
+}
+
+// -x VAR and -x VAR=VALUE.
+std::string read_exports(const po::variables_map& vm, LaunchOptions* o) {
+  if (!vm.count("env")) return "";
+  for (const std::string& v : vm["env"].as<std::vector<std::string>>()) {
+    const std::string name = v.substr(0, v.find('='));
+    if (name.empty() || name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+                            std::string::npos || std::isdigit(static_cast<unsigned char>(name[0]))) {
+      return "-x '" + v + "': not a variable name (expected VAR or VAR=VALUE)";
+    }
+    o->exported_env.push_back(v);
+  }
+  return "";
+}
+
+std::string read_mpi_args(const po::variables_map& vm, LaunchOptions* o) {
+  if (!vm.count("mpi-args")) return "";
+  const std::string args = vm["mpi-args"].as<std::string>();
+  if (!quotes_balanced(args)) return "--mpi-args '" + args + "': unclosed quote";
+  try {
+    o->mpi_args = po::split_unix(args);
+  } catch (const std::exception& e) {
+    return std::string("--mpi-args: ") + e.what();
+  }
+  return "";
+}
+
+// --output-filename, ssh's port and identity, --start-timeout.
+std::string read_remote(const po::variables_map& vm, LaunchOptions* o) {
+  if (vm.count("output-filename")) o->output_dir = vm["output-filename"].as<std::string>();
+  if (vm.count("ssh-port")) {
+    o->ssh_port = vm["ssh-port"].as<int>();
+    if (*o->ssh_port <= 0 || *o->ssh_port > 65535) return "-p " + std::to_string(*o->ssh_port) + ": not a port number";
+  }
+  if (vm.count("ssh-identity-file")) {
+    o->ssh_identity = vm["ssh-identity-file"].as<std::string>();
+    // mpirun splits plm_rsh_args on white space: such a path cannot get through intact.
+    if (o->ssh_identity->find_first_of(" \t\n") != std::string::npos) {
+      return "-i '" + *o->ssh_identity + "': mpirun cannot pass an identity file path containing spaces to ssh";
+    }
+  }
+  if (vm.count("start-timeout")) {
+    o->start_timeout_seconds = vm["start-timeout"].as<int>();
+    if (*o->start_timeout_seconds <= 0) return "--start-timeout must be at least 1 second";
+  }
+  return "";
+}
+
 }  // namespace
 
 ParseResult parse_command_line(const std::vector<std::string>& args) {
   ParseResult r;
   const po::options_description desc = describe_options();
-  const size_t program_at = find_program(args, desc);
+  const size_t program_at = std::min(find_program(args, desc), args.size());
   std::vector<std::string> ours(args.begin() + (args.empty() ? 0 : 1),
-                                args.begin() + static_cast<std::ptrdiff_t>(std::min(program_at, args.size())));
+                                args.begin() + static_cast<std::ptrdiff_t>(program_at));
   if (!ours.empty() && ours.back() == "--") ours.pop_back();
   LaunchOptions& o = r.options;
-  o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(std::min(program_at, args.size())), args.end());
+  o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(program_at), args.end());
 
   po::variables_map vm;
-  try {
-    const int style = (po::command_line_style::default_style | po::command_line_style::allow_long_disguise) &
-                      ~po::command_line_style::allow_guessing;
-    po::store(po::command_line_parser(ours).options(desc).style(style).run(), vm);
-    if (vm.count("config-file")) {
-      std::string text;
-      r.error = read_named_file(vm["config-file"].as<std::string>(), "config file", &text);
-      if (!r.error.empty()) return r;
-      std::istringstream in(text);
-      po::store(po::parse_config_file(in, desc), vm);  // stored second: the command line wins
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    r.error = e.what();
-    return r;
-  }
+  r.error = parse_into(ours, desc, &vm);
+  if (!r.error.empty()) return r;
   if (vm.count("help")) {
     std::ostringstream text;
     text << "usage: chorusrun [options] PROGRAM [ARGS...]\n" << desc;
@@ -191,94 +224,9 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
   o.tune_malloc = !vm["no-malloc-tuning"].as<bool>();
   o.rank_exit_report = !vm["no-exit-report"].as<bool>();
   if (o.check_build) return r;
-
-  if (!vm.count("num-proc")) {
-    r.error = "missing -np N (the number of ranks)";
-    return r;
-  }
-  o.num_proc = vm["num-proc"].as<int>();
-  if (o.num_proc <= 0) {
-    r.error = "-np " + std::to_string(o.num_proc) + ": the number of ranks must be at least 1";
-    return r;
-  }
-  if (vm.count("hosts") && vm.count("hostfile")) {
-    r.error = "give either -H or --hostfile, not both";
-    return r;
-  }
-  if (vm.count("hosts")) {
-    r.error = parse_host_spec(vm["hosts"].as<std::string>(), &o.hosts);
-    o.hosts_given = true;
-  } else if (vm.count("hostfile")) {
-    const std::string path = vm["hostfile"].as<std::string>();
-    std::string text;
-    r.error = read_named_file(path, "hostfile", &text);
-    if (r.error.empty()) r.error = parse_hostfile(text, path, &o.hosts);
-    o.hosts_given = true;
-  }
-  if (!r.error.empty()) return r;
-
-  for (const Knob& k : kKnobs) {
-    if (!vm.count(k.flag)) continue;
-    std::string value;
-    const std::string why = check_knob_value(k, vm[k.flag].as<std::string>(), &value);
-    if (!why.empty()) {
-      r.error = "--" + std::string(k.flag) + " '" + vm[k.flag].as<std::string>() + "': " + why;
-      return r;
-    }
-    o.knobs.emplace_back(k.variable, value);
-  }
-  if (vm["no-stall-check"].as<bool>()) {
-    if (vm.count("stall-check-warning-time-seconds") || vm.count("stall-check-shutdown-time-seconds")) {
-      r.error = "--no-stall-check contradicts --stall-check-*-time-seconds";
-      return r;
-    }
-    o.knobs.emplace_back("CHORUS_STALL_CHECK_TIME_SECONDS", "0");
-  }
-  if (vm.count("env")) {
-    for (const std::string& v : vm["env"].as<std::vector<std::string>>()) {
-      const std::string name = v.substr(0, v.find('='));
-      if (name.empty() || name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
-                              std::string::npos || std::isdigit(static_cast<unsigned char>(name[0]))) {
-        r.error = "-x '" + v + "': not a variable name (expected VAR or VAR=VALUE)";
-        return r;
-      }
-      o.exported_env.push_back(v);
-    }
-  }
-  if (vm.count("mpi-args")) {
-    if (!quotes_balanced(vm["mpi-args"].as<std::string>())) {
-      r.error = "--mpi-args '" + vm["mpi-args"].as<std::string>() + "': unclosed quote";
-      return r;
-    }
-    try {
-      o.mpi_args = po::split_unix(vm["mpi-args"].as<std::string>());
-    } catch (const std::exception& e) {
-      r.error = std::string("--mpi-args: ") + e.what();
-      return r;
-    }
-  }
-  if (vm.count("output-filename")) o.output_dir = vm["output-filename"].as<std::string>();
-  if (vm.count("ssh-port")) {
-    o.ssh_port = vm["ssh-port"].as<int>();
-    if (*o.ssh_port <= 0 || *o.ssh_port > 65535) {
-      r.error = "-p " + std::to_string(*o.ssh_port) + ": not a port number";
-      return r;
-    }
-  }
-  if (vm.count("ssh-identity-file")) {
-    o.ssh_identity = vm["ssh-identity-file"].as<std::string>();
-    // mpirun splits plm_rsh_args on white space: such a path cannot get through intact.
-    if (o.ssh_identity->find_first_of(" \t\n") != std::string::npos) {
-      r.error = "-i '" + *o.ssh_identity + "': mpirun cannot pass an identity file path containing spaces to ssh";
-      return r;
-    }
-  }
-  if (vm.count("start-timeout")) {
-    o.start_timeout_seconds = vm["start-timeout"].as<int>();
-    if (*o.start_timeout_seconds <= 0) {
-      r.error = "--start-timeout must be at least 1 second";
-      return r;
-    }
+  for (auto read : {read_ranks_and_hosts, read_knobs, read_exports, read_mpi_args, read_remote}) {
+    r.error = read(vm, &o);
+    if (!r.error.empty()) return r;
   }
   if (o.command.empty()) r.error = "no program to run (usage: chorusrun [options] PROGRAM [ARGS...])";
   return r;

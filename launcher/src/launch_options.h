@@ -20,7 +20,7 @@ struct LaunchOptions {
   bool check_build = false;
   bool verbose = false;
   bool dry_run = false;
-  /// CHORUS_* variables from the tuning flags, in flag order.
+  /// CHORUS_* variables from the tuning flags (tuning_flags.h), in the registry's order.
   std::vector<std::pair<std::string, std::string>> knobs;
   /// -x VAR or -x VAR=VALUE, as given.
   std::vector<std::string> exported_env;

@@ -15,6 +15,11 @@ test -f "$work/prefix/include/chorus/chorus.h" || { echo "no public headers inst
 if find "$work/prefix/include" -name '*.h' -exec grep -l '#include <mpi.h>\|#include "comm/' {} + | grep -q .; then
   echo "an installed public header includes a private or MPI header"; exit 1
 fi
+# The installed launcher runs from the prefix alone (its RPATH finds libchorus).
+if [[ -x "$work/prefix/bin/chorusrun" ]]; then
+  env -u LD_LIBRARY_PATH "$work/prefix/bin/chorusrun" --check-build > "$work/check_build.log" ||
+    { echo "the installed chorusrun does not run:"; cat "$work/check_build.log"; exit 1; }
+fi
 cmake -S "$src/test/install/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log"
 cmake --build "$work/consumer" > "$work/build.log"
 LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \

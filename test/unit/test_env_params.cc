@@ -94,9 +94,15 @@ TEST_CASE("A stall shutdown time implies the stall check that notices it", "[env
 }
 
 TEST_CASE("Every knob is documented in the registry", "[env]") {
-  for (const auto& p : env_params()) {
-    REQUIRE(std::string(p.description).size() > 10);
-    REQUIRE(std::string(p.default_text).size() > 0);
+  for (const Knob& k : knobs()) {
+    INFO(k.name);
+    REQUIRE(std::string(k.description).size() > 10);
+    REQUIRE(std::string(k.default_text).size() > 0);
+    // The default is a value the knob accepts, and what options hold unless set.
+    RuntimeOptions o;
+    if (k.kind != KnobKind::kText) REQUIRE(k.apply(k, k.default_text, &o).empty());
+    if (k.current != nullptr) REQUIRE(k.current(k, o) == k.current(k, RuntimeOptions()));
+    REQUIRE((k.scope == KnobScope::kPerRank || k.value != nullptr));  // job-wide ones can be compared
   }
 }
 

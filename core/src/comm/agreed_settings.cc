@@ -8,19 +8,11 @@ namespace chorus::detail {
 
 namespace {
 
-std::string as_number(int64_t v) { return std::to_string(v); }
-
-std::string as_algorithm(int64_t v) {
-  switch (static_cast<AllreduceAlgorithm>(v)) {
-    case AllreduceAlgorithm::kAuto: return "auto";
-    case AllreduceAlgorithm::kRing: return "ring";
-    case AllreduceAlgorithm::kMpi: return "mpi";
-    case AllreduceAlgorithm::kSharedMemory: return "shm";
-  }
-  return std::to_string(v);
+// A value as the user wrote it.
+std::string as_written(const AgreedSetting& setting, int64_t v) {
+  if (setting.knob != nullptr) return knob_value_text(*setting.knob, v);
+  return v != 0 ? "MPI_THREAD_MULTIPLE" : "below MPI_THREAD_MULTIPLE";  // the thread level
 }
-
-std::string as_thread_level(int64_t v) { return v != 0 ? "MPI_THREAD_MULTIPLE" : "below MPI_THREAD_MULTIPLE"; }
 
 // "8 on rank 0 and 16 on ranks 1, 2": each value with the ranks that hold it,
 // in order of the lowest rank.
@@ -36,7 +28,7 @@ std::string values_per_rank(const AgreedSetting& setting, const std::vector<std:
   std::string out;
   for (size_t g = 0; g < groups.size(); ++g) {
     out += g == 0 ? "" : (g + 1 == groups.size() ? " and " : ", ");
-    out += setting.format(groups[g].first) + " on " + rank_list(groups[g].second);
+    out += as_written(setting, groups[g].first) + " on " + rank_list(groups[g].second);
   }
   return out;
 }
@@ -44,17 +36,12 @@ std::string values_per_rank(const AgreedSetting& setting, const std::vector<std:
 }  // namespace
 
 std::vector<AgreedSetting> agreed_settings(const RuntimeOptions& o, bool thread_multiple) {
-  return {
-      {"CHORUS_ALLREDUCE_ALGO", static_cast<int64_t>(o.allreduce_algorithm), as_algorithm},
-      {"CHORUS_RING_THRESHOLD_BYTES", o.ring_threshold_bytes, as_number},
-      {"CHORUS_RING_SEGMENT_BYTES", o.ring_segment_bytes, as_number},
-      {"CHORUS_SHM_THRESHOLD_BYTES", o.shm_threshold_bytes, as_number},
-      {"CHORUS_SHM_SINGLE_COPY_THRESHOLD_BYTES", o.shm_single_copy_threshold_bytes, as_number},
-      {"CHORUS_SHM_BLOCK_BYTES", o.shm_block_bytes, as_number},
-      {"CHORUS_SHM_ARENA_BYTES", o.shm_arena_bytes, as_number},
-      {"CHORUS_CACHE_CAPACITY", o.cache_capacity, as_number},
-      {"the MPI thread level", thread_multiple ? 1 : 0, as_thread_level},
-  };
+  std::vector<AgreedSetting> out;
+  for (const Knob& k : knobs()) {
+    if (k.scope == KnobScope::kJobWide) out.push_back({k.variable(), k.value(o), &k});
+  }
+  out.push_back({"the MPI thread level", thread_multiple ? 1 : 0, nullptr});
+  return out;
 }
 
 std::string describe_disagreement(const std::vector<AgreedSetting>& mine,
@@ -69,7 +56,7 @@ std::string describe_disagreement(const std::vector<AgreedSetting>& mine,
     bool same = true;
     for (const auto& rank_values : values) same = same && rank_values[i] == values[0][i];
     if (same) continue;
-    details += (details.empty() ? "" : "; ") + std::string(mine[i].name) + " is " + values_per_rank(mine[i], values, i);
+    details += (details.empty() ? "" : "; ") + mine[i].name + " is " + values_per_rank(mine[i], values, i);
   }
   return "Settings that decide what travels between ranks must be the same on every rank, but rank(s) " +
          ranks_text(differing) + " differ from rank 0: " + details + " (chorusrun's flags set them on every rank)";

@@ -1,7 +1,8 @@
 #pragma once
-// The settings every rank of a job must share (they decide what travels
-// between ranks: algorithm, segment sizes, cache slots, and the MPI thread
-// level that process sets need), and the error that names which of them
+// The settings every rank of a job must share: the knobs the registry marks
+// job-wide (common/knob_registry.h: algorithm, thresholds, segment sizes,
+// cache slots; they decide what travels between ranks), and the MPI thread
+// level that process sets need. And the error that names which of them
 // differ and each rank's value. Pure: a backend gathers every rank's values
 // and calls describe_disagreement; unit-tested directly.
 
@@ -10,16 +11,17 @@
 #include <vector>
 
 #include "chorus/options.h"
+#include "common/knob_registry.h"
 
 namespace chorus::detail {
 
 struct AgreedSetting {
-  const char* name;  ///< as the user sets it, e.g. "CHORUS_CACHE_CAPACITY"
+  std::string name;  ///< as the user sets it, e.g. "CHORUS_CACHE_CAPACITY"
   int64_t value;
-  std::string (*format)(int64_t value);  ///< the value as the user wrote it
+  const Knob* knob;  ///< the registry's row, or nullptr for the MPI thread level
 };
 
-/// This rank's values, in the same order on every rank.
+/// This rank's values, in the same order on every rank (the registry's).
 std::vector<AgreedSetting> agreed_settings(const RuntimeOptions& options, bool thread_multiple);
 
 /// "" when every rank has the same values; otherwise a message naming each

@@ -1,8 +1,9 @@
 #pragma once
-// The one registry of environment knobs. Each knob is read from CHORUS_<NAME>,
-// or HOROVOD_<NAME> when the CHORUS_ one is unset, so Horovod users' habits
-// carry over. Values are parsed once, when a Runtime starts, into its
-// RuntimeOptions (the typed cache); a bad value is an error naming the variable.
+// Reading the knobs of the registry (common/knob_registry.h) from the
+// environment: each from CHORUS_<NAME>, or HOROVOD_<NAME> when the CHORUS_
+// one is unset, so Horovod users' habits carry over. Values are parsed once,
+// when a Runtime starts, into its RuntimeOptions (the typed cache); a bad
+// value is an error naming the variable.
 
 #include <optional>
 #include <string>
@@ -10,22 +11,9 @@
 
 #include "chorus/options.h"
 #include "chorus/status.h"
+#include "common/knob_registry.h"
 
 namespace chorus::detail {
-
-struct EnvParam {
-  const char* name;         ///< without prefix, e.g. "FUSION_THRESHOLD"
-  const char* default_text; ///< for docs and --check-build
-  const char* description;
-  /// Parses `text` into `options`; returns an error message, or "" on success.
-  std::string (*apply)(const std::string& text, RuntimeOptions* options);
-  /// Numeric knobs: the field's value in `options` as text `apply` takes
-  /// (nullptr for the others), so check_options judges it by the same rules.
-  std::string (*current)(const RuntimeOptions& options) = nullptr;
-};
-
-/// Every knob Chorus reads, in documentation order.
-const std::vector<EnvParam>& env_params();
 
 /// Value of CHORUS_<name>, else HOROVOD_<name>; the variable actually used
 /// goes to `*source` when given.

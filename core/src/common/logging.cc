@@ -1,8 +1,6 @@
 #include "common/logging.h"
 
-#include <algorithm>
 #include <cstdlib>
-#include <cctype>
 #include <cstdio>
 
 namespace chorus::detail {
@@ -35,19 +33,6 @@ void Logger::fatal(const std::string& message) const {
   write(LogLevel::kFatal, message + "; aborting this rank so the job ends instead of hanging");
   std::fflush(stderr);
   std::abort();
-}
-
-bool parse_log_level(const std::string& text, LogLevel* out) {
-  std::string t = text;
-  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (t == "trace") *out = LogLevel::kTrace;
-  else if (t == "debug") *out = LogLevel::kDebug;
-  else if (t == "info") *out = LogLevel::kInfo;
-  else if (t == "warning" || t == "warn") *out = LogLevel::kWarning;
-  else if (t == "error") *out = LogLevel::kError;
-  else if (t == "fatal") *out = LogLevel::kFatal;
-  else return false;
-  return true;
 }
 
 const char* log_level_name(LogLevel level) {

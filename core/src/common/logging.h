@@ -43,8 +43,6 @@ class LogLine {
   std::ostringstream out_;
 };
 
-/// Parses "trace", "debug", "info", "warning"/"warn", "error", "fatal" (any case).
-bool parse_log_level(const std::string& text, LogLevel* out);
 const char* log_level_name(LogLevel level);
 
 }  // namespace chorus::detail

@@ -1,6 +1,7 @@
 #include "fusion/fusion_planner.h"
 
 #include "negotiation/collective_traits.h"
+#include "negotiation/request_fields.h"
 
 #include <algorithm>
 #include <climits>
@@ -16,11 +17,17 @@ bool fusable(ResponseType type) {
   return t <= kLastCollectiveType && traits_of(static_cast<CollectiveType>(t)).fusable;
 }
 
-// Collectives that only move bytes (allgather) have no op or scale factors.
+// The rows of Request marked fused_alike (negotiation/request_fields.h):
+// the collective, dtype and device, and the op and scale factors where the
+// collective reduces (allgather only moves bytes).
 bool fusable_together(const Request& a, const Request& b) {
-  if (a.type != b.type || a.dtype != b.dtype || a.device != b.device) return false;
-  return !traits_of(a.type).reduces ||
-         std::tie(a.op, a.prescale, a.postscale) == std::tie(b.op, b.prescale, b.postscale);
+  if (a.type != b.type) return false;
+  bool alike = true;
+  for_each_request_field([&](const auto& f) {
+    if (!alike || !f.fused_alike) return;
+    if (f.mismatch.compared == nullptr || f.mismatch.compared(a.type)) alike = a.*f.member == b.*f.member;
+  });
+  return alike;
 }
 
 // A fused allgather moves its packed bytes in one allgatherv whose counts

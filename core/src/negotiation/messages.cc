@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/wire.h"
 #include "negotiation/collective_traits.h"
+#include "negotiation/request_fields.h"
 
 namespace chorus::detail {
 
@@ -31,109 +33,56 @@ int64_t Request::num_elements() const {
 }
 
 bool Request::operator==(const Request& o) const {
-  return rank == o.rank && type == o.type && name == o.name && dtype == o.dtype &&
-         shape == o.shape && op == o.op && prescale == o.prescale && postscale == o.postscale &&
-         root_rank == o.root_rank && named_root == o.named_root && device == o.device && group == o.group &&
-         group_size == o.group_size && splits == o.splits && process_set_ranks == o.process_set_ranks;
+  bool same = true;
+  for_each_request_field([&](const auto& f) { same = same && this->*f.member == o.*f.member; });
+  return same;
 }
-
-namespace {
-bool shapes_agree(const Request& a, const Request& b) {
-  if (!traits_of(a.type).first_dim_varies || a.shape.empty() || b.shape.empty()) return a.shape == b.shape;
-  return a.shape.size() == b.shape.size() && std::equal(a.shape.begin() + 1, a.shape.end(), b.shape.begin() + 1);
-}
-}  // namespace
 
 bool same_signature(const Request& a, const Request& b) {
-  return a.type == b.type && a.dtype == b.dtype && shapes_agree(a, b) && a.op == b.op &&
-         a.prescale == b.prescale && a.postscale == b.postscale && a.root_rank == b.root_rank &&
-         a.named_root == b.named_root &&
-         a.device == b.device && a.group == b.group && a.group_size == b.group_size &&
-         a.process_set_ranks == b.process_set_ranks;
+  bool same = true;
+  for_each_request_field([&](const auto& f) {
+    if (!same || f.agreement == Agreement::kOwn) return;
+    if constexpr (std::is_same_v<typename std::decay_t<decltype(f)>::Type, std::vector<int64_t>>) {
+      if (f.agreement == Agreement::kSameAfterFirst) {
+        same = same_after_first(a.*f.member, b.*f.member, traits_of(a.type).first_dim_varies);
+        return;
+      }
+    }
+    same = a.*f.member == b.*f.member;
+  });
+  return same;
 }
 
 namespace {
 
-void put_request(WireWriter& w, const Request& r) {
-  w.put(r.rank);
-  w.put(static_cast<int32_t>(r.type));
-  w.put_string(r.name);
-  w.put(static_cast<int32_t>(r.dtype));
-  w.put_int64s(r.shape);
-  w.put(static_cast<int32_t>(r.op));
-  w.put(r.prescale);
-  w.put(r.postscale);
-  w.put(r.root_rank);
-  w.put(r.named_root);
-  w.put(r.device);
-  w.put_string(r.group);
-  w.put(r.group_size);
-  w.put_int64s(r.splits);
-  w.put_int64s(r.process_set_ranks);
-}
-
-// What a decoded request must satisfy before anything computes with it: a
-// corrupt message must not make an element count overflow (undefined
-// behaviour) or index past a table. Returns "" or what is wrong.
-std::string check_counts(const char* what, const std::vector<int64_t>& values, bool summed) {
-  int64_t sum = 0;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i] < 0) return std::string(what) + " " + std::to_string(i) + " is " + std::to_string(values[i]);
-    if (summed && __builtin_add_overflow(sum, values[i], &sum)) return std::string(what) + "s overflow 64 bits";
-  }
-  return "";
-}
-
-std::string check_request(const Request& q) {
-  if (q.rank < 0) return "rank " + std::to_string(q.rank);
-  std::string e = check_counts("dimension", q.shape, false);
-  if (!e.empty()) return e;
-  if (std::find(q.shape.begin(), q.shape.end(), 0) == q.shape.end()) {  // no empty dimension: the bytes must fit
-    int64_t bytes = dtype_size(q.dtype);
-    for (int64_t d : q.shape) {
-      if (__builtin_mul_overflow(bytes, d, &bytes)) {
-        return "shape " + TensorShape(q.shape).to_string() + ": bytes overflow 64 bits";
-      }
-    }
-  }
-  if (q.root_rank < -1) return "root rank " + std::to_string(q.root_rank);
-  if (q.device < kCpuDevice) return "device " + std::to_string(q.device);
-  if (q.group_size < 0) return "group size " + std::to_string(q.group_size);
-  e = check_counts("split", q.splits, true);
-  if (!e.empty()) return e;
-  for (int64_t r : q.process_set_ranks) {
-    if (r < 0 || r > INT32_MAX) return "process set rank " + std::to_string(r);
-  }
-  return "";
+__attribute__((flatten)) void put_request(WireWriter& w, const Request& r) {
+  for_each_request_field([&](const auto& f) {
+    const auto& value = r.*f.member;
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, std::string>) w.put_string(value);
+    else if constexpr (std::is_same_v<T, std::vector<int64_t>>) w.put_int64s(value);
+    else w.put(value);  // numbers, and enums as their 32-bit values
+  });
 }
 
 // Reads one request; returns "" or what is wrong with it (a truncated
-// reader is the caller's to report).
-std::string get_request(WireReader& r, Request* q) {
-  int32_t type = 0, dtype = 0, op = 0;
-  r.get(&q->rank);
-  r.get(&type);
-  r.get_string(&q->name);
-  r.get(&dtype);
-  r.get_int64s(&q->shape);
-  r.get(&op);
-  r.get(&q->prescale);
-  r.get(&q->postscale);
-  r.get(&q->root_rank);
-  r.get(&q->named_root);
-  r.get(&q->device);
-  r.get_string(&q->group);
-  r.get(&q->group_size);
-  r.get_int64s(&q->splits);
-  r.get_int64s(&q->process_set_ranks);
-  if (!r.ok()) return "";
-  if (type < 0 || type > kLastCollectiveType) return "collective type " + std::to_string(type);
-  if (!is_valid_dtype(dtype)) return "dtype " + std::to_string(dtype);
-  if (!is_valid_reduce_op(op)) return "reduce op " + std::to_string(op);
-  q->type = static_cast<CollectiveType>(type);
-  q->dtype = static_cast<DataType>(dtype);
-  q->op = static_cast<ReduceOp>(op);
-  return check_request(*q);
+// reader is the caller's to report). Every row's check runs before anything
+// computes with the values: a corrupt message must not make an element
+// count overflow (undefined behaviour) or index past a table.
+__attribute__((flatten)) std::string get_request(WireReader& r, Request* q) {
+  for_each_request_field([&](const auto& f) {
+    auto& value = q->*f.member;
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, std::string>) r.get_string(&value);
+    else if constexpr (std::is_same_v<T, std::vector<int64_t>>) r.get_int64s(&value);
+    else r.get(&value);
+  });
+  std::string bad;
+  bool good = r.ok();  // a truncated reader: the caller reports it
+  for_each_request_field([&](const auto& f) {
+    if (good && f.check != nullptr) good = f.check(*q, &bad);
+  });
+  return bad;
 }
 
 Status malformed(const char* list, const std::string& what) {
@@ -242,8 +191,8 @@ std::string get_response(WireReader& r, size_t max_slots, Response* p) {
   if (type < 0 || type > kLastResponseType) return "type " + std::to_string(type);
   p->type = static_cast<ResponseType>(type);
   if (p->total_bytes < 0) return "total bytes " + std::to_string(p->total_bytes);
-  std::string bad = check_counts("first dimension", p->first_dims, false);
-  if (bad.empty()) bad = check_counts("split", p->splits, true);
+  std::string bad = request_field::check_counts("first dimension", p->first_dims, false);
+  if (bad.empty()) bad = request_field::check_counts("split", p->splits, true);
   if (bad.empty() && p->last_joined_rank < -1) bad = "last joined rank " + std::to_string(p->last_joined_rank);
   return bad;
 }

@@ -22,7 +22,9 @@ constexpr int32_t kLastCollectiveType = 7;
 inline const char* join_tensor_name() { return "chorus.join"; }
 const char* collective_name(CollectiveType type);
 
-/// One rank's "tensor `name` is ready here, with these properties".
+/// One rank's "tensor `name` is ready here, with these properties". Each
+/// member has one row in kRequestFields (negotiation/request_fields.h): its
+/// place on the wire, its decode check, whether ranks must agree on it.
 struct Request {
   int32_t rank = 0;
   CollectiveType type = CollectiveType::kAllreduce;
@@ -51,10 +53,10 @@ struct Request {
   bool operator==(const Request& o) const;
 };
 
-/// True when two requests describe the same operation (everything but the
-/// rank and the name; for collectives whose first dimension varies
-/// (collective_traits.h), not the first dimension
-/// either): what ranks must agree on.
+/// True when two requests describe the same operation: every row of
+/// kRequestFields the ranks must agree on (all but the rank, the name and
+/// alltoall splits; for collectives whose first dimension varies
+/// (collective_traits.h), not the first dimension either).
 bool same_signature(const Request& a, const Request& b);
 
 /// A rank's cache bit the coordinator could not take (the slot's content

@@ -1,0 +1,274 @@
+#include "common/knob_registry.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cmath>
+#include <cstdlib>
+
+namespace chorus::detail {
+
+bool is_plain_decimal(const std::string& text, bool fraction) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < text.size() && text[i] == '-') ++i;
+  if (!digits()) return false;
+  if (fraction && i < text.size() && text[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (fraction && i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == text.size();
+}
+
+namespace {
+
+// A whole number in the knob's range (and a multiple of its step).
+std::string parse_whole(const Knob& k, const std::string& text, int64_t* out) {
+  errno = 0;
+  const long long v = is_plain_decimal(text, false) ? std::strtoll(text.c_str(), nullptr, 10) : 0;
+  if (!is_plain_decimal(text, false) || errno != 0 || v < k.lo || v > k.hi) return "expected " + knob_accepts(k);
+  if (v % k.multiple_of != 0) return "expected a multiple of " + std::to_string(k.multiple_of) + " " + k.unit;
+  *out = v;
+  return "";
+}
+
+// Overflow gives +-HUGE_VAL, which every range refuses; NaN never compares.
+std::string parse_decimal(const Knob& k, const std::string& text, double* out) {
+  const double v = is_plain_decimal(text, true) ? std::strtod(text.c_str(), nullptr) : -HUGE_VAL;
+  if (!(v >= static_cast<double>(k.lo) && v <= static_cast<double>(k.hi))) return "expected " + knob_accepts(k);
+  *out = v;
+  return "";
+}
+
+bool same_letters(const char* a, const std::string& b) {
+  size_t i = 0;
+  for (; a[i] != '\0' && i < b.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return a[i] == '\0' && i == b.size();
+}
+
+// Rows for a field of RuntimeOptions, with its parser and printer.
+template <int64_t RuntimeOptions::*F>
+Knob whole(const char* name, const char* def, int64_t lo, int64_t hi, const char* unit, KnobScope scope,
+           const char* description, int64_t multiple_of = 1) {
+  Knob k{name, def, KnobKind::kWhole, scope, description, lo, hi, multiple_of, unit};
+  k.apply = [](const Knob& k, const std::string& t, RuntimeOptions* o) { return parse_whole(k, t, &(o->*F)); };
+  k.current = [](const Knob&, const RuntimeOptions& o) { return std::to_string(o.*F); };
+  k.value = [](const RuntimeOptions& o) { return o.*F; };
+  return k;
+}
+
+template <double RuntimeOptions::*F>
+Knob decimal(const char* name, const char* def, int64_t lo, int64_t hi, const char* unit, const char* description) {
+  Knob k{name, def, KnobKind::kDecimal, KnobScope::kPerRank, description, lo, hi, 1, unit};
+  k.apply = [](const Knob& k, const std::string& t, RuntimeOptions* o) { return parse_decimal(k, t, &(o->*F)); };
+  k.current = [](const Knob&, const RuntimeOptions& o) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g", o.*F);
+    return std::string(text);
+  };
+  return k;
+}
+
+template <bool RuntimeOptions::*F>
+Knob on_off(const char* name, const char* def, const char* description) {
+  Knob k{name, def, KnobKind::kSwitch, KnobScope::kPerRank, description};
+  k.apply = [](const Knob&, const std::string& t, RuntimeOptions* o) -> std::string {
+    for (const char* on : {"1", "true", "yes", "on"}) {
+      if (t == on) return o->*F = true, "";
+    }
+    for (const char* off : {"0", "false", "no", "off"}) {
+      if (t == off) return o->*F = false, "";
+    }
+    return "expected 0 or 1";
+  };
+  k.current = [](const Knob&, const RuntimeOptions& o) { return std::string(o.*F ? "1" : "0"); };
+  k.value = [](const RuntimeOptions& o) { return int64_t{o.*F}; };
+  return k;
+}
+
+template <class E, E RuntimeOptions::*F, size_t N>
+Knob choice(const char* name, const char* def, const KnobChoice (&choices)[N], KnobScope scope,
+            const char* description) {
+  Knob k{name, def, KnobKind::kChoice, scope, description};
+  k.choices = choices;
+  k.choice_count = N;
+  k.apply = [](const Knob& k, const std::string& t, RuntimeOptions* o) -> std::string {
+    for (size_t i = 0; i < k.choice_count; ++i) {
+      if (same_letters(k.choices[i].text, t)) return o->*F = static_cast<E>(k.choices[i].value), "";
+    }
+    return "expected " + knob_accepts(k);
+  };
+  k.current = [](const Knob& k, const RuntimeOptions& o) { return knob_value_text(k, static_cast<int>(o.*F)); };
+  k.value = [](const RuntimeOptions& o) { return static_cast<int64_t>(o.*F); };
+  return k;
+}
+
+template <std::string RuntimeOptions::*F>
+Knob text(const char* name, const char* def, const char* what, const char* flag, const char* description) {
+  Knob k{name, def, KnobKind::kText, KnobScope::kPerRank, description, 0, 0, 1, what};
+  k.flag = flag;
+  k.apply = [](const Knob&, const std::string& t, RuntimeOptions* o) { return o->*F = t, std::string(); };
+  return k;
+}
+
+Knob with_flag(Knob k, const char* flag, int64_t scale = 1, const char* unit = nullptr) {
+  k.flag = flag;
+  k.flag_scale = scale;
+  k.flag_unit = unit;
+  return k;
+}
+
+std::string power_text(int64_t v) {
+  if (v == INT64_MAX) return "2^63-1";
+  for (int b = 20; b < 63; ++b) {
+    if (v == int64_t{1} << b) return std::to_string(v) + " (2^" + std::to_string(b) + ")";
+  }
+  return std::to_string(v);
+}
+
+
+// The ranges keep every conversion to a clock duration (nanoseconds in
+// int64) far from overflow.
+constexpr int64_t kMaxMicroseconds = 1000000;  // 1 s of spinning
+// Holding a burst for fusion: tests hold for 2 s to make fusion certain;
+// past 10 s a stall would look like a hang.
+constexpr int64_t kMaxFusionWaitMicroseconds = 10000000;
+constexpr int64_t kMaxCycleMs = 10000;        // 10 s between polls
+constexpr int64_t kMaxStallSeconds = 604800;  // one week
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// The values are the enums' (chorus/options.h).
+constexpr KnobChoice kAlgorithms[] = {{"auto", 0}, {"ring", 1}, {"mpi", 2}, {"shm", 3}};
+constexpr KnobChoice kLogLevels[] = {{"trace", 0}, {"debug", 1}, {"info", 2}, {"warning", 3},
+                                     {"error", 4}, {"fatal", 5}, {"warn", 3}};
+
+std::vector<Knob> make_knobs() {
+  using O = RuntimeOptions;
+  constexpr KnobScope kJob = KnobScope::kJobWide, kRank = KnobScope::kPerRank;
+  return {
+      with_flag(whole<&O::fusion_threshold_bytes>("FUSION_THRESHOLD", "134217728", 0, INT64_MAX, "bytes", kRank,
+                "largest fused allreduce buffer in bytes; 0 turns fusion off"), "fusion-threshold-mb", kMiB, "MiB"),
+      decimal<&O::fusion_wait_us>("FUSION_WAIT_US", "200", 0, kMaxFusionWaitMicroseconds, "microseconds",
+                "the coordinator holds tensors that are ready everywhere this long while other tensors are still "
+                "half-submitted, so a burst fuses into one response; a lone tensor goes out at once"),
+      with_flag(decimal<&O::cycle_time_ms>("CYCLE_TIME", "1", 0, kMaxCycleMs, "milliseconds",
+                "longest sleep of the background thread between polls"), "cycle-time-ms"),
+      on_off<&O::wake_on_enqueue>("WAKE_ON_ENQUEUE", "1",
+                "1: an enqueue wakes the background thread at once; 0: only every cycle (Horovod's behaviour)"),
+      decimal<&O::spin_time_us>("SPIN_TIME_US", "50", 0, kMaxMicroseconds, "microseconds",
+                "the background thread busy-polls this long after the last event before sleeping, when nothing "
+                "is in flight"),
+      decimal<&O::pending_spin_time_us>("PENDING_SPIN_TIME_US", "5000", 0, kMaxMicroseconds, "microseconds",
+                "the same while operations are in flight (an answer from other ranks is due); the polling "
+                "yields the core to any runnable thread"),
+      whole<&O::cache_capacity>("CACHE_CAPACITY", "1024", 0, int64_t{1} << 24, "entries", kJob,
+                "entries of the response cache (tensors negotiated by one bit each once their signature is "
+                "cached on every rank); 0 turns it off"),
+      text<&O::timeline_path>("TIMELINE", "(off)", "a file path", "timeline-filename",
+                "write a Chrome trace of every tensor to this file (rank r > 0: `FILE.rank<r>`)"),
+      with_flag(decimal<&O::stall_check_seconds>("STALL_CHECK_TIME_SECONDS", "60", 0, kMaxStallSeconds, "seconds",
+                "warn about tensors some ranks submitted and others did not, naming both, when the wait reaches "
+                "this long (and at each multiple); workers warn the same way about a silent rank 0; 0 disables "
+                "([troubleshooting.md](troubleshooting.md))"), "stall-check-warning-time-seconds"),
+      with_flag(decimal<&O::stall_shutdown_seconds>("STALL_SHUTDOWN_TIME_SECONDS", "0", 0, kMaxStallSeconds,
+                "seconds", "after this long, end the job with that message and exit code 75, even when a rank "
+                "never answers again ([troubleshooting.md](troubleshooting.md)); 0 disables"),
+                "stall-check-shutdown-time-seconds"),
+      choice<LogLevel, &O::log_level>("LOG_LEVEL", "warning", kLogLevels, kRank,
+                "the least severe messages written (`warn` is `warning`); each line is prefixed with the rank"),
+      choice<AllreduceAlgorithm, &O::allreduce_algorithm>("ALLREDUCE_ALGO", "auto", kAlgorithms, kJob,
+                "`auto`: shared memory when every rank is on one host (from `CHORUS_SHM_THRESHOLD_BYTES`), "
+                "otherwise MPI's own allreduce below `CHORUS_RING_THRESHOLD_BYTES` and the pipelined ring from "
+                "there on; `ring`; `mpi`; `shm` (fails at `init()` when the ranks span hosts)"),
+      whole<&O::ring_threshold_bytes>("RING_THRESHOLD_BYTES", "524288", 0, INT64_MAX, "bytes", kJob,
+                "where `auto` switches to the ring (ranks on several hosts)"),
+      whole<&O::ring_segment_bytes>("RING_SEGMENT_BYTES", "1048576", 1, int64_t{1} << 30, "bytes", kJob,
+                "bytes per pipelined ring segment"),
+      whole<&O::shm_threshold_bytes>("SHM_THRESHOLD_BYTES", "0", 0, INT64_MAX, "bytes", kJob,
+                "with `auto` on one host, allreduces of at least this many bytes go through shared memory (0: "
+                "all of them; measured: [performance.md](performance.md))"),
+      whole<&O::shm_single_copy_threshold_bytes>("SHM_SINGLE_COPY_THRESHOLD_BYTES", "-1", -1, INT64_MAX, "bytes",
+                kJob, "shared-memory allreduces of at least this many bytes read the other ranks' ordinary (non-arena) "
+                "memory with `process_vm_readv` and write their outputs with `process_vm_writev` instead of staging "
+                "(route `cma`; 0: every shared-memory call; -1: never, the default: slower than staging on the "
+                "machine measured, [performance.md](performance.md)); needs the ranks to be allowed to trace each "
+                "other (same user, no seccomp filter refusing the calls, Yama `ptrace_scope` 0, or 1: then each "
+                "rank lets processes of its user trace it, as Open MPI does); the first such call checks it on "
+                "every rank, and if any rank is refused all stage from then on"),
+      whole<&O::shm_block_bytes>("SHM_BLOCK_BYTES", "1048576", 4096, int64_t{1} << 30, "bytes", kJob,
+                "bytes of each of a rank's two shared-memory staging blocks, at least 64 per rank on the host "
+                "(otherwise `auto` goes without shared memory); the segment in `/dev/shm` holds 2 blocks per "
+                "rank (2 MiB per rank by default)", 64),
+      whole<&O::shm_arena_bytes>("SHM_ARENA_BYTES", "17179869184", 0, int64_t{1} << 46, "bytes", kJob,
+                "address space of each rank's shared-memory arena, where `allocate_shared_host()` places tensors "
+                "that the shared-memory allreduce then reduces where they lie (zero-copy); sparse: pages are "
+                "reserved in `/dev/shm` only as tensors are allocated (an allocation that cannot reserve them "
+                "returns ordinary memory, with one warning); 0 turns arenas off"),
+  };
+}
+
+// "auto, ring, mpi or shm". A repeated value is an alias: accepted, not listed.
+std::string choices_text(const Knob& k) {
+  std::vector<const char*> listed;
+  for (size_t i = 0; i < k.choice_count; ++i) {
+    bool alias = false;
+    for (size_t j = 0; j < i; ++j) alias = alias || k.choices[j].value == k.choices[i].value;
+    if (!alias) listed.push_back(k.choices[i].text);
+  }
+  std::string out;
+  for (size_t i = 0; i < listed.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == listed.size() ? " or " : ", ") + std::string(listed[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<Knob>& knobs() {
+  static const std::vector<Knob> all = make_knobs();
+  return all;
+}
+
+std::string knob_accepts(const Knob& k) {
+  switch (k.kind) {
+    case KnobKind::kWhole:
+    case KnobKind::kDecimal: {
+      std::string out = k.kind == KnobKind::kWhole ? "a whole number of " : "a decimal number of ";
+      out += k.unit;
+      out += k.hi == INT64_MAX ? " >= " + std::to_string(k.lo) : " in " + std::to_string(k.lo) + ".." + power_text(k.hi);
+      if (k.multiple_of > 1) out += ", a multiple of " + std::to_string(k.multiple_of);
+      return out;
+    }
+    case KnobKind::kSwitch: return "0 or 1 (also true/false, yes/no, on/off)";
+    case KnobKind::kChoice: return choices_text(k);
+    case KnobKind::kText: return k.unit;
+  }
+  return "";
+}
+
+std::string knob_value_text(const Knob& k, int64_t value) {
+  for (size_t i = 0; i < k.choice_count; ++i) {
+    if (k.choices[i].value == value) return k.choices[i].text;
+  }
+  return std::to_string(value);
+}
+
+const Knob* find_knob(const std::string& name) {
+  for (const Knob& k : knobs()) {
+    if (name == k.name) return &k;
+  }
+  return nullptr;
+}
+
+}  // namespace chorus::detail
