@@ -1,34 +1,25 @@
 // The response cache alone: hits need the same signature, every change of a
-// slot's content advances the epoch (so bits set before it go stale), the
-// listener hears of a change while the slot still holds the old request,
+// slot's content advances the epoch (so bits set before it go stale), each
+// change is recorded with the request the slot held before it,
 // least recently used entries are evicted, and identical sequences of
 // updates give identical caches (what keeps ranks in agreement).
 #include <catch2/catch.hpp>
 
+#include "entry_helpers.h"
 #include "negotiation/response_cache.h"
 
 using namespace chorus;
 using namespace chorus::detail;
 
 namespace {
-Request req(const std::string& name, int64_t n = 8, int rank = 0) {
-  Request r;
-  r.rank = rank;
-  r.name = name;
-  r.shape = {n};
-  return r;
-}
+using test::req;
 
-// Records each change with the name the slot held just before it.
-struct ChangeLog : ResponseCache::Listener {
-  explicit ChangeLog(const ResponseCache& c) : cache(c) {}
-  void before_slot_change(int32_t slot) override {
-    const Request* old = cache.at(slot);
-    changes.push_back(std::to_string(slot) + ":" + (old ? old->name : "-"));
-  }
-  const ResponseCache& cache;
-  std::vector<std::string> changes;
-};
+// Each recorded change as slot:old name.
+std::vector<std::string> changes_of(const ResponseCache& cache) {
+  std::vector<std::string> out;
+  for (const ResponseCache::SlotChange& c : cache.changes()) out.push_back(std::to_string(c.slot) + ":" + c.old.name);
+  return out;
+}
 }  // namespace
 
 TEST_CASE("A cached signature is found by name, its slot holds the request", "[cache]") {
@@ -69,10 +60,8 @@ TEST_CASE("A new signature refills the slot: bits set before it are stale", "[ca
   REQUIRE(cache.at(slot)->shape == std::vector<int64_t>{16});
 }
 
-TEST_CASE("The least recently used entry is evicted; erase frees a slot; the listener hears first", "[cache]") {
+TEST_CASE("The least recently used entry is evicted; erase frees a slot; changes keep the old request", "[cache]") {
   ResponseCache cache(2);
-  ChangeLog log(cache);
-  cache.set_listener(&log);
   cache.put(req("a"));
   cache.put(req("b"));
   const int32_t a = *cache.lookup(req("a")), b = *cache.lookup(req("b"));
@@ -93,7 +82,13 @@ TEST_CASE("The least recently used entry is evicted; erase frees a slot; the lis
   cache.put(req("d"));
   REQUIRE(cache.size() == 2);
   // Fills of free slots have nothing to settle; evictions, refills and erases do.
-  REQUIRE(log.changes == std::vector<std::string>{std::to_string(b) + ":b", std::to_string(b) + ":c"});
+  REQUIRE(changes_of(cache) == std::vector<std::string>{std::to_string(b) + ":b", std::to_string(b) + ":c"});
+  REQUIRE(cache.changes()[0].old.shape == std::vector<int64_t>{8});  // the whole old request
+  cache.clear_changes();
+  REQUIRE(cache.changes().empty());
+  cache.put(req("d", 16));  // a refill with a new signature
+  REQUIRE(changes_of(cache) == std::vector<std::string>{std::to_string(*cache.lookup(req("d", 16))) + ":d"});
+  REQUIRE(cache.changes()[0].old.shape == std::vector<int64_t>{8});
 }
 
 TEST_CASE("Capacity 0 turns the cache off", "[cache]") {

@@ -7,9 +7,9 @@
 //
 // Slots whose state must leave this fast path (the slot is about to be
 // refilled, a rank joined, a rank sent the same tensor in full) are dropped
-// from here with the ranks that had marked them, and the background loop
-// hands those to the Coordinator as full requests. Pure logic: unit-tested
-// directly.
+// from here with the ranks that had marked them, and rank 0's side of the
+// loop (runtime/coordinator_side.h) hands those to the Coordinator as full
+// requests. Pure logic: unit-tested directly.
 
 #include <chrono>
 #include <cstdint>

@@ -64,9 +64,9 @@ void ResponseCache::put(const Request& request) {
     free_.pop_back();
   } else {
     slot = recency_.back();  // least recently used
-    changing(slot);
     recency_.pop_back();
     by_name_.erase(slots_[static_cast<size_t>(slot)].request.name);
+    changing(slot);
   }
   fill(slot, request);
 }

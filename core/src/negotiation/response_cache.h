@@ -16,7 +16,10 @@
 // full: if every rank changed it (say, a smaller last batch) the response
 // refills its slot; if only some did, the mismatch error erases it
 // everywhere. Least recently used entries are evicted when the capacity is
-// reached. Pure logic: unit-tested without communication.
+// reached. The cache calls nobody: it records each change of a slot's
+// content (the slot and the request it held) for its owner to hand on
+// (runtime/loop_side.h says when). Pure logic: unit-tested without
+// communication.
 
 #include <cstdint>
 #include <list>
@@ -31,17 +34,15 @@ namespace chorus::detail {
 
 class ResponseCache {
  public:
-  /// Told before a slot's content changes, while the slot still holds the
-  /// old request: what was negotiated against it must be settled first.
-  class Listener {
-   public:
-    virtual ~Listener() = default;
-    virtual void before_slot_change(int32_t slot) = 0;
+  /// A slot's content changed (refill, eviction, erase): what was
+  /// negotiated against `old` must be settled as `old`.
+  struct SlotChange {
+    int32_t slot = -1;
+    Request old;  ///< what the slot held before the change
   };
 
   /// `capacity` 0 turns the cache off (lookups miss, puts do nothing).
   explicit ResponseCache(size_t capacity);
-  void set_listener(Listener* listener) { listener_ = listener; }
 
   /// The slot of `request`'s name when it is cached with the same signature.
   std::optional<int32_t> lookup(const Request& request) const;
@@ -65,6 +66,11 @@ class ResponseCache {
   /// by a rank whose cache was at `epoch` means this slot's request.
   bool unchanged_since(int32_t slot, uint64_t epoch) const;
 
+  /// The changes since the last clear_changes(), in the order they happened.
+  const std::vector<SlotChange>& changes() const { return changes_; }
+  /// Forgets the recorded changes (keeping the memory: slots keep changing).
+  void clear_changes() { changes_.clear(); }
+
   size_t size() const { return by_name_.size(); }
   size_t capacity() const { return slots_.size(); }
 
@@ -77,16 +83,15 @@ class ResponseCache {
   };
   static bool cacheable(const Request& request);
   void fill(int32_t slot, const Request& request);
-  void changing(int32_t slot) {
-    if (listener_ != nullptr) listener_->before_slot_change(slot);
-  }
+  /// Records the old content (moved out: the slot is refilled or freed next).
+  void changing(int32_t slot) { changes_.push_back({slot, std::move(slots_[static_cast<size_t>(slot)].request)}); }
 
   std::vector<Slot> slots_;
   std::unordered_map<std::string, int32_t> by_name_;
   std::list<int32_t> recency_;  // most recently used first
   std::vector<int32_t> free_;   // unused slots; the next one filled is the last
   uint64_t epoch_ = 0;
-  Listener* listener_ = nullptr;
+  std::vector<SlotChange> changes_;
 };
 
 }  // namespace chorus::detail

@@ -1,33 +1,29 @@
 #pragma once
 // The background thread's work, one round at a time:
-//   1. send this rank's new requests to the coordinator (rank 0 keeps its own);
-//   2. rank 0: collect requests, make responses for tensors every rank
-//      submitted, plan fusion, send the response list to every rank;
-//      tensors every rank has in its response cache travel as cache bits
-//      instead (negotiation/cached_readiness.h), and their responses name
-//      cache slots;
-//   3. every rank: run the response lists in the order they came.
+//   1. hand this rank's new requests to its side (runtime/loop_side.h): a
+//      worker sends them to rank 0, rank 0 counts its own;
+//   2. poll the side for response lists: rank 0 collects every rank's
+//      requests, makes responses for tensors every rank submitted, plans
+//      fusion and sends the list to every rank (runtime/coordinator_side.h);
+//      a worker receives them (runtime/worker_side.h); tensors every rank
+//      has in its response cache travel as cache bits and their responses
+//      name cache slots;
+//   3. every rank: run the response lists in the order they came, updating
+//      the response cache, and hand the side what changed.
 // A shutdown anywhere travels the same way, so every rank stops at the same
 // point of the response order and fails what is left with a clear reason.
 // All calls into the Backend (MPI) happen on this thread.
 
 #include <atomic>
-#include <chrono>
 #include <memory>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
 #include "comm/backend.h"
 #include "common/logging.h"
-#include "negotiation/cached_readiness.h"
-#include "negotiation/coordinator.h"
 #include "negotiation/response_cache.h"
-#include "negotiation/sent_slots.h"
 #include "runtime/collective_watchdog.h"
-#include "runtime/coordinator_stall_check.h"
-#include "runtime/coordinator_watch.h"
 #include "runtime/idle_waiter.h"
+#include "runtime/loop_side.h"
 #include "runtime/operation_executor.h"
 #include "runtime/shared_stats.h"
 #include "runtime/tensor_queue.h"
@@ -35,7 +31,7 @@
 
 namespace chorus::detail {
 
-class BackgroundLoop : private ResponseCache::Listener {
+class BackgroundLoop {
  public:
   BackgroundLoop(Backend& backend, TensorQueue& queue, const RuntimeOptions& options,
                  const Logger& logger, SharedStats& stats, Timeline& timeline);
@@ -51,25 +47,16 @@ class BackgroundLoop : private ResponseCache::Listener {
 
  private:
   bool run_round();
-  Status send_local_requests(bool* progressed);
-  Status coordinate(bool* progressed);
-  Status receive_responses(bool* progressed);
-  void add_requests(int from_rank, const RequestList& list);
-  void use_cache_bits(RequestList* list);
-  void add_full(Request request);
-  void add_cached(int rank, int32_t slot);
-  void leave_fast_path(int32_t slot);
-  void before_slot_change(int32_t slot) override;
-  bool coordinator_idle() const { return coordinator_->idle() && readiness_->idle(); }
+  Status submit_local_requests(bool* progressed);
+  Status run_due_lists(bool* progressed);
   Status name_cached_slots(ResponseList& list) const;
-  void resend_stale(const std::vector<Resend>& resend);
-  std::vector<Response> take_fusable_burst();
   void execute(ResponseList& list);
+  void run_response(const Response& response);
+  void hand_slot_changes();
   void finish(const Status& reason);
 
   Backend& backend_;
   TensorQueue& queue_;
-  const RuntimeOptions& options_;
   const Logger& logger_;
   SharedStats& stats_;
   Timeline& timeline_;
@@ -77,22 +64,11 @@ class BackgroundLoop : private ResponseCache::Listener {
   OperationExecutor executor_;
   IdleWaiter waiter_;
   CollectiveWatchdog watchdog_;  // a rank stopped inside a collective
-  std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
-  std::unique_ptr<CachedReadiness> readiness_;  // rank 0 only: cache bits per slot
-  std::unique_ptr<CoordinatorStallCheck> stall_check_;  // rank 0 only
-  std::unique_ptr<CoordinatorWatch> watch_;             // workers only
-  std::vector<int32_t> bits_ready_;           // coordinator: slots ready everywhere by cache bits
-  ResponseCache cache_;                       // identical on every rank
-  SentSlots sent_;                            // workers: bits out, not yet complete
-  std::vector<Request> to_resend_;            // stale bits, going out in full next round
-  std::vector<Resend> pending_resends_;       // coordinator: to tell the workers
-  std::vector<ReadyTensor> held_;             // coordinator: ready, waiting for a burst to complete
-  std::vector<int32_t> held_slots_;           // the same, negotiated by cache bits
-  std::chrono::steady_clock::time_point held_since_;
+  ResponseCache cache_;          // identical on every rank
+  std::unique_ptr<LoopSide> side_;  // rank 0's or a worker's, chosen once
 
   std::atomic<bool> shutdown_requested_{false};
   bool shutdown_sent_ = false;
-  std::string global_shutdown_reason_;  // coordinator: set once a rank asked to leave
   bool finished_ = false;
   bool stall_shutdown_ = false;
   std::string end_reason_;
