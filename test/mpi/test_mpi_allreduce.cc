@@ -212,8 +212,10 @@ TEST_CASE("The allreduce algorithm follows CHORUS_ALLREDUCE_ALGO", "[mpi][ring][
   // These tests run every rank on one host, so shared memory is there.
   const detail::AllreduceRoute route = detail::choose_allreduce_route(runtime().options(), 1 << 20, size, true);
   REQUIRE(after.ring_allreduce_ops - before.ring_allreduce_ops == (route == detail::AllreduceRoute::kRing ? 1 : 0));
-  REQUIRE(after.shm_allreduce_ops - before.shm_allreduce_ops ==
-          (route == detail::AllreduceRoute::kSharedMemory ? 1 : 0));
+  REQUIRE(after.shm_allreduce_ops - before.shm_allreduce_ops == (detail::on_shared_memory(route) ? 1 : 0));
+  // Single copy, once chosen, runs: the ranks may reach each other's memory here.
+  REQUIRE(after.shm_single_copy_ops - before.shm_single_copy_ops ==
+          (route == detail::AllreduceRoute::kSingleCopy ? 1 : 0));
 }
 
 TEST_CASE("Repeated names are negotiated through the response cache", "[mpi][cache]") {
@@ -302,10 +304,8 @@ TEST_CASE("Tensors from allocate_shared_host are reduced where they lie across p
     }
     REQUIRE(wrong == 0);
     const bool shm = size > 1 &&
-                     detail::choose_allreduce_route(runtime().options(), total, size, true) ==
-                         detail::AllreduceRoute::kSharedMemory &&
-                     detail::choose_allreduce_route(runtime().options(), n * 8, size, true) ==
-                         detail::AllreduceRoute::kSharedMemory;
+                     detail::on_shared_memory(detail::choose_allreduce_route(runtime().options(), total, size, true)) &&
+                     detail::on_shared_memory(detail::choose_allreduce_route(runtime().options(), n * 8, size, true));
     REQUIRE(after.shm_zero_copy_ops - before.shm_zero_copy_ops == (arenas && shm && !rank0_on_heap ? 2 : 0));
   }
 }

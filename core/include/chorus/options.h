@@ -69,6 +69,11 @@ struct CHORUS_API RuntimeOptions {
   /// bytes go through shared memory. CHORUS_SHM_THRESHOLD_BYTES (measured
   /// default: docs/performance.md).
   int64_t shm_threshold_bytes = 0;
+  /// Shared-memory allreduces of at least this many bytes read and write
+  /// ordinary (non-arena) tensors across processes (process_vm_readv/writev)
+  /// instead of staging them; -1: never. CHORUS_SHM_SINGLE_COPY_THRESHOLD_BYTES
+  /// (off by default: slower than staging where measured, docs/performance.md).
+  int64_t shm_single_copy_threshold_bytes = -1;
   /// Bytes of each of a rank's two shared-memory staging blocks.
   /// CHORUS_SHM_BLOCK_BYTES.
   int64_t shm_block_bytes = 1 << 20;

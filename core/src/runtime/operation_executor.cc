@@ -87,6 +87,9 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
   }
   const auto start = Clock::now();
   const AllreduceOutcome outcome = data_.allreduce(op);
+  if (!outcome.warning.empty()) {
+    CHORUS_LOG(logger_, kWarning) << outcome.warning;
+  }
   const int64_t bytes = total * dtype_size(op.dtype);
   if (timeline_.enabled()) record_allreduce(entries.size(), bytes, outcome, start);
   if (!outcome.status.is_ok()) return outcome.status;
@@ -97,8 +100,9 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
     st.tensors_allreduced += static_cast<int64_t>(entries.size());
     st.bytes_allreduced += bytes;
     st.ring_allreduce_ops += outcome.route == AllreduceRoute::kRing;
-    st.shm_allreduce_ops += outcome.route == AllreduceRoute::kSharedMemory;
+    st.shm_allreduce_ops += on_shared_memory(outcome.route);
     st.shm_zero_copy_ops += outcome.zero_copy;
+    st.shm_single_copy_ops += outcome.route == AllreduceRoute::kSingleCopy;
   });
   return outcome.status;
 }
