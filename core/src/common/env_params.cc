@@ -86,6 +86,12 @@ std::string set_double_in(const std::string& text, double* field, int64_t lo, in
   return "";
 }
 
+// A whole number the TCP rendezvous reads itself (comm/tcp/tcp_job_env.cc).
+std::string check_whole_number(const std::string& text, RuntimeOptions*) {
+  int64_t v;
+  return parse_int64(text, &v) && v >= 0 ? "" : "expected a whole number >= 0";
+}
+
 // A field's value as the environment would spell it, for check_options: the
 // same parser then judges it ("nan", "inf" and anything out of range fail).
 std::string as_text(int64_t v) { return std::to_string(v); }
@@ -205,6 +211,46 @@ const std::vector<EnvParam> kParams = {
        return set_int64_in(t, &o->shm_arena_bytes, 0, int64_t{1} << 46, "bytes");
      },
      [](const RuntimeOptions& o) { return as_text(o.shm_arena_bytes); }},
+    {"TRANSPORT", "auto",
+     "How the ranks reach each other: auto (MPI under an MPI launcher or without rendezvous variables, TCP when "
+     "they are set), mpi, or tcp.",
+     [](const std::string& t, RuntimeOptions* o) -> std::string {
+       if (t == "auto") o->transport = Transport::kAuto;
+       else if (t == "mpi") o->transport = Transport::kMpi;
+       else if (t == "tcp") o->transport = Transport::kTcp;
+       else return "expected auto, mpi or tcp";
+       return "";
+     }},
+    {"RENDEZVOUS_TIMEOUT_SECONDS", "300",
+     "TCP: a rendezvous not complete after this long fails on every rank that came, naming the missing ranks.",
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_double_in(t, &o->rendezvous_timeout_seconds, 1, kMaxStallSeconds, "seconds");
+     },
+     [](const RuntimeOptions& o) { return as_text(o.rendezvous_timeout_seconds); }},
+    {"PEER_TIMEOUT_SECONDS", "30",
+     "TCP: a rank whose host stops answering is reported dead after this long (a closed connection at once).",
+     [](const std::string& t, RuntimeOptions* o) {
+       return set_double_in(t, &o->peer_timeout_seconds, 3, kMaxStallSeconds, "seconds");
+     },
+     [](const RuntimeOptions& o) { return as_text(o.peer_timeout_seconds); }},
+    // The job's shape for the TCP rendezvous, read by comm/tcp/tcp_job_env.cc
+    // (which also takes torchrun's and Slurm's names); checked here so a bad
+    // value fails early, naming the variable.
+    {"RANK", "(unset)", "TCP: this process's rank (else RANK, else SLURM_PROCID).", check_whole_number},
+    {"SIZE", "(unset)", "TCP: the number of ranks (else WORLD_SIZE, else SLURM_NTASKS).", check_whole_number},
+    {"LOCAL_RANK", "(unset)", "TCP: this process's rank on its host, as the launcher says (else LOCAL_RANK).",
+     check_whole_number},
+    {"LOCAL_SIZE", "(unset)", "TCP: ranks on this host, as the launcher says (else LOCAL_WORLD_SIZE).",
+     check_whole_number},
+    {"MASTER_ADDR", "(unset)", "TCP: rank 0's address (else MASTER_ADDR, else the first host of the Slurm job).",
+     [](const std::string& t, RuntimeOptions*) -> std::string { return t.empty() ? "expected a host name" : ""; }},
+    {"MASTER_PORT", "(unset)", "TCP: the port rank 0 listens at (else MASTER_PORT, else derived from SLURM_JOB_ID).",
+     check_whole_number},
+    {"JOB_ID", "(unset)", "TCP: the job's name; ranks of another job that reach rank 0's port are refused.",
+     [](const std::string&, RuntimeOptions*) -> std::string { return ""; }},
+    {"HOST_ID", "(host name and boot id)",
+     "TCP: ranks with the same host id share memory; set it to keep network-namespace 'hosts' apart.",
+     [](const std::string& t, RuntimeOptions*) -> std::string { return t.empty() ? "expected a name" : ""; }},
     {"TIMELINE", "(off)",
      "Write a Chrome-trace timeline of every tensor to this file (rank r > 0 appends .rank<r>).",
      [](const std::string& t, RuntimeOptions* o) -> std::string {

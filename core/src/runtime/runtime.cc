@@ -7,6 +7,7 @@
 #include "common/env_params.h"
 #include "chorus/error.h"
 #include "runtime/process_set_table.h"
+#include "comm/backend_choice.h"
 #include "runtime/runtime_impl.h"
 
 namespace chorus {
@@ -108,7 +109,7 @@ const RuntimeOptions& checked(const RuntimeOptions& options) {
 }  // namespace
 
 Runtime::Runtime(RuntimeOptions options)
-    : Runtime(detail::make_mpi_backend(checked(options)), options) {}
+    : Runtime(detail::make_backend(checked(options)), options) {}
 
 Runtime::Runtime(std::unique_ptr<detail::Backend> backend, RuntimeOptions options)
     : impl_(std::make_shared<detail::RuntimeImpl>(std::move(backend), checked(options))),
