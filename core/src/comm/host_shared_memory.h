@@ -38,6 +38,8 @@ class HostSharedMemory {
   HostSharedMemory& operator=(const HostSharedMemory&) = delete;
 
   const SharedSlots& slots() const { return slots_; }
+  /// Sets SharedSlots::while_waiting (before the slots are handed out).
+  void set_while_waiting(std::function<void()> hook) { slots_.while_waiting = std::move(hook); }
   /// This rank's arena; nullptr without arenas.
   const std::shared_ptr<SharedArena>& arena() const { return arena_; }
 

@@ -13,10 +13,13 @@
 #include "comm/tcp/tcp_control_channel.h"
 #include "comm/tcp/tcp_peer_link.h"
 #include "comm/tcp/tcp_rendezvous.h"
+#include "common/logging.h"
 
 namespace chorus::detail {
 
 namespace {
+
+constexpr int kPeerLostExitCode = 1;
 
 // local: ranks with this rank's host id, in rank order; cross: the ranks
 // with the same local rank on every host (as MPI's split by type and color).
@@ -66,6 +69,7 @@ class TcpBackend final : public Backend {
     Status s = check_settings_agree(*collectives_, topo_.size, options_, true);
     if (s.is_ok()) s = start_host_shared_memory(*collectives_, topo_, options_, &shared_memory_);
     if (!s.is_ok()) stop();
+    if (shared_memory_) shared_memory_->set_while_waiting([this] { end_if_peer_lost(); });
     return s;
   }
 
@@ -117,6 +121,18 @@ class TcpBackend final : public Backend {
       return Status::ok();
     }
     return tcp_rendezvous(spec, options_.rendezvous_timeout_seconds, &world_);
+  }
+
+  // A shared-memory barrier waits for a rank that may be dead: the mesh
+  // says so (its connection closed), and no later step could run without
+  // it, so this process ends, naming it.
+  void end_if_peer_lost() {
+    if (mesh_->progress(0).is_ok()) return;
+    Logger logger(options_.log_level);
+    logger.set_rank(topo_.rank);
+    CHORUS_LOG(logger, kError) << mesh_->failure().message() << "; a shared-memory allreduce waits for it, so rank "
+                               << topo_.rank << " exits with code " << kPeerLostExitCode;
+    end_job(kPeerLostExitCode);
   }
 
   const RuntimeOptions options_;

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -14,15 +15,6 @@ constexpr size_t kHeaderBytes = 16;
 // A frame longer than this is no frame of ours (a stray connection, a
 // corrupt stream): an error rather than an allocation of that size.
 constexpr uint64_t kMaxFrameBytes = uint64_t{1} << 40;
-
-std::string header_bytes(TcpChannel channel, uint32_t tag, uint64_t bytes) {
-  std::string h(kHeaderBytes, '\0');
-  const auto ch = static_cast<uint32_t>(channel);
-  std::memcpy(&h[0], &ch, 4);
-  std::memcpy(&h[4], &tag, 4);
-  std::memcpy(&h[8], &bytes, 8);
-  return h;
-}
 
 }  // namespace
 
@@ -39,15 +31,21 @@ Status TcpMesh::fail(Status status) {
   return failure_;
 }
 
-Status TcpMesh::peer_error(int peer, const std::string& what) {
-  std::string text = "rank " + std::to_string(rank_) + " lost its connection to rank " + std::to_string(peer) + ": ";
-  if (what.empty()) {
-    text += "rank " + std::to_string(peer) + " closed it (its process ended or was killed)";
-  } else {
-    text += what + " (rank " + std::to_string(peer) + " or its host stopped answering; CHORUS_PEER_TIMEOUT_SECONDS=" +
-            std::to_string(static_cast<int>(peer_timeout_seconds_)) + ")";
+void TcpMesh::enqueue(int peer, TcpChannel channel, uint32_t tag, std::shared_ptr<const std::string> owned,
+                      const void* data, int64_t bytes, Ticket ticket) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  auto header = std::make_shared<std::string>(kHeaderBytes, '\0');
+  const auto ch = static_cast<uint32_t>(channel);
+  const auto n = static_cast<uint64_t>(bytes);
+  std::memcpy(&(*header)[0], &ch, 4);
+  std::memcpy(&(*header)[4], &tag, 4);
+  std::memcpy(&(*header)[8], &n, 8);
+  p.out.push_back({header, header->data(), header->size(), bytes == 0 ? ticket : 0});
+  if (bytes > 0) {
+    const char* from = owned ? owned->data() : static_cast<const char*>(data);
+    p.out.push_back({std::move(owned), from, static_cast<size_t>(bytes), ticket});
   }
-  return fail(Status::aborted(text));
+  if (ticket != 0) pending_[ticket] = false;
 }
 
 Status TcpMesh::queue(int peer, TcpChannel channel, uint32_t tag, std::shared_ptr<const std::string> owned,
@@ -56,15 +54,9 @@ Status TcpMesh::queue(int peer, TcpChannel channel, uint32_t tag, std::shared_pt
   if (peer < 0 || peer >= size() || peer == rank_) {
     return Status::invalid_argument("rank " + std::to_string(rank_) + " cannot send to rank " + std::to_string(peer));
   }
-  Peer& p = peers_[static_cast<size_t>(peer)];
-  auto header = std::make_shared<const std::string>(header_bytes(channel, tag, static_cast<uint64_t>(bytes)));
-  p.out.push_back({header, header->data(), header->size(), bytes == 0 ? ticket : 0});
-  if (bytes > 0) {
-    const char* from = owned ? owned->data() : static_cast<const char*>(data);
-    p.out.push_back({std::move(owned), from, static_cast<size_t>(bytes), ticket});
-  }
-  if (ticket != 0) pending_[ticket] = false;
-  return write_some(peer);  // most frames go out at once
+  enqueue(peer, channel, tag, std::move(owned), data, bytes, ticket);
+  Status s = write_some(peer);  // most frames go out at once
+  return lost_.empty() ? s : settle_losses();
 }
 
 Status TcpMesh::send(int peer, TcpChannel channel, uint32_t tag, const void* data, int64_t bytes, Ticket* ticket) {
@@ -140,9 +132,9 @@ Status TcpMesh::progress(int wait_ms) {
     Status s = (fds[i].revents & POLLOUT) ? write_some(ranks[i]) : Status::ok();
     // Read on errors and hangups too: recv says which it was, after the last data.
     if (s.is_ok() && (fds[i].revents & (POLLIN | POLLERR | POLLHUP))) s = read_some(ranks[i]);
-    if (!s.is_ok()) return s;
+    if (!s.is_ok() && lost_.empty()) return s;  // not a lost peer: corrupt or unexpected data
   }
-  return Status::ok();
+  return settle_losses();
 }
 
 Status TcpMesh::write_some(int peer) {
@@ -210,7 +202,7 @@ Status TcpMesh::begin_frame(int peer) {
   std::memcpy(&p.channel, p.header, 4);
   std::memcpy(&p.tag, p.header + 4, 4);
   std::memcpy(&bytes, p.header + 8, 8);
-  if (p.channel > static_cast<uint32_t>(TcpChannel::kClose) || bytes > kMaxFrameBytes) {
+  if (p.channel > static_cast<uint32_t>(TcpChannel::kGone) || bytes > kMaxFrameBytes) {
     return fail(Status::unknown_error("rank " + std::to_string(rank_) + " got a corrupt frame from rank " +
                                       std::to_string(peer) + " (channel " + std::to_string(p.channel) + ", " +
                                       std::to_string(bytes) + " bytes)"));
@@ -243,6 +235,8 @@ Status TcpMesh::end_frame(int peer) {
   } else if (p.channel == static_cast<uint32_t>(TcpChannel::kClose)) {
     p.closing = true;
     ++closes_seen_;
+  } else if (p.channel == static_cast<uint32_t>(TcpChannel::kGone)) {
+    heard_gone(peer, p.inbound);
   } else {
     s = deliver(peer, p.channel, p.tag, std::move(p.inbound));
   }
@@ -278,8 +272,11 @@ Status TcpMesh::check_size(int peer, uint32_t tag, int64_t expected, uint64_t go
 }
 
 bool TcpMesh::close(std::chrono::milliseconds bound) {
-  if (!failure_.is_ok()) return true;  // nothing to wait for: the loop ended with the error already
   const Deadline deadline = Clock::now() + bound;
+  if (!failure_.is_ok()) {  // the loop ended with the error already: only let the news of it out
+    flush_before(std::min(deadline, Clock::now() + std::chrono::milliseconds(500)));
+    return true;
+  }
   for (int r = 0; r < size(); ++r) {
     if (r != rank_ && !send_owned(r, TcpChannel::kClose, 0, std::make_shared<const std::string>()).is_ok()) return true;
   }

@@ -27,7 +27,9 @@
 
 namespace chorus::detail {
 
-enum class TcpChannel : uint32_t { kControl = 0, kCollective = 1, kRing = 2, kClose = 3 };
+// kGone: the sender stops because it lost the ranks listed (int32 each);
+// its own connection ends next, which is then no news.
+enum class TcpChannel : uint32_t { kControl = 0, kCollective = 1, kRing = 2, kClose = 3, kGone = 4 };
 
 class TcpMesh {
  public:
@@ -85,10 +87,16 @@ class TcpMesh {
   };
   using Key = std::tuple<int, uint32_t, uint32_t>;  // peer, channel, tag
 
+  void enqueue(int peer, TcpChannel channel, uint32_t tag, std::shared_ptr<const std::string> owned, const void* data,
+               int64_t bytes, Ticket ticket);
   Status queue(int peer, TcpChannel channel, uint32_t tag, std::shared_ptr<const std::string> owned,
                const void* data, int64_t bytes, Ticket ticket);
   Status fail(Status status);
   Status peer_error(int peer, const std::string& what);
+  Status settle_losses();
+  void tell_the_others();
+  void flush_before(Deadline until);
+  void heard_gone(int peer, const std::string& payload);
   Status write_some(int peer);
   Status read_some(int peer);
   Status begin_frame(int peer);
@@ -106,6 +114,8 @@ class TcpMesh {
   std::map<Key, std::deque<std::string>> unmatched_;
   std::deque<std::pair<int, std::string>> control_;
   int closes_seen_ = 0;
+  std::vector<int> lost_;  // peers whose connections failed, not yet settled
+  std::string lost_why_;   // the first socket error ("": closed)
 };
 
 }  // namespace chorus::detail
