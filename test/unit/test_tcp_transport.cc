@@ -169,6 +169,13 @@ TEST_CASE("Slurm node lists give their first host", "[tcp][env]") {
 TEST_CASE("auto picks MPI under an MPI launcher, TCP when a rendezvous is named", "[tcp][env]") {
   RuntimeOptions o;
   EnvGuard env;
+  if (!detail::built_with_mpi()) {  // CHORUS_WITH_MPI=OFF: TCP whatever the environment says
+    env.set("OMPI_COMM_WORLD_SIZE", "2");
+    REQUIRE(detail::chosen_transport(o) == Transport::kTcp);
+    o.transport = Transport::kMpi;
+    REQUIRE_THROWS_WITH(detail::make_backend(o), Catch::Contains("built without MPI"));
+    return;
+  }
   REQUIRE(detail::chosen_transport(o) == Transport::kMpi);
   env.set("MASTER_ADDR", "127.0.0.1");
   REQUIRE(detail::chosen_transport(o) == Transport::kTcp);
