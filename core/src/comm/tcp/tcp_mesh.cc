@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -137,21 +138,36 @@ Status TcpMesh::progress(int wait_ms) {
   return settle_losses();
 }
 
+// One sendmsg for as many queued pieces as it takes: a header and its
+// payload leave in one segment, not two (the receiver wakes once).
 Status TcpMesh::write_some(int peer) {
   Peer& p = peers_[static_cast<size_t>(peer)];
+  constexpr size_t kMaxPieces = 64;
   while (!p.out.empty()) {
-    Outgoing& o = p.out.front();
-    const ssize_t k = o.left == 0 ? 0 : ::send(p.socket.fd(), o.data, o.left, MSG_NOSIGNAL | MSG_DONTWAIT);
+    iovec pieces[kMaxPieces];
+    size_t count = 0;
+    for (auto it = p.out.begin(); it != p.out.end() && count < kMaxPieces; ++it) {
+      pieces[count++] = {const_cast<char*>(it->data), it->left};
+    }
+    msghdr message{};
+    message.msg_iov = pieces;
+    message.msg_iovlen = count;
+    ssize_t k = ::sendmsg(p.socket.fd(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (k < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Status::ok();
       if (p.closing) return Status::ok();
       return errno == EPIPE || errno == ECONNRESET ? peer_error(peer, "") : peer_error(peer, std::strerror(errno));
     }
-    o.data += k;
-    o.left -= static_cast<size_t>(k);
-    if (o.left > 0) continue;
-    if (o.ticket != 0) pending_[o.ticket] = true;
-    p.out.pop_front();
+    while (!p.out.empty() && static_cast<size_t>(k) >= p.out.front().left) {  // whole pieces sent
+      k -= static_cast<ssize_t>(p.out.front().left);
+      if (p.out.front().ticket != 0) pending_[p.out.front().ticket] = true;
+      p.out.pop_front();
+    }
+    if (k > 0) {  // part of the next piece: the socket is full
+      p.out.front().data += k;
+      p.out.front().left -= static_cast<size_t>(k);
+      return Status::ok();
+    }
   }
   return Status::ok();
 }
