@@ -5,8 +5,10 @@
 # second and reaches it there, with torchrun's variables and nothing else
 # (no MPI, no launcher). Each namespace has its own CHORUS_HOST_ID, so the
 # ranks are on two hosts (no shared memory): the whole multi-rank suite then
-# runs over the connection between the namespaces.
-# usage: tcp_two_hosts_netns.sh PROGRAM [ARGS...]   (needs root and `ip`)
+# runs over the connection between the namespaces. With CHORUSRUN set, the
+# same again started by `chorusrun --tcp -H A:1,B:1 --agent AGENT`, where
+# AGENT enters the host's namespace (the role ssh plays between machines).
+# usage: [CHORUSRUN=path] tcp_two_hosts_netns.sh PROGRAM [ARGS...]   (needs root and `ip`)
 set -uo pipefail
 tag=$(( $$ % 200 + 20 ))
 nsa="chorus_ta_$$" nsb="chorus_tb_$$" va="ctva$$" vb="ctvb$$"
@@ -44,4 +46,26 @@ if [[ $rc_a -ne 0 || $rc_b -ne 0 ]]; then
   echo "tcp_two_hosts_netns: rank 0 exit $rc_a, rank 1 exit $rc_b"
   exit 1
 fi
-echo "tcp_two_hosts_netns: both hosts passed"
+echo "tcp_two_hosts_netns: both hosts passed (by hand)"
+[[ -z "${CHORUSRUN:-}" ]] && exit 0
+
+# chorusrun starts a remote rank as AGENT HOST COMMAND.
+cat > "$work/netns_agent" <<AGENT
+#!/bin/sh
+host="\$1"; shift
+case "\$host" in
+  $ha) ns=$nsa ;;
+  $hb) ns=$nsb ;;
+  *) echo "netns_agent: unknown host \$host" >&2; exit 1 ;;
+esac
+exec ip netns exec "\$ns" env CHORUS_HOST_ID="\$host" /bin/sh -c "\$*"
+AGENT
+chmod +x "$work/netns_agent"
+ip netns exec "$nsa" timeout 240 "$CHORUSRUN" --tcp -np 2 -H "$ha:1,$hb:1" --agent "$work/netns_agent" "$@" \
+  > "$work/run" 2>&1
+rc=$?
+tail -6 "$work/run"
+for r in 0 1; do
+  grep -q "^\[$r\] All tests passed" "$work/run" || { echo "tcp_two_hosts_netns: chorusrun --tcp: rank $r failed (exit $rc)"; exit 1; }
+done
+echo "tcp_two_hosts_netns: both hosts passed (chorusrun --tcp --agent)"
