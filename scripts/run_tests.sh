@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, and runs the
-# whole test suite (unit tests, every multi-rank test under mpirun at 2, 3
-# and 4 ranks, the C ABI, the install-tree consumer), then the sanitizer runs
-# (scripts/run_sanitizers.sh: ASan+UBSan and TSan, in their own build
-# directories). Extra arguments go to ctest and run that subset only, without
-# the sanitizer runs; CHORUS_SANITIZERS=0 skips them always.
+# whole test suite (unit tests, every multi-rank test under mpirun and over
+# TCP at 2, 3 and 4 ranks, the C ABI, the install-tree consumer), then the
+# same with CHORUS_WITH_MPI=OFF (scripts/run_tests_without_mpi.sh, its own
+# build directory), then the sanitizer runs (scripts/run_sanitizers.sh:
+# ASan+UBSan and TSan, in their own build directories). Extra arguments go to
+# ctest and run that subset only, without the other two; CHORUS_SANITIZERS=0
+# skips the sanitizer runs always.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/prepare.sh"
 (cd "$build" && ctest --output-on-failure --timeout 900 "$@")
+if (($# == 0)); then
+  "$root/scripts/run_tests_without_mpi.sh"  # the same suite with CHORUS_WITH_MPI=OFF, over TCP
+fi
 if (($# == 0)) && [[ "${CHORUS_SANITIZERS:-1}" != 0 ]]; then
   "$root/scripts/run_sanitizers.sh"
 fi

@@ -18,11 +18,12 @@ std::string check_build_report() {
       << "Available Frameworks:\n"
       << "    " << mark(CHORUS_BUILT_WITH_TORCH) << " LibTorch\n\n"
       << "Available Controllers:\n"
-      << "    " << mark(true) << " MPI\n\n"
+      << "    " << mark(CHORUS_BUILT_WITH_MPI) << " MPI\n"
+      << "    " << mark(true) << " TCP (no MPI: torchrun, Slurm or CHORUS_* variables)\n\n"
       << "Available Tensor Operations:\n"
       << "    " << mark(CHORUS_BUILT_WITH_SHM) << " Shared-memory allreduce (ranks on one host)\n"
-      << "    " << mark(CHORUS_BUILT_WITH_RING) << " Ring-AllReduce over MPI point-to-point\n"
-      << "    " << mark(true) << " MPI collectives\n"
+      << "    " << mark(CHORUS_BUILT_WITH_RING) << " Ring-AllReduce over MPI or TCP point-to-point\n"
+      << "    " << mark(CHORUS_BUILT_WITH_MPI) << " MPI collectives\n"
       << "    " << mark(CHORUS_BUILT_WITH_NCCL) << " NCCL\n";
   return out.str();
 }

@@ -55,6 +55,8 @@ po::options_description describe_options() {
       ("no-malloc-tuning", po::bool_switch(), "do not set chorusrun's default GLIBC_TUNABLES")
       ("no-exit-report", po::bool_switch(),
        "run ranks without chorusrun's exit reporter (the exit code is then whichever mpirun saw first)")
+      ("tcp", po::bool_switch(), "start the ranks without mpirun (TCP transport): local ones directly, remote ones through ssh")
+      ("agent", po::value<std::string>(), "with --tcp: the program that starts a remote rank as AGENT HOST COMMAND (default ssh)")
       ("verbose", po::bool_switch(), "print the mpirun command before running it")
       ("dry-run", po::bool_switch(), "print the mpirun command and run nothing");
   add_tuning_flags(&d);
@@ -223,6 +225,8 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
   o.dry_run = vm["dry-run"].as<bool>();
   o.tune_malloc = !vm["no-malloc-tuning"].as<bool>();
   o.rank_exit_report = !vm["no-exit-report"].as<bool>();
+  o.tcp = vm["tcp"].as<bool>();
+  if (vm.count("agent")) o.agent = vm["agent"].as<std::string>();
   if (o.check_build) return r;
   for (auto read : {read_ranks_and_hosts, read_knobs, read_exports, read_mpi_args, read_remote}) {
     r.error = read(vm, &o);

@@ -31,6 +31,8 @@ struct LaunchOptions {
   std::optional<int> start_timeout_seconds;
   bool tune_malloc = true;                 ///< --no-malloc-tuning turns it off
   bool rank_exit_report = true;            ///< --no-exit-report turns it off
+  bool tcp = false;                        ///< --tcp: no mpirun, the TCP transport
+  std::string agent;                       ///< --agent: starts remote ranks with --tcp (default ssh)
   std::vector<std::string> command;        ///< PROGRAM [ARGS...]
 };
 

@@ -3,10 +3,13 @@
 //   chorusrun -np 8 -H a:4,b:4 ./train --epochs 3
 // Parses options, looks at this machine, builds the mpirun argument vector
 // (launch_plan.cc) and runs it. See docs/launcher.md.
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -19,6 +22,8 @@
 #include "process_runner.h"
 #include "rank_exit_reporter.h"
 #include "rank_exits.h"
+#include "rank_group_runner.h"
+#include "tcp_launch_plan.h"
 
 namespace {
 
@@ -53,6 +58,18 @@ std::vector<std::string> local_host_names() {
   return names;
 }
 
+// A port nobody listens at now (the kernel's pick), for rank 0's rendezvous.
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
 int fail(const std::string& message) {
   std::cerr << "chorusrun: error: " << message << "\n";
   return 2;
@@ -79,6 +96,34 @@ int job_exit_code(const LaunchPlan& plan, int mpirun_code, int received_signal) 
   if (failed > 1) std::cerr << " (" << failed << " ranks failed in all)";
   std::cerr << "; exit code " << first->exit_code() << "\n";
   return first->exit_code();
+}
+
+// --tcp: one process per rank, no mpirun; the job's code is the first
+// failing rank's.
+int launch_tcp(const LaunchOptions& options, const LaunchContext& context) {
+  TcpLaunchContext tcp;
+  tcp.local_host_names = context.local_host_names;
+  tcp.program_path = context.program_path;
+  char cwd[4096] = {0};
+  tcp.cwd = getcwd(cwd, sizeof cwd - 1) ? cwd : ".";
+  tcp.master_port = free_port();
+  tcp.job_id = "chorusrun-" + std::to_string(getpid()) + "-" + std::to_string(std::time(nullptr));
+  std::vector<RankCommand> ranks;
+  const std::string error = make_tcp_launch(options, tcp, &ranks);
+  if (!error.empty()) return fail(error);
+  if (options.verbose || options.dry_run) {
+    for (const RankCommand& r : ranks) {
+      std::string env;
+      for (const auto& [name, value] : r.env) env += name + "=" + value + " ";
+      std::cout << "rank " << r.rank << " on " << r.host << ": " << (r.local ? env : "") << quote_command(r.argv)
+                << std::endl;
+    }
+  }
+  if (options.dry_run) return 0;
+  std::string report;
+  const int code = run_rank_group(ranks, &report);
+  if (!report.empty()) std::cerr << "chorusrun: " << report << "; exit code " << code << "\n";
+  return code;
 }
 
 // Runs the plan and returns the job's exit code.
@@ -136,5 +181,6 @@ int main(int argc, char** argv) {
   context.program_path = resolve_executable(options.command.front());
   context.user_set_glibc_tunables = std::getenv("GLIBC_TUNABLES") != nullptr;
   context.local_cores = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  if (options.tcp) return launch_tcp(options, context);
   return launch(options, context);
 }

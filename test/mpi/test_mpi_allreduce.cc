@@ -209,8 +209,10 @@ TEST_CASE("The allreduce algorithm follows CHORUS_ALLREDUCE_ALGO", "[mpi][ring][
   const detail::InternalStats after = detail::RuntimeAccess::stats(runtime());
   REQUIRE(big.front() == float(size));
   REQUIRE(big.back() == float(size));
-  // These tests run every rank on one host, so shared memory is there.
-  const detail::AllreduceRoute route = detail::choose_allreduce_route(runtime().options(), 1 << 20, size, true);
+  // Shared memory is there when every rank is on one host (not over TCP
+  // with a host id per rank, test/tcp).
+  const bool one_host = chorus::local_size() == size;
+  const detail::AllreduceRoute route = detail::choose_allreduce_route(runtime().options(), 1 << 20, size, one_host);
   REQUIRE(after.ring_allreduce_ops - before.ring_allreduce_ops == (route == detail::AllreduceRoute::kRing ? 1 : 0));
   REQUIRE(after.shm_allreduce_ops - before.shm_allreduce_ops == (detail::on_shared_memory(route) ? 1 : 0));
   // Single copy, once chosen, runs: the ranks may reach each other's memory here.
@@ -248,7 +250,7 @@ TEST_CASE("Tensors from allocate_shared_host are reduced where they lie across p
   // route is shared memory; with rank 0's on the heap the same calls stage.
   const int rank = chorus::rank(), size = chorus::size();
   const AllreduceAlgorithm algo = runtime().options().allreduce_algorithm;
-  const bool arenas = size > 1 && runtime().options().shm_arena_bytes > 0 &&
+  const bool arenas = size > 1 && chorus::local_size() == size && runtime().options().shm_arena_bytes > 0 &&
                       (algo == AllreduceAlgorithm::kAuto || algo == AllreduceAlgorithm::kSharedMemory);
   for (bool rank0_on_heap : {false, true}) {
     INFO("rank 0 on the heap: " << rank0_on_heap);

@@ -26,6 +26,14 @@ enum class AllreduceAlgorithm : int {
   kSharedMemory = 3,  ///< always shared memory (every rank must be on one host)
 };
 
+/// How the ranks of a job reach each other. CHORUS_TRANSPORT.
+enum class Transport : int {
+  kAuto = 0,  ///< MPI when an MPI launcher started the process or no rendezvous
+              ///< variables are set; TCP when they are (torchrun, Slurm, CHORUS_MASTER_ADDR)
+  kMpi = 1,   ///< always MPI
+  kTcp = 2,   ///< always TCP, with a rendezvous through rank 0's address (docs/launcher.md)
+};
+
 /// Settings of one Runtime. `from_environment()` reads each from its
 /// CHORUS_* variable (or the HOROVOD_* one as a fallback); see docs/tuning.md.
 struct CHORUS_API RuntimeOptions {
@@ -82,6 +90,16 @@ struct CHORUS_API RuntimeOptions {
   /// reduces where they lie (no staging copies). Memory is used only as it
   /// is allocated; 0 turns arenas off. CHORUS_SHM_ARENA_BYTES.
   int64_t shm_arena_bytes = int64_t{16} << 30;
+  /// How the ranks reach each other. CHORUS_TRANSPORT: auto, mpi, tcp.
+  Transport transport = Transport::kAuto;
+  /// TCP: a rendezvous that has not completed after this many seconds fails
+  /// on every rank that came, naming the ranks that did not.
+  /// CHORUS_RENDEZVOUS_TIMEOUT_SECONDS.
+  double rendezvous_timeout_seconds = 300.0;
+  /// TCP: a peer whose host stops answering is reported dead within this
+  /// many seconds (a peer whose process ended: at once).
+  /// CHORUS_PEER_TIMEOUT_SECONDS.
+  double peer_timeout_seconds = 30.0;
   /// Write a Chrome-trace timeline of every tensor to this file (rank r > 0
   /// appends ".rank<r>"); empty: off. CHORUS_TIMELINE.
   std::string timeline_path;

@@ -27,6 +27,10 @@ class ControlChannel {
   /// around. Gives up after `bound` (a rank stopped, gone or stuck) and
   /// returns false then; true when every rank got here in time.
   virtual bool close(std::chrono::milliseconds bound) = 0;
+  /// OK, or the error of a transport that noticed a peer is gone (it names
+  /// the rank). The polls cannot say so; the background loop checks this
+  /// every round and stops with it, failing what is pending.
+  virtual Status failure() const { return Status::ok(); }
 };
 
 }  // namespace chorus::detail

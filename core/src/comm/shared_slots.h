@@ -1,11 +1,12 @@
 #pragma once
 // The shared memory of a group of ranks on one host, as the transport lays
-// it out (comm/mpi/mpi_shared_memory for processes, HeapStaging for ranks
+// it out (comm/host_shared_memory for processes, HeapStaging for ranks
 // that are threads): staging blocks, arrival counters, exchange areas and
 // arenas. The algorithms that use it live in dataplane/algorithms.
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -37,6 +38,12 @@ struct SharedSlots {
   /// group has none (the same on every rank).
   std::vector<char*> arenas;
   int64_t arena_bytes = 0;
+  /// Called by a barrier that has waited long for another rank (between its
+  /// 1 ms sleeps), on the thread that owns the transport: the transport's
+  /// chance to notice that the rank is dead and end this process, which
+  /// could otherwise wait for it forever. Empty: none (MPI's launcher ends
+  /// the job; in-process ranks cannot die alone).
+  std::function<void()> while_waiting;
 };
 
 /// Staging for ranks that are threads of one process (in-process ranks,

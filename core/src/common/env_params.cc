@@ -19,6 +19,18 @@ std::optional<std::string> read_env(const std::string& name, std::string* source
   return std::nullopt;
 }
 
+namespace {
+// The job's shape for the TCP rendezvous: read and checked, naming the
+// variable, by comm/tcp/tcp_job_env.cc and tcp_rendezvous.cc (which also
+// take torchrun's and Slurm's names), not knobs: chorusrun sets them.
+bool is_job_variable(const std::string& name) {
+  for (const char* v : {"RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "MASTER_ADDR", "MASTER_PORT", "JOB_ID", "HOST_ID"}) {
+    if (name == v) return true;
+  }
+  return false;
+}
+}  // namespace
+
 std::vector<std::string> unknown_chorus_variables() {
   std::vector<std::string> out;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -26,7 +38,7 @@ std::vector<std::string> unknown_chorus_variables() {
     if (entry.rfind("CHORUS_", 0) != 0) continue;
     const std::string name = entry.substr(7, entry.find('=') - 7);
     if (name.rfind("BUILD_", 0) == 0 || name.rfind("TEST_", 0) == 0) continue;
-    if (find_knob(name) == nullptr) out.push_back("CHORUS_" + name);
+    if (find_knob(name) == nullptr && !is_job_variable(name)) out.push_back("CHORUS_" + name);
   }
   return out;
 }

@@ -150,6 +150,7 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 
 // The values are the enums' (chorus/options.h).
 constexpr KnobChoice kAlgorithms[] = {{"auto", 0}, {"ring", 1}, {"mpi", 2}, {"shm", 3}};
+constexpr KnobChoice kTransports[] = {{"auto", 0}, {"mpi", 1}, {"tcp", 2}};
 constexpr KnobChoice kLogLevels[] = {{"trace", 0}, {"debug", 1}, {"info", 2}, {"warning", 3},
                                      {"error", 4}, {"fatal", 5}, {"warn", 3}};
 
@@ -215,6 +216,16 @@ std::vector<Knob> make_knobs() {
                 "that the shared-memory allreduce then reduces where they lie (zero-copy); sparse: pages are "
                 "reserved in `/dev/shm` only as tensors are allocated (an allocation that cannot reserve them "
                 "returns ordinary memory, with one warning); 0 turns arenas off"),
+      choice<Transport, &O::transport>("TRANSPORT", "auto", kTransports, kRank,
+                "how the ranks reach each other: `auto` (MPI when an MPI launcher started the process or no "
+                "rendezvous variables are set; TCP when they are: torchrun's, Slurm's or `CHORUS_MASTER_ADDR`), "
+                "`mpi`, or `tcp` ([launcher.md](launcher.md))"),
+      decimal<&O::rendezvous_timeout_seconds>("RENDEZVOUS_TIMEOUT_SECONDS", "300", 1, kMaxStallSeconds, "seconds",
+                "TCP: a rendezvous not complete after this long fails on every rank that came, naming the ranks "
+                "that did not"),
+      decimal<&O::peer_timeout_seconds>("PEER_TIMEOUT_SECONDS", "30", 3, kMaxStallSeconds, "seconds",
+                "TCP: a rank whose host stops answering is reported dead after this long (a closed connection: "
+                "at once)"),
   };
 }
 

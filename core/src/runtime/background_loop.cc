@@ -49,6 +49,7 @@ bool BackgroundLoop::run_round() {
   bool progressed = false;
   Status s = submit_local_requests(&progressed);
   if (s.is_ok()) s = run_due_lists(&progressed);
+  if (s.is_ok()) s = backend_.control().failure();  // a peer the transport found gone
   if (!s.is_ok()) {
     CHORUS_LOG(logger_, kError) << "control plane failed, stopping: " << s.message();
     finish(Status::aborted("Chorus stopped after a control-plane error: " + s.message()));

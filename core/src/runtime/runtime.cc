@@ -8,6 +8,7 @@
 #include "chorus/error.h"
 #include "runtime/process_set_table.h"
 #include "runtime/runtime_access.h"
+#include "comm/backend_choice.h"
 #include "runtime/runtime_impl.h"
 
 namespace chorus {
@@ -109,7 +110,7 @@ const RuntimeOptions& checked(const RuntimeOptions& options) {
 }  // namespace
 
 Runtime::Runtime(RuntimeOptions options)
-    : Runtime(std::make_shared<detail::RuntimeImpl>(detail::make_mpi_backend(checked(options)), options)) {}
+    : Runtime(std::make_shared<detail::RuntimeImpl>(detail::make_backend(checked(options)), options)) {}
 
 Runtime::Runtime(std::shared_ptr<detail::RuntimeImpl> impl)
     : impl_(std::move(impl)), sets_(std::make_unique<detail::ProcessSetTable>()) {}

@@ -61,7 +61,4 @@ class RuntimeImpl {
   std::thread thread_;
 };
 
-/// The MPI backend (comm/mpi); `options` choose the allreduce algorithm.
-std::unique_ptr<Backend> make_mpi_backend(const RuntimeOptions& options);
-
 }  // namespace chorus::detail

@@ -9,38 +9,18 @@
 #include <string>
 #include <vector>
 
-#include "comm/agreed_settings.h"
+#include "comm/settings_check.h"
 #include "comm/backend.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "comm/mpi/mpi_control_channel.h"
 #include "comm/mpi/mpi_environment.h"
 #include "comm/mpi/mpi_peer_link.h"
-#include "comm/mpi/mpi_shared_memory.h"
 #include "comm/mpi/mpi_types.h"
-#include "common/logging.h"
+#include "comm/shared_memory_start.h"
 
 namespace chorus::detail {
 
 namespace {
-
-// Settings that change what every rank does on the wire must agree, or
-// ranks would wait on each other forever (comm/agreed_settings.h). Every
-// rank checks the same gathered values, so all fail together, with the same
-// message naming each differing setting and its value per rank.
-Status check_settings_agree(MPI_Comm comm, int size, const RuntimeOptions& o, bool thread_multiple) {
-  const std::vector<AgreedSetting> mine = agreed_settings(o, thread_multiple);
-  std::vector<int64_t> flat(mine.size());
-  for (size_t i = 0; i < mine.size(); ++i) flat[i] = mine[i].value;
-  std::vector<int64_t> gathered(mine.size() * static_cast<size_t>(size));
-  MPI_Allgather(flat.data(), static_cast<int>(flat.size()), MPI_INT64_T, gathered.data(), static_cast<int>(flat.size()),
-                MPI_INT64_T, comm);
-  std::vector<std::vector<int64_t>> values(static_cast<size_t>(size));
-  for (size_t r = 0; r < values.size(); ++r) {
-    values[r].assign(gathered.begin() + static_cast<std::ptrdiff_t>(r * mine.size()),
-                     gathered.begin() + static_cast<std::ptrdiff_t>((r + 1) * mine.size()));
-  }
-  return check_agreement(mine, values);
-}
 
 bool mpi_thread_multiple() {
   int provided = 0;
@@ -71,7 +51,10 @@ class MpiBackend final : public Backend {
     MPI_Comm_dup(parent_, &ring_comm_);
     MPI_Comm_rank(parent_, &topo_.rank);
     MPI_Comm_size(parent_, &topo_.size);
-    s = check_settings_agree(control_comm_, topo_.size, options_, thread_multiple_);
+    s = types_.create();
+    if (!s.is_ok()) return s;
+    mpi_data_ = std::make_unique<MpiCommunicator>(data_comm_, types_);
+    s = check_settings_agree(*mpi_data_, topo_.size, options_, thread_multiple_);
     if (!s.is_ok()) {
       stop();
       return s;
@@ -87,12 +70,9 @@ class MpiBackend final : public Backend {
     MPI_Comm_size(cross, &topo_.cross_size);
     MPI_Comm_free(&local);
     MPI_Comm_free(&cross);
-    s = types_.create();
-    if (!s.is_ok()) return s;
     control_ = std::make_unique<MpiControlChannel>(control_comm_, topo_.rank, topo_.size);
-    mpi_data_ = std::make_unique<MpiCommunicator>(data_comm_, types_);
     link_ = std::make_unique<MpiPeerLink>(ring_comm_, topo_.rank, topo_.size);
-    s = start_shared_memory();
+    s = start_host_shared_memory(*mpi_data_, topo_, options_, &shared_memory_);
     if (!s.is_ok()) {
       stop();
       return s;
@@ -154,38 +134,6 @@ class MpiBackend final : public Backend {
   }
 
  private:
-  // Shared memory for allreduce when every rank is on this host and the
-  // algorithm may use it (the same decision on every rank).
-  Status start_shared_memory() {
-    const AllreduceAlgorithm algo = options_.allreduce_algorithm;
-    const bool wanted = algo == AllreduceAlgorithm::kSharedMemory || algo == AllreduceAlgorithm::kAuto;
-    if (!wanted || topo_.size <= 1) return Status::ok();
-    std::string why_not, arena_why_not;
-    // Process sets stage through their own segment, without arenas: tensors
-    // come from the whole job's arenas.
-    const int64_t arena_bytes = topo_.scope.id == 0 ? options_.shm_arena_bytes : 0;
-    Status s = MpiSharedMemory::create(data_comm_, options_.shm_block_bytes, arena_bytes, &shared_memory_, &why_not,
-                                       &arena_why_not);
-    if (!s.is_ok()) return s;
-    if (shared_memory_) {
-      if (!arena_why_not.empty() && topo_.rank == 0) {
-        Logger logger(options_.log_level);
-        logger.set_rank(topo_.rank);
-        CHORUS_LOG(logger, kWarning) << arena_why_not << ": allocate_shared_host() returns ordinary memory";
-      }
-    } else if (algo == AllreduceAlgorithm::kSharedMemory) {
-      return Status::precondition_error("CHORUS_ALLREDUCE_ALGO=shm needs every rank on one host with shared memory, "
-                                        "but " + why_not + "; use auto, ring or mpi");
-    } else if (topo_.rank == 0 && topo_.local_size == topo_.size) {
-      // One host, yet no shared memory (e.g. a full /dev/shm): say so once,
-      // since allreduce is then slower than it could be.
-      Logger logger(options_.log_level);
-      logger.set_rank(topo_.rank);
-      CHORUS_LOG(logger, kWarning) << "allreduce runs without shared memory on this host: " << why_not;
-    }
-    return Status::ok();
-  }
-
   const RuntimeOptions options_;
   MPI_Comm parent_ = MPI_COMM_WORLD;
   bool owns_parent_ = false;
@@ -200,7 +148,7 @@ class MpiBackend final : public Backend {
   std::unique_ptr<MpiControlChannel> control_;
   std::unique_ptr<MpiCommunicator> mpi_data_;
   std::unique_ptr<MpiPeerLink> link_;
-  std::unique_ptr<MpiSharedMemory> shared_memory_;
+  std::unique_ptr<HostSharedMemory> shared_memory_;
 };
 
 }  // namespace

@@ -136,6 +136,7 @@ void SharedMemoryAllreduce::barrier() {
     while (a->load(std::memory_order_acquire) < barriers_) {
       if (slow) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (slots_.while_waiting) slots_.while_waiting();  // a dead peer ends us here
         continue;
       }
       if (++spins <= 64) continue;

@@ -1,0 +1,207 @@
+#include "comm/tcp/tcp_backend.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/settings_check.h"
+#include "comm/shared_memory_start.h"
+#include "comm/tcp/tcp_collectives.h"
+#include "comm/tcp/tcp_control_channel.h"
+#include "comm/tcp/tcp_peer_link.h"
+#include "comm/tcp/tcp_rendezvous.h"
+#include "common/logging.h"
+
+namespace chorus::detail {
+
+namespace {
+
+constexpr int kPeerLostExitCode = 1;
+
+// local: ranks with this rank's host id, in rank order; cross: the ranks
+// with the same local rank on every host (as MPI's split by type and color).
+Topology topology_of(int rank, const std::vector<TcpPeerInfo>& peers) {
+  Topology t;
+  t.rank = rank;
+  t.size = static_cast<int>(peers.size());
+  std::vector<int> local_rank_of(peers.size());
+  std::vector<std::string> seen;
+  for (size_t r = 0; r < peers.size(); ++r) {
+    local_rank_of[r] = static_cast<int>(std::count_if(peers.begin(), peers.begin() + static_cast<std::ptrdiff_t>(r),
+                                                      [&](const TcpPeerInfo& p) { return p.host_id == peers[r].host_id; }));
+  }
+  t.local_rank = local_rank_of[static_cast<size_t>(rank)];
+  t.local_size = static_cast<int>(std::count_if(peers.begin(), peers.end(), [&](const TcpPeerInfo& p) {
+    return p.host_id == peers[static_cast<size_t>(rank)].host_id;
+  }));
+  t.cross_rank = 0;
+  t.cross_size = 0;
+  for (size_t r = 0; r < peers.size(); ++r) {
+    if (local_rank_of[r] != t.local_rank) continue;
+    if (static_cast<int>(r) < rank) ++t.cross_rank;
+    ++t.cross_size;
+  }
+  return t;
+}
+
+class TcpBackend final : public Backend {
+ public:
+  TcpBackend(const RuntimeOptions& options, std::optional<TcpMeeting> meeting)
+      : options_(options), meeting_(std::move(meeting)) {}
+  // A process set's: its members' mesh, already connected.
+  TcpBackend(const RuntimeOptions& options, TcpWorld world, int rank, SetScope scope)
+      : options_(options), world_(std::move(world)), rank_(rank), scope_(std::move(scope)), connected_(true) {}
+
+  Status start() override {
+    if (!connected_) {
+      Status s = meet();
+      if (!s.is_ok()) return s;
+    }
+    topo_ = topology_of(rank_, world_.peers);
+    topo_.scope = scope_;
+    mesh_ = std::make_unique<TcpMesh>(rank_, std::move(world_.links), options_.peer_timeout_seconds);
+    control_ = std::make_unique<TcpControlChannel>(*mesh_);
+    collectives_ = std::make_unique<TcpCollectives>(*mesh_);
+    link_ = std::make_unique<TcpPeerLink>(*mesh_);
+    Status s = check_settings_agree(*collectives_, topo_.size, options_, true);
+    if (s.is_ok()) s = start_host_shared_memory(*collectives_, topo_, options_, &shared_memory_);
+    if (!s.is_ok()) stop();
+    if (shared_memory_) shared_memory_->set_while_waiting([this] { end_if_peer_lost(); });
+    return s;
+  }
+
+  void stop() override {
+    shared_memory_.reset();
+    link_.reset();
+    collectives_.reset();
+    control_.reset();
+    mesh_.reset();  // closes the connections
+    world_.listener.reset();
+  }
+
+  // Ending this process closes its connections: every other rank notices at
+  // once and stops with an error naming this rank.
+  void end_job(int exit_code) override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(exit_code);
+  }
+
+  Topology topology() const override { return topo_; }
+  ControlChannel& control() override { return *control_; }
+  Communicator& collectives() override { return *collectives_; }
+  PeerLink& peer_link() override { return *link_; }
+  const SharedSlots* shared_slots() const override { return shared_memory_ ? &shared_memory_->slots() : nullptr; }
+  std::shared_ptr<SharedArena> shared_arena() const override {
+    return shared_memory_ ? shared_memory_->arena() : nullptr;
+  }
+  Status split(int32_t set_id, const std::vector<int>& members, std::unique_ptr<Backend>* out) override;
+
+ private:
+  Status meet() {
+    TcpJobSpec spec;
+    if (meeting_) {
+      spec.rank = meeting_->rank;
+      spec.size = meeting_->size;
+      spec.master_addr = meeting_->master_addr;
+      spec.master_port = meeting_->master_port;
+      spec.job_id = meeting_->job_id;
+      spec.rank_var = spec.size_var = spec.addr_var = spec.port_var = "the test's meeting";
+    } else {
+      Status s = tcp_job_from_environment(&spec);
+      if (!s.is_ok()) return s;
+    }
+    rank_ = spec.rank;
+    if (spec.size == 1) {  // alone: nobody to meet
+      world_.peers.push_back({this_host_id(), "", 0});
+      world_.links.resize(1);
+      return Status::ok();
+    }
+    return tcp_rendezvous(spec, options_.rendezvous_timeout_seconds, &world_);
+  }
+
+  // A shared-memory barrier waits for a rank that may be dead: the mesh
+  // says so (its connection closed), and no later step could run without
+  // it, so this process ends, naming it.
+  void end_if_peer_lost() {
+    if (mesh_->progress(0).is_ok()) return;
+    Logger logger(options_.log_level);
+    logger.set_rank(topo_.rank);
+    CHORUS_LOG(logger, kError) << mesh_->failure().message() << "; a shared-memory allreduce waits for it, so rank "
+                               << topo_.rank << " exits with code " << kPeerLostExitCode;
+    end_job(kPeerLostExitCode);
+  }
+
+  const RuntimeOptions options_;
+  std::optional<TcpMeeting> meeting_;
+  TcpWorld world_;  // links move into the mesh at start
+  int rank_ = 0;
+  SetScope scope_;
+  bool connected_ = false;
+  uint64_t splits_ = 0;
+  Topology topo_;
+  std::unique_ptr<TcpMesh> mesh_;
+  std::unique_ptr<TcpControlChannel> control_;
+  std::unique_ptr<TcpCollectives> collectives_;
+  std::unique_ptr<TcpPeerLink> link_;
+  std::unique_ptr<HostSharedMemory> shared_memory_;
+};
+
+// Collective over every rank in the same place of the response order: the
+// members open listeners, every rank learns their ports (an allgather over
+// this mesh) and the members connect among themselves under a key of this
+// split, so no connection of another split or job is taken for one of ours.
+Status TcpBackend::split(int32_t set_id, const std::vector<int>& members, std::unique_ptr<Backend>* out) {
+  out->reset();
+  const uint64_t key = world_.key * 1000003 + ++splits_;
+  const auto at = std::lower_bound(members.begin(), members.end(), topo_.rank);
+  const bool member = at != members.end() && *at == topo_.rank;
+  TcpWorld child;
+  constexpr int32_t kNoListener = -2;  // a member whose listener failed: every rank fails alike
+  int32_t port = -1;
+  std::string why;
+  if (member) {
+    int bound = 0;
+    Status s = listen_on("", 0, &child.listener, &bound);
+    port = s.is_ok() ? bound : kNoListener;
+    why = s.message();
+  }
+  std::vector<int32_t> ports(static_cast<size_t>(topo_.size));
+  Status s = collectives_->allgatherv(&port, ports.data(), std::vector<int64_t>(ports.size(), 1), sizeof(int32_t));
+  if (!s.is_ok()) return s;
+  for (int m : members) {
+    if (ports[static_cast<size_t>(m)] == kNoListener) {
+      return Status::unknown_error("process set " + std::to_string(set_id) + ": rank " + std::to_string(m) +
+                                   " could not open a listener" + (why.empty() ? "" : ": " + why));
+    }
+  }
+  if (!member) return Status::ok();
+  for (int m : members) {
+    TcpPeerInfo p = world_.peers[static_cast<size_t>(m)];
+    p.port = ports[static_cast<size_t>(m)];
+    child.peers.push_back(p);
+  }
+  child.key = key;
+  const int index = static_cast<int>(at - members.begin());
+  const Deadline deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                               std::chrono::duration<double>(options_.rendezvous_timeout_seconds));
+  s = connect_mesh(index, child.peers, child.listener, key, deadline, &child.links);
+  if (!s.is_ok()) return Status::aborted("process set " + std::to_string(set_id) + ": " + s.message());
+  *out = std::make_unique<TcpBackend>(options_, std::move(child), index, SetScope{set_id, members});
+  return Status::ok();
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_tcp_backend(const RuntimeOptions& options) {
+  return std::make_unique<TcpBackend>(options, std::nullopt);
+}
+
+std::unique_ptr<Backend> make_tcp_backend(const RuntimeOptions& options, const TcpMeeting& meeting) {
+  return std::make_unique<TcpBackend>(options, meeting);
+}
+
+}  // namespace chorus::detail

@@ -1,0 +1,312 @@
+#include "comm/tcp/tcp_mesh.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace chorus::detail {
+
+namespace {
+
+constexpr size_t kHeaderBytes = 16;
+// A frame longer than this is no frame of ours (a stray connection, a
+// corrupt stream): an error rather than an allocation of that size.
+constexpr uint64_t kMaxFrameBytes = uint64_t{1} << 40;
+
+}  // namespace
+
+TcpMesh::TcpMesh(int rank, std::vector<Socket> links, double peer_timeout_seconds)
+    : rank_(rank), peer_timeout_seconds_(peer_timeout_seconds), peers_(links.size()) {
+  for (size_t r = 0; r < links.size(); ++r) {
+    peers_[r].socket = std::move(links[r]);
+    if (peers_[r].socket.valid()) tune_peer_socket(peers_[r].socket.fd(), peer_timeout_seconds);
+  }
+}
+
+Status TcpMesh::fail(Status status) {
+  if (failure_.is_ok()) failure_ = std::move(status);
+  return failure_;
+}
+
+void TcpMesh::enqueue(int peer, TcpChannel channel, uint32_t tag, std::shared_ptr<const std::string> owned,
+                      const void* data, int64_t bytes, Ticket ticket) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  auto header = std::make_shared<std::string>(kHeaderBytes, '\0');
+  const auto ch = static_cast<uint32_t>(channel);
+  const auto n = static_cast<uint64_t>(bytes);
+  std::memcpy(&(*header)[0], &ch, 4);
+  std::memcpy(&(*header)[4], &tag, 4);
+  std::memcpy(&(*header)[8], &n, 8);
+  p.out.push_back({header, header->data(), header->size(), bytes == 0 ? ticket : 0});
+  if (bytes > 0) {
+    const char* from = owned ? owned->data() : static_cast<const char*>(data);
+    p.out.push_back({std::move(owned), from, static_cast<size_t>(bytes), ticket});
+  }
+  if (ticket != 0) pending_[ticket] = false;
+}
+
+Status TcpMesh::queue(int peer, TcpChannel channel, uint32_t tag, std::shared_ptr<const std::string> owned,
+                      const void* data, int64_t bytes, Ticket ticket) {
+  if (!failure_.is_ok()) return failure_;
+  if (peer < 0 || peer >= size() || peer == rank_) {
+    return Status::invalid_argument("rank " + std::to_string(rank_) + " cannot send to rank " + std::to_string(peer));
+  }
+  enqueue(peer, channel, tag, std::move(owned), data, bytes, ticket);
+  Status s = write_some(peer);  // most frames go out at once
+  return lost_.empty() ? s : settle_losses();
+}
+
+Status TcpMesh::send(int peer, TcpChannel channel, uint32_t tag, const void* data, int64_t bytes, Ticket* ticket) {
+  *ticket = next_ticket_++;
+  return queue(peer, channel, tag, nullptr, data, bytes, *ticket);
+}
+
+Status TcpMesh::send_owned(int peer, TcpChannel channel, uint32_t tag, std::shared_ptr<const std::string> bytes) {
+  const auto n = static_cast<int64_t>(bytes->size());
+  return queue(peer, channel, tag, std::move(bytes), nullptr, n, 0);
+}
+
+Status TcpMesh::receive(int peer, TcpChannel channel, uint32_t tag, void* data, int64_t bytes, Ticket* ticket) {
+  if (!failure_.is_ok()) return failure_;
+  if (peer < 0 || peer >= size() || peer == rank_) {
+    return Status::invalid_argument("rank " + std::to_string(rank_) + " cannot receive from rank " +
+                                    std::to_string(peer));
+  }
+  *ticket = next_ticket_++;
+  const Key key{peer, static_cast<uint32_t>(channel), tag};
+  auto early = unmatched_.find(key);
+  if (early != unmatched_.end() && !early->second.empty()) {  // it already came
+    std::string message = std::move(early->second.front());
+    early->second.pop_front();
+    Status s = check_size(peer, tag, bytes, message.size());
+    if (!s.is_ok()) return s;
+    if (bytes > 0) std::memcpy(data, message.data(), message.size());
+    pending_[*ticket] = true;
+    return Status::ok();
+  }
+  pending_[*ticket] = false;
+  posted_[key].push_back({static_cast<char*>(data), bytes, *ticket});
+  return Status::ok();
+}
+
+Status TcpMesh::wait(Ticket ticket) {
+  for (;;) {
+    auto it = pending_.find(ticket);
+    if (it == pending_.end()) return Status::invalid_argument("unknown transfer " + std::to_string(ticket));
+    if (it->second) {
+      pending_.erase(it);
+      return Status::ok();
+    }
+    Status s = progress(100);
+    if (!s.is_ok()) return s;
+  }
+}
+
+bool TcpMesh::take_control(int* from, std::string* bytes) {
+  if (control_.empty()) progress(0);
+  if (control_.empty()) return false;
+  if (from) *from = control_.front().first;
+  *bytes = std::move(control_.front().second);
+  control_.pop_front();
+  return true;
+}
+
+Status TcpMesh::progress(int wait_ms) {
+  if (!failure_.is_ok()) return failure_;
+  std::vector<pollfd> fds;
+  std::vector<int> ranks;
+  for (size_t r = 0; r < peers_.size(); ++r) {
+    const Peer& p = peers_[r];
+    if (!p.socket.valid()) continue;
+    fds.push_back({p.socket.fd(), static_cast<short>(POLLIN | (p.out.empty() ? 0 : POLLOUT)), 0});
+    ranks.push_back(static_cast<int>(r));
+  }
+  if (fds.empty()) return Status::ok();
+  const int rc = ::poll(fds.data(), fds.size(), wait_ms);
+  if (rc < 0 && errno != EINTR) return fail(Status::unknown_error(std::string("poll: ") + std::strerror(errno)));
+  for (size_t i = 0; rc > 0 && i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    Status s = (fds[i].revents & POLLOUT) ? write_some(ranks[i]) : Status::ok();
+    // Read on errors and hangups too: recv says which it was, after the last data.
+    if (s.is_ok() && (fds[i].revents & (POLLIN | POLLERR | POLLHUP))) s = read_some(ranks[i]);
+    if (!s.is_ok() && lost_.empty()) return s;  // not a lost peer: corrupt or unexpected data
+  }
+  return settle_losses();
+}
+
+// One sendmsg for as many queued pieces as it takes: a header and its
+// payload leave in one segment, not two (the receiver wakes once).
+Status TcpMesh::write_some(int peer) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  constexpr size_t kMaxPieces = 64;
+  while (!p.out.empty()) {
+    iovec pieces[kMaxPieces];
+    size_t count = 0;
+    for (auto it = p.out.begin(); it != p.out.end() && count < kMaxPieces; ++it) {
+      pieces[count++] = {const_cast<char*>(it->data), it->left};
+    }
+    msghdr message{};
+    message.msg_iov = pieces;
+    message.msg_iovlen = count;
+    ssize_t k = ::sendmsg(p.socket.fd(), &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (k < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Status::ok();
+      if (p.closing) return Status::ok();
+      return errno == EPIPE || errno == ECONNRESET ? peer_error(peer, "") : peer_error(peer, std::strerror(errno));
+    }
+    while (!p.out.empty() && static_cast<size_t>(k) >= p.out.front().left) {  // whole pieces sent
+      k -= static_cast<ssize_t>(p.out.front().left);
+      if (p.out.front().ticket != 0) pending_[p.out.front().ticket] = true;
+      p.out.pop_front();
+    }
+    if (k > 0) {  // part of the next piece: the socket is full
+      p.out.front().data += k;
+      p.out.front().left -= static_cast<size_t>(k);
+      return Status::ok();
+    }
+  }
+  return Status::ok();
+}
+
+Status TcpMesh::read_some(int peer) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  for (;;) {
+    const bool in_header = p.header_got < kHeaderBytes;
+    char* into = in_header ? p.header + p.header_got : p.target;
+    const size_t want = in_header ? kHeaderBytes - p.header_got : p.target_left;
+    const ssize_t k = ::recv(p.socket.fd(), into, want, MSG_DONTWAIT);
+    if (k == 0) {
+      if (p.closing && in_header && p.header_got == 0) {  // expected after its close frame
+        p.socket.reset();
+        return Status::ok();
+      }
+      return peer_error(peer, "");
+    }
+    if (k < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Status::ok();
+      if (p.closing) {
+        p.socket.reset();
+        return Status::ok();
+      }
+      return errno == ECONNRESET ? peer_error(peer, "") : peer_error(peer, std::strerror(errno));
+    }
+    if (in_header) {
+      p.header_got += static_cast<size_t>(k);
+      if (p.header_got == kHeaderBytes) {
+        Status s = begin_frame(peer);
+        if (!s.is_ok()) return s;
+      }
+    } else {
+      p.target += k;
+      p.target_left -= static_cast<size_t>(k);
+      if (p.target_left == 0) {
+        Status s = end_frame(peer);
+        if (!s.is_ok()) return s;
+      }
+    }
+  }
+}
+
+// A header arrived: decide where its payload goes.
+Status TcpMesh::begin_frame(int peer) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  uint64_t bytes = 0;
+  std::memcpy(&p.channel, p.header, 4);
+  std::memcpy(&p.tag, p.header + 4, 4);
+  std::memcpy(&bytes, p.header + 8, 8);
+  if (p.channel > static_cast<uint32_t>(TcpChannel::kGone) || bytes > kMaxFrameBytes) {
+    return fail(Status::unknown_error("rank " + std::to_string(rank_) + " got a corrupt frame from rank " +
+                                      std::to_string(peer) + " (channel " + std::to_string(p.channel) + ", " +
+                                      std::to_string(bytes) + " bytes)"));
+  }
+  p.target_ticket = 0;
+  auto posted = posted_.find(Key{peer, p.channel, p.tag});
+  if (posted != posted_.end() && !posted->second.empty()) {
+    const Posted r = posted->second.front();
+    posted->second.pop_front();
+    Status s = check_size(peer, p.tag, r.bytes, bytes);
+    if (!s.is_ok()) return s;
+    p.target = r.data;  // straight into the caller's memory
+    p.target_ticket = r.ticket;
+  } else {
+    p.inbound.assign(bytes, '\0');
+    p.target = p.inbound.data();
+  }
+  p.target_left = bytes;
+  return bytes == 0 ? end_frame(peer) : Status::ok();
+}
+
+Status TcpMesh::end_frame(int peer) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  p.header_got = 0;
+  Status s;
+  if (p.target_ticket != 0) {
+    pending_[p.target_ticket] = true;
+  } else if (p.channel == static_cast<uint32_t>(TcpChannel::kControl)) {
+    control_.emplace_back(peer, std::move(p.inbound));
+  } else if (p.channel == static_cast<uint32_t>(TcpChannel::kClose)) {
+    p.closing = true;
+    ++closes_seen_;
+  } else if (p.channel == static_cast<uint32_t>(TcpChannel::kGone)) {
+    heard_gone(peer, p.inbound);
+  } else {
+    s = deliver(peer, p.channel, p.tag, std::move(p.inbound));
+  }
+  p.inbound = std::string();
+  p.target = nullptr;
+  p.target_ticket = 0;
+  return s;
+}
+
+// A whole frame that no receive was posted for when it began: to the
+// receive posted since, or kept until one is.
+Status TcpMesh::deliver(int peer, uint32_t channel, uint32_t tag, std::string message) {
+  const Key key{peer, channel, tag};
+  auto posted = posted_.find(key);
+  if (posted == posted_.end() || posted->second.empty()) {
+    unmatched_[key].push_back(std::move(message));
+    return Status::ok();
+  }
+  const Posted r = posted->second.front();
+  posted->second.pop_front();
+  Status s = check_size(peer, tag, r.bytes, message.size());
+  if (!s.is_ok()) return s;
+  if (r.bytes > 0) std::memcpy(r.data, message.data(), message.size());
+  pending_[r.ticket] = true;
+  return Status::ok();
+}
+
+Status TcpMesh::check_size(int peer, uint32_t tag, int64_t expected, uint64_t got) {
+  if (static_cast<uint64_t>(expected) == got) return Status::ok();
+  return fail(Status::unknown_error("rank " + std::to_string(rank_) + " expected " + std::to_string(expected) +
+                                    " bytes from rank " + std::to_string(peer) + " (tag " + std::to_string(tag) +
+                                    ") but got " + std::to_string(got)));
+}
+
+bool TcpMesh::close(std::chrono::milliseconds bound) {
+  const Deadline deadline = Clock::now() + bound;
+  if (!failure_.is_ok()) {  // the loop ended with the error already: only let the news of it out
+    flush_before(std::min(deadline, Clock::now() + std::chrono::milliseconds(500)));
+    return true;
+  }
+  for (int r = 0; r < size(); ++r) {
+    if (r != rank_ && !send_owned(r, TcpChannel::kClose, 0, std::make_shared<const std::string>()).is_ok()) return true;
+  }
+  auto quiet = [&] {
+    for (const Peer& p : peers_) {
+      if (!p.out.empty()) return false;
+    }
+    return closes_seen_ == size() - 1;
+  };
+  while (!quiet()) {
+    if (Clock::now() >= deadline) return false;
+    if (!progress(10).is_ok()) return true;
+  }
+  return true;
+}
+
+}  // namespace chorus::detail

@@ -1,0 +1,121 @@
+#pragma once
+// One TCP connection to every other rank, carrying framed messages
+// (channel, tag, length) in both directions, driven without blocking from
+// the one thread that owns the backend. Sends are queued and written as the
+// socket takes them (a send's memory must stay untouched until it
+// completed); receives are either posted into the caller's memory, matched
+// per (peer, channel, tag) in posting order, or, for the control channel,
+// collected from any rank in arrival order.
+//
+// The first failure (a peer that closed its connection, a socket error, a
+// peer whose host stopped answering within the peer timeout) breaks the
+// mesh for good: every later call returns the same error, which names the rank.
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "chorus/status.h"
+#include "comm/tcp/tcp_socket.h"
+
+namespace chorus::detail {
+
+// kGone: the sender stops because it lost the ranks listed (int32 each);
+// its own connection ends next, which is then no news.
+enum class TcpChannel : uint32_t { kControl = 0, kCollective = 1, kRing = 2, kClose = 3, kGone = 4 };
+
+class TcpMesh {
+ public:
+  using Ticket = int64_t;
+  /// `links[r]` connects to rank r (none for this rank). `peer_timeout_seconds`
+  /// goes to the sockets (tune_peer_socket) and into error messages.
+  TcpMesh(int rank, std::vector<Socket> links, double peer_timeout_seconds);
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(peers_.size()); }
+
+  /// Queues a frame to `peer`; `data` stays untouched until the ticket is done.
+  Status send(int peer, TcpChannel channel, uint32_t tag, const void* data, int64_t bytes, Ticket* ticket);
+  /// Queues a frame whose bytes the mesh keeps (no ticket: it is never waited on).
+  Status send_owned(int peer, TcpChannel channel, uint32_t tag, std::shared_ptr<const std::string> bytes);
+  /// Posts a receive of exactly `bytes` bytes from `peer` into `data`.
+  Status receive(int peer, TcpChannel channel, uint32_t tag, void* data, int64_t bytes, Ticket* ticket);
+  /// Drives the sockets until `ticket` completed; the mesh's error otherwise.
+  Status wait(Ticket ticket);
+  /// Next control message from any rank, if one arrived (drives the sockets once, without waiting).
+  bool take_control(int* from, std::string* bytes);
+  /// Reads and writes what the sockets take, waiting up to `wait_ms` for
+  /// something to happen; the mesh's error when it broke.
+  Status progress(int wait_ms);
+  /// OK, or the error that broke the mesh (it names the rank).
+  const Status& failure() const { return failure_; }
+  /// Sends a close frame to every rank and waits until every rank's came
+  /// and everything queued went out, or `bound` passed. Connections that
+  /// end after that are no error.
+  bool close(std::chrono::milliseconds bound);
+
+ private:
+  struct Outgoing {
+    std::shared_ptr<const std::string> owned;  // header, or owned payload
+    const char* data;
+    size_t left;
+    Ticket ticket;  // 0: none
+  };
+  struct Posted {
+    char* data;
+    int64_t bytes;
+    Ticket ticket;
+  };
+  struct Peer {
+    Socket socket;
+    std::deque<Outgoing> out;
+    char header[16];
+    size_t header_got = 0;
+    // The frame being read: into a posted receive, or into `inbound`.
+    char* target = nullptr;
+    size_t target_left = 0;
+    Ticket target_ticket = 0;
+    std::string inbound;
+    uint32_t channel = 0, tag = 0;
+    bool closing = false;  // its close frame arrived: an end of stream is expected
+  };
+  using Key = std::tuple<int, uint32_t, uint32_t>;  // peer, channel, tag
+
+  void enqueue(int peer, TcpChannel channel, uint32_t tag, std::shared_ptr<const std::string> owned, const void* data,
+               int64_t bytes, Ticket ticket);
+  Status queue(int peer, TcpChannel channel, uint32_t tag, std::shared_ptr<const std::string> owned,
+               const void* data, int64_t bytes, Ticket ticket);
+  Status fail(Status status);
+  Status peer_error(int peer, const std::string& what);
+  Status settle_losses();
+  void tell_the_others();
+  void flush_before(Deadline until);
+  void heard_gone(int peer, const std::string& payload);
+  Status write_some(int peer);
+  Status read_some(int peer);
+  Status begin_frame(int peer);
+  Status end_frame(int peer);
+  Status deliver(int peer, uint32_t channel, uint32_t tag, std::string message);
+  Status check_size(int peer, uint32_t tag, int64_t expected, uint64_t got);
+
+  const int rank_;
+  const double peer_timeout_seconds_;
+  std::vector<Peer> peers_;
+  Status failure_;
+  Ticket next_ticket_ = 1;
+  std::unordered_map<Ticket, bool> pending_;  // ticket -> done
+  std::map<Key, std::deque<Posted>> posted_;
+  std::map<Key, std::deque<std::string>> unmatched_;
+  std::deque<std::pair<int, std::string>> control_;
+  int closes_seen_ = 0;
+  std::vector<int> lost_;  // peers whose connections failed, not yet settled
+  std::string lost_why_;   // the first socket error ("": closed)
+};
+
+}  // namespace chorus::detail

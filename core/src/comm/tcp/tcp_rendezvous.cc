@@ -1,0 +1,253 @@
+#include "comm/tcp/tcp_rendezvous.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "common/env_params.h"
+#include "common/rank_text.h"
+#include "comm/tcp/tcp_wire.h"
+
+namespace chorus::detail {
+
+namespace {
+
+constexpr const char* kHelloMagic = "chorus-tcp-1";
+constexpr uint32_t kMeshMagic = 0x43485253;  // "CHRS"
+constexpr auto kHelloBound = std::chrono::seconds(5);  // a stray connection holds rank 0 up this long at most
+
+std::string seconds_text(double s) {
+  std::ostringstream o;
+  o << s << " s";
+  return o.str();
+}
+
+struct Hello {
+  int rank = -1, size = -1, port = 0;
+  std::string job, host;
+};
+
+std::string hello_text(const TcpJobSpec& spec, int port) {
+  return std::string(kHelloMagic) + "\n" + std::to_string(spec.rank) + "\n" + std::to_string(spec.size) + "\n" +
+         std::to_string(port) + "\n" + spec.job_id + "\n" + this_host_id();
+}
+
+bool parse_hello(const std::string& text, Hello* h) {
+  std::istringstream in(text);
+  std::string magic, rank, size, port;
+  if (!std::getline(in, magic) || magic != kHelloMagic) return false;
+  if (!std::getline(in, rank) || !std::getline(in, size) || !std::getline(in, port)) return false;
+  std::getline(in, h->job);
+  std::getline(in, h->host);
+  h->rank = std::atoi(rank.c_str());
+  h->size = std::atoi(size.c_str());
+  h->port = std::atoi(port.c_str());
+  return true;
+}
+
+std::string world_text(const std::vector<TcpPeerInfo>& peers, uint64_t key) {
+  std::string out = "ok\n" + std::to_string(key) + "\n";
+  for (const TcpPeerInfo& p : peers) out += p.host_id + "\t" + p.address + "\t" + std::to_string(p.port) + "\n";
+  return out;
+}
+
+Status parse_world(const std::string& text, int size, TcpWorld* world) {
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  if (line == "error") return Status::aborted(text.substr(6));
+  if (line != "ok" || !std::getline(in, line)) return Status::unknown_error("rank 0 answered the rendezvous with garbage");
+  world->key = std::strtoull(line.c_str(), nullptr, 10);
+  world->peers.assign(static_cast<size_t>(size), {});
+  for (TcpPeerInfo& p : world->peers) {
+    std::string port;
+    if (!std::getline(in, p.host_id, '\t') || !std::getline(in, p.address, '\t') || !std::getline(in, port)) {
+      return Status::unknown_error("rank 0's world lists fewer than " + std::to_string(size) + " ranks");
+    }
+    p.port = std::atoi(port.c_str());
+  }
+  return Status::ok();
+}
+
+// The outcome of rank 0's accepting: the ranks that came, and what went wrong.
+struct Arrivals {
+  std::vector<Socket> links;
+  std::vector<Socket> refused;  // told the error, then dropped
+  std::vector<TcpPeerInfo> peers;
+  std::string error;
+};
+
+// One connection to rank 0: a rank of this job, or an error for all, or a stranger to drop.
+void admit(const TcpJobSpec& spec, Socket connection, Arrivals* a) {
+  std::string text;
+  Hello h;
+  const Deadline bound = Clock::now() + kHelloBound;
+  if (!recv_text(connection.fd(), 4096, bound, &text).is_ok() || !parse_hello(text, &h)) return;  // not one of ours
+  const std::string who = "a process at " + peer_address(connection.fd()) + " claiming rank " + std::to_string(h.rank);
+  if (h.job != spec.job_id) {
+    send_text(connection.fd(), "error\n" + who + " belongs to job '" + h.job + "', but rank 0 at port " +
+                                   std::to_string(spec.master_port) + " runs job '" + spec.job_id + "'",
+              bound);
+    return;
+  }
+  if (h.size != spec.size) {
+    a->error = who + " says the job has " + std::to_string(h.size) + " ranks, rank 0 says " + std::to_string(spec.size);
+  } else if (h.rank <= 0 || h.rank >= spec.size) {
+    a->error = who + ": ranks other than 0 are 1.." + std::to_string(spec.size - 1);
+  } else if (a->links[static_cast<size_t>(h.rank)].valid()) {
+    a->error = "rank " + std::to_string(h.rank) + " was claimed twice (by processes at " +
+               a->peers[static_cast<size_t>(h.rank)].address + " and " + peer_address(connection.fd()) +
+               "): check RANK / CHORUS_RANK of each process";
+  }
+  if (!a->error.empty()) {
+    a->refused.push_back(std::move(connection));
+    return;
+  }
+  a->peers[static_cast<size_t>(h.rank)] = {h.host, peer_address(connection.fd()), h.port};
+  a->links[static_cast<size_t>(h.rank)] = std::move(connection);
+}
+
+std::string missing_ranks(const Arrivals& a) {
+  std::vector<int> missing;
+  for (size_t r = 1; r < a.links.size(); ++r) {
+    if (!a.links[r].valid()) missing.push_back(static_cast<int>(r));
+  }
+  return rank_list(missing) + " never came (" + std::to_string(a.links.size() - missing.size()) + " of " +
+         std::to_string(a.links.size()) + " ranks arrived)";
+}
+
+Status serve(const TcpJobSpec& spec, double timeout_seconds, Deadline deadline, TcpWorld* world) {
+  Socket master;
+  int bound_port = 0;
+  Status s = listen_on("", spec.master_port, &master, &bound_port);
+  if (!s.is_ok()) return Status::precondition_error("rank 0 (" + spec.port_var + "): " + s.message());
+  Arrivals a;
+  a.links.resize(static_cast<size_t>(spec.size));
+  a.peers.resize(static_cast<size_t>(spec.size));
+  a.peers[0] = {this_host_id(), spec.master_addr, world->peers.empty() ? 0 : world->peers[0].port};
+  int came = 1;
+  while (came < spec.size && a.error.empty()) {
+    Socket connection;
+    s = accept_before(master, deadline, &connection);
+    if (s.code() == StatusCode::kTimeout) {
+      a.error = "the rendezvous at port " + std::to_string(spec.master_port) + " timed out after " +
+                seconds_text(timeout_seconds) + " (CHORUS_RENDEZVOUS_TIMEOUT_SECONDS): " + missing_ranks(a);
+      break;
+    }
+    if (!s.is_ok()) return s;
+    admit(spec, std::move(connection), &a);
+    came = 1;
+    for (const Socket& l : a.links) came += l.valid() ? 1 : 0;
+  }
+  if (!a.error.empty()) {
+    const Deadline bound = Clock::now() + kHelloBound;
+    for (const Socket& l : a.links) {
+      if (l.valid()) send_text(l.fd(), "error\n" + a.error, bound);
+    }
+    for (const Socket& l : a.refused) send_text(l.fd(), "error\n" + a.error, bound);
+    return Status::aborted(a.error);
+  }
+  world->key = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}() ^ static_cast<uint64_t>(getpid());
+  const std::string text = world_text(a.peers, world->key);
+  for (const Socket& l : a.links) {
+    if (l.valid()) send_text(l.fd(), text, deadline + kHelloBound);
+  }
+  world->peers = std::move(a.peers);
+  world->links = std::move(a.links);
+  return Status::ok();
+}
+
+Status join(const TcpJobSpec& spec, double timeout_seconds, Deadline deadline, int own_port, TcpWorld* world) {
+  const std::string rank0 = spec.master_addr + ":" + std::to_string(spec.master_port);
+  Socket link;
+  Status s = connect_to(spec.master_addr, spec.master_port, deadline, &link);
+  if (!s.is_ok()) {
+    return Status::aborted("rank " + std::to_string(spec.rank) + " could not reach rank 0 at " + rank0 + " (" +
+                           spec.addr_var + ", " + spec.port_var + ") within " + seconds_text(timeout_seconds) +
+                           ": " + s.message());
+  }
+  // Rank 0 answers at its own deadline at the latest; allow for a later start.
+  s = send_text(link.fd(), hello_text(spec, own_port), deadline);
+  std::string reply;
+  if (s.is_ok()) s = recv_text(link.fd(), 1 << 26, deadline + std::chrono::seconds(10), &reply);
+  if (!s.is_ok()) {
+    return Status::aborted("rank " + std::to_string(spec.rank) + " reached rank 0 at " + rank0 +
+                           " but the rendezvous did not complete: " + s.message());
+  }
+  s = parse_world(reply, spec.size, world);
+  if (!s.is_ok()) return s;
+  world->links.resize(static_cast<size_t>(spec.size));
+  world->links[0] = std::move(link);
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string this_host_id() {
+  if (auto id = read_env("HOST_ID")) return *id;
+  char name[256] = {0};
+  gethostname(name, sizeof name - 1);
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  return std::string(name) + "/" + boot;
+}
+
+Status tcp_rendezvous(const TcpJobSpec& spec, double timeout_seconds, TcpWorld* out) {
+  const Deadline deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                               std::chrono::duration<double>(timeout_seconds));
+  TcpWorld world;
+  int own_port = 0;
+  Status s = listen_on("", 0, &world.listener, &own_port);
+  if (!s.is_ok()) return s;
+  if (spec.rank == 0) {
+    world.peers.push_back({this_host_id(), spec.master_addr, own_port});
+    s = serve(spec, timeout_seconds, deadline, &world);
+  } else {
+    s = join(spec, timeout_seconds, deadline, own_port, &world);
+  }
+  if (s.is_ok()) s = connect_mesh(spec.rank, world.peers, world.listener, world.key, deadline, &world.links);
+  if (!s.is_ok()) return s;
+  *out = std::move(world);
+  return Status::ok();
+}
+
+Status connect_mesh(int rank, const std::vector<TcpPeerInfo>& peers, const Socket& listener, uint64_t key,
+                    Deadline deadline, std::vector<Socket>* links) {
+  links->resize(peers.size());
+  for (int i = 0; i < rank; ++i) {
+    Socket& l = (*links)[static_cast<size_t>(i)];
+    if (l.valid()) continue;
+    const TcpPeerInfo& p = peers[static_cast<size_t>(i)];
+    Status s = connect_to(p.address, p.port, deadline, &l);
+    if (s.is_ok()) s = send_mesh_hello(l.fd(), kMeshMagic, rank, key, deadline);
+    if (!s.is_ok()) {
+      return Status::aborted("rank " + std::to_string(rank) + " could not connect to rank " + std::to_string(i) +
+                             " at " + p.address + ":" + std::to_string(p.port) + ": " + s.message());
+    }
+  }
+  auto missing = [&] {
+    std::vector<int> out;
+    for (size_t j = static_cast<size_t>(rank) + 1; j < peers.size(); ++j) {
+      if (!(*links)[j].valid()) out.push_back(static_cast<int>(j));
+    }
+    return out;
+  };
+  for (std::vector<int> left = missing(); !left.empty(); left = missing()) {
+    Socket c;
+    Status s = accept_before(listener, deadline, &c);
+    if (!s.is_ok()) {
+      return Status::aborted("rank " + std::to_string(rank) + ": " + rank_list(left) +
+                             " never connected to it (" + s.message() + ")");
+    }
+    int from = -1;
+    if (!recv_mesh_hello(c.fd(), kMeshMagic, key, Clock::now() + kHelloBound, &from).is_ok()) continue;  // a stranger
+    if (from <= rank || from >= static_cast<int>(peers.size()) || (*links)[static_cast<size_t>(from)].valid()) continue;
+    (*links)[static_cast<size_t>(from)] = std::move(c);
+  }
+  return Status::ok();
+}
+
+}  // namespace chorus::detail

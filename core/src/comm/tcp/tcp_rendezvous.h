@@ -1,0 +1,49 @@
+#pragma once
+// How the ranks of a job without MPI find each other. Rank 0 listens at
+// the master address; every other rank connects and says who it is (rank,
+// job size, job id, host id, the port of its own listener). Rank 0 checks
+// the claims (sizes agree, each rank once, the same job), and either sends
+// everyone the world (per rank: host id, address, port, and a random key of
+// this job's mesh) or an error that every rank that came fails with, naming
+// the ranks that never came or the claims that clash. Then every pair of
+// ranks without a connection yet connects (the higher rank to the lower's
+// listener), so each rank holds one connection to every other.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chorus/status.h"
+#include "comm/tcp/tcp_job_env.h"
+#include "comm/tcp/tcp_socket.h"
+
+namespace chorus::detail {
+
+struct TcpPeerInfo {
+  std::string host_id;  // ranks with the same one share memory
+  std::string address;  // where the others reach its listener
+  int port = 0;
+};
+
+struct TcpWorld {
+  std::vector<TcpPeerInfo> peers;  // by rank
+  std::vector<Socket> links;       // by rank; none for this rank
+  Socket listener;                 // this rank's, kept for process sets' meshes
+  uint64_t key = 0;                // this mesh's: connections that name another are refused
+};
+
+/// This host's identity for grouping ranks into hosts: the host name and
+/// the kernel's boot id (containers of one machine share memory only when
+/// they share both; CHORUS_HOST_ID overrides it).
+std::string this_host_id();
+
+/// The rendezvous of `spec`'s job, bounded by `timeout_seconds`.
+Status tcp_rendezvous(const TcpJobSpec& spec, double timeout_seconds, TcpWorld* out);
+
+/// Connects every pair of ranks in `peers` that `links` lacks: rank `rank`
+/// connects to the listeners of lower ranks and accepts the higher ones on
+/// `listener`; every connection opens with `key` and the rank.
+Status connect_mesh(int rank, const std::vector<TcpPeerInfo>& peers, const Socket& listener, uint64_t key,
+                    Deadline deadline, std::vector<Socket>* links);
+
+}  // namespace chorus::detail

@@ -1,0 +1,108 @@
+#include "tcp_launch_plan.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "host_list.h"
+#include "launch_plan.h"
+
+namespace chorus::launcher {
+
+namespace {
+
+// The variables every rank gets besides its own position.
+std::vector<std::pair<std::string, std::string>> common_env(const LaunchOptions& options,
+                                                            const TcpLaunchContext& context,
+                                                            const std::string& master, int size) {
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"CHORUS_TRANSPORT", "tcp"},
+      {"MASTER_ADDR", master},
+      {"MASTER_PORT", std::to_string(context.master_port)},
+      {"WORLD_SIZE", std::to_string(size)},
+      {"CHORUS_JOB_ID", context.job_id}};
+  for (const auto& knob : options.knobs) env.push_back(knob);
+  for (const std::string& x : options.exported_env) {
+    const size_t eq = x.find('=');
+    if (eq != std::string::npos) {
+      env.emplace_back(x.substr(0, eq), x.substr(eq + 1));
+    } else if (const char* value = std::getenv(x.c_str())) {
+      env.emplace_back(x, value);
+    }
+  }
+  return env;
+}
+
+std::string program_not_found(const std::string& program) {
+  return "program '" + program + "' was not found (not an executable file, nor on the PATH)";
+}
+
+// ssh HOST 'cd DIR && exec env VAR=VALUE... PROGRAM ARGS...': one word for
+// the remote shell, every part quoted.
+std::vector<std::string> remote_argv(const LaunchOptions& options, const std::string& agent, const std::string& host,
+                                     const std::string& cwd, const std::vector<std::pair<std::string, std::string>>& env) {
+  std::vector<std::string> inner = {"env"};
+  for (const auto& [name, value] : env) inner.push_back(name + "=" + value);
+  inner.insert(inner.end(), options.command.begin(), options.command.end());
+  std::vector<std::string> argv = {agent};
+  if (agent == "ssh") {
+    if (options.ssh_port) argv.insert(argv.end(), {"-p", std::to_string(*options.ssh_port)});
+    if (options.ssh_identity) argv.insert(argv.end(), {"-i", *options.ssh_identity});
+  }
+  argv.push_back(host);
+  argv.push_back("cd " + quote_command({cwd}) + " && exec " + quote_command(inner));
+  return argv;
+}
+
+}  // namespace
+
+std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext& context,
+                            std::vector<RankCommand>* out) {
+  out->clear();
+  std::vector<HostSlots> hosts = options.hosts;
+  if (hosts.empty()) hosts.push_back({"localhost", options.num_proc});
+  int slots = 0;
+  bool all_local = true;
+  for (const HostSlots& h : hosts) {
+    slots += h.slots;
+    all_local = all_local && is_local_host(h.host, context.local_host_names);
+  }
+  if (options.num_proc > slots) {
+    return "-np " + std::to_string(options.num_proc) + " is more than the " + std::to_string(slots) +
+           " slots of the host list (--tcp starts at most one rank per slot)";
+  }
+  // Rank 0's address as every rank can reach it: this machine's name when
+  // rank 0 runs here and others elsewhere.
+  std::string master = hosts.front().host;
+  if (all_local) {
+    master = "127.0.0.1";
+  } else if (is_local_host(master, context.local_host_names) && !context.local_host_names.empty()) {
+    master = context.local_host_names.front();
+  }
+  const auto env = common_env(options, context, master, options.num_proc);
+  const std::string agent = options.agent.empty() ? "ssh" : options.agent;
+  int rank = 0;
+  for (const HostSlots& h : hosts) {
+    const int here = std::min(h.slots, options.num_proc - rank);
+    for (int local = 0; local < here; ++local, ++rank) {
+      RankCommand c;
+      c.rank = rank;
+      c.host = h.host;
+      c.local = is_local_host(h.host, context.local_host_names);
+      c.env = env;
+      c.env.insert(c.env.end(), {{"RANK", std::to_string(rank)},
+                                 {"LOCAL_RANK", std::to_string(local)},
+                                 {"LOCAL_WORLD_SIZE", std::to_string(here)}});
+      if (c.local) {
+        if (context.program_path.empty()) return program_not_found(options.command.front());
+        c.argv = options.command;
+        c.argv.front() = context.program_path;
+      } else {
+        c.argv = remote_argv(options, agent, h.host, context.cwd, c.env);
+      }
+      out->push_back(std::move(c));
+    }
+  }
+  return "";
+}
+
+}  // namespace chorus::launcher

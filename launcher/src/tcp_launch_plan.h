@@ -1,0 +1,41 @@
+#pragma once
+// chorusrun --tcp: the job without mpirun. From what the user asked to one
+// command per rank: local ranks run the program directly, remote ones
+// through an agent (ssh by default, --agent for another, e.g. one that
+// enters a container); every rank gets the TCP rendezvous's variables
+// (torchrun's names), the knobs and the -x variables. Pure, so every rule
+// is unit-tested without launching anything.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launch_options.h"
+
+namespace chorus::launcher {
+
+/// Facts about this machine that shape the commands.
+struct TcpLaunchContext {
+  std::vector<std::string> local_host_names;
+  std::string program_path;  ///< resolved PROGRAM
+  std::string cwd;           ///< remote ranks start here too
+  int master_port = 0;       ///< where rank 0 listens
+  std::string job_id;        ///< this launch's, so no other job's rank is taken for ours
+};
+
+/// What one rank runs.
+struct RankCommand {
+  int rank = 0;
+  std::string host;
+  bool local = true;
+  std::vector<std::string> argv;  ///< local: the program; remote: the agent's command
+  std::vector<std::pair<std::string, std::string>> env;  ///< set for a local rank (remote: inside argv)
+};
+
+/// The rank commands, in rank order, or an error line. Ranks fill the hosts
+/// in order, each up to its slots (the way mpirun maps by slot); rank 0's
+/// host is the rendezvous address (127.0.0.1 when every rank is local).
+std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext& context,
+                            std::vector<RankCommand>* out);
+
+}  // namespace chorus::launcher

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Starts a job of NP ranks on this host by hand, without MPI, the way
+# torchrun would: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK,
+# LOCAL_WORLD_SIZE per process. Output is prefixed with the rank; the exit
+# status is the first failing rank's (0 when all pass).
+#   run_tcp_job.sh NP PROGRAM [ARGS...]
+# TCP_JOB_HOSTS=NP: every rank gets its own CHORUS_HOST_ID (plays NP hosts,
+# so no shared memory: the ring and the transport's collectives carry all).
+set -uo pipefail
+np="$1"
+shift
+# A free port from the kernel, so parallel tests never share one.
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+pids=()
+# Killed (a test timeout): take the ranks down too.
+trap 'kill "${pids[@]}" 2>/dev/null; exit 143' TERM INT
+for ((r = 0; r < np; r++)); do
+  host_env=()
+  if [[ -n "${TCP_JOB_HOSTS:-}" ]]; then host_env=(CHORUS_HOST_ID="host$r"); fi
+  (exec env MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" RANK="$r" WORLD_SIZE="$np" LOCAL_RANK="$r" LOCAL_WORLD_SIZE="$np" \
+     "${host_env[@]}" "$@" 2>&1 | sed -u "s/^/[$r] /") &
+  pids+=("$!")
+done
+status=0
+for pid in "${pids[@]}"; do
+  wait "$pid"
+  rc=$?
+  if [[ $rc -ne 0 && $status -eq 0 ]]; then status=$rc; fi
+done
+exit "$status"
