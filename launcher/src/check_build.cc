@@ -23,7 +23,7 @@ std::string check_build_report() {
       << "    " << mark(CHORUS_BUILT_WITH_SHM) << " Shared-memory allreduce (ranks on one host)\n"
       << "    " << mark(CHORUS_BUILT_WITH_RING) << " Ring-AllReduce over MPI point-to-point\n"
       << "    " << mark(true) << " MPI collectives\n"
-      << "    " << mark(CHORUS_BUILT_WITH_NCCL) << " NCCL (GPU toolkit compiled in; GPU collectives not wired yet)\n";
+      << "    " << mark(CHORUS_BUILT_WITH_NCCL) << " NCCL toolkit (GPU collectives not wired yet)\n";
   return out.str();
 }
 

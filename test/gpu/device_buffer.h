@@ -20,6 +20,9 @@ class DeviceBuffer {
   void upload(const std::vector<char>& host) const {
     REQUIRE(host.size() <= bytes_);
     REQUIRE(cudaMemcpy(data_, host.data(), host.size(), cudaMemcpyHostToDevice) == cudaSuccess);
+    // From pageable memory cudaMemcpy may return before the DMA lands; work
+    // on a non-blocking stream would not wait for it.
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   }
   std::vector<char> download() const {
     std::vector<char> host(bytes_);
