@@ -55,7 +55,12 @@ macro(_chorus_find_cuda)
   endif()
 endmacro()
 
-if(NOT CHORUS_WITH_CUDA STREQUAL "OFF")
+if(CHORUS_SANITIZE AND NOT CHORUS_WITH_CUDA STREQUAL "OFF")
+  # cmake/ChorusSanitizers.cmake puts -fsanitize on every target, which nvcc
+  # refuses, and CUDA's runtime is not instrumented (LeakSanitizer reports its
+  # allocations): sanitizer builds leave the GPU toolkit out.
+  _chorus_cuda_fail("sanitizer builds (CHORUS_SANITIZE=${CHORUS_SANITIZE}) do not build it")
+elseif(NOT CHORUS_WITH_CUDA STREQUAL "OFF")
   _chorus_find_cuda()
 else()
   message(STATUS "Chorus: GPU toolkit OFF (CHORUS_WITH_CUDA=OFF)")
