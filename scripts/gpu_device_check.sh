@@ -29,12 +29,12 @@ catch_dir="${CATCH2_INCLUDE_DIR:-$root/.build-gpu-deps}"
 cmake -S "$root/test/gpu/standalone" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCATCH2_INCLUDE_DIR="$catch_dir" \
   ${CHORUS_CUDA_ARCHITECTURES:+-DCHORUS_CUDA_ARCHITECTURES=$CHORUS_CUDA_ARCHITECTURES} || exit 1
 cmake --build "$build" -j "$(nproc)" || exit 1
-ldd "$build/gpu_tests/chorus_gpu_device_tests" | grep -E 'nccl|cuda|stdc'
+ldd "$build/gpu_tests/chorus_gpu_tests" | grep -E 'nccl|cuda|stdc'
 
 echo "== tests"
 (cd "$build" && ctest --output-on-failure -j1)
 status=$?
 # The device tests again with every assertion's section listed, for the record.
-"$build/gpu_tests/chorus_gpu_device_tests" --reporter compact --success > "$out/device_tests_detail.log" 2>&1
+"$build/gpu_tests/chorus_gpu_tests" --device --reporter compact --success > "$out/device_tests_detail.log" 2>&1
 echo "device tests exit code: $? (77: no GPU found)"
 exit $status

@@ -7,7 +7,7 @@
 
 using namespace chorus::detail::gpu;
 
-TEST_CASE("Offsets are padded to 16 bytes per piece", "[gpu][plan]") {
+TEST_CASE("Offsets are padded to 16 bytes per piece", "[host][plan]") {
   CopyPlan plan;
   std::string error;
   REQUIRE(plan_copies({3, 4, 0, 1, 5}, 4, kMaxCopiesPerLaunch, &plan, &error));
@@ -21,7 +21,7 @@ TEST_CASE("Offsets are padded to 16 bytes per piece", "[gpu][plan]") {
   CHECK(padded_bytes(17) == 32);
 }
 
-TEST_CASE("Every element size keeps offsets element-aligned", "[gpu][plan]") {
+TEST_CASE("Every element size keeps offsets element-aligned", "[host][plan]") {
   for (int64_t esize : {1, 2, 4, 8}) {
     CopyPlan plan;
     std::string error;
@@ -31,7 +31,7 @@ TEST_CASE("Every element size keeps offsets element-aligned", "[gpu][plan]") {
   }
 }
 
-TEST_CASE("More pieces than one launch takes split into full launches in order", "[gpu][plan]") {
+TEST_CASE("More pieces than one launch takes split into full launches in order", "[host][plan]") {
   std::vector<int64_t> counts(2 * kMaxCopiesPerLaunch + 7, 3);
   counts[5] = 0;  // an empty piece does not use a launch slot
   CopyPlan plan;
@@ -49,7 +49,7 @@ TEST_CASE("More pieces than one launch takes split into full launches in order",
   CHECK(all == expected);
 }
 
-TEST_CASE("A smaller per-launch limit is honoured", "[gpu][plan]") {
+TEST_CASE("A smaller per-launch limit is honoured", "[host][plan]") {
   CopyPlan plan;
   std::string error;
   REQUIRE(plan_copies({1, 1, 1, 1, 1}, 8, 2, &plan, &error));
@@ -57,7 +57,7 @@ TEST_CASE("A smaller per-launch limit is honoured", "[gpu][plan]") {
   CHECK(plan.launches[2] == LaunchPieces{4});
 }
 
-TEST_CASE("An empty batch plans nothing", "[gpu][plan]") {
+TEST_CASE("An empty batch plans nothing", "[host][plan]") {
   CopyPlan plan;
   std::string error;
   REQUIRE(plan_copies({}, 4, kMaxCopiesPerLaunch, &plan, &error));
@@ -67,7 +67,7 @@ TEST_CASE("An empty batch plans nothing", "[gpu][plan]") {
   CHECK(plan.launches.empty());
 }
 
-TEST_CASE("Bad input is refused with a message naming it", "[gpu][plan]") {
+TEST_CASE("Bad input is refused with a message naming it", "[host][plan]") {
   CopyPlan plan;
   std::string error;
   CHECK_FALSE(plan_copies({4, -1}, 4, kMaxCopiesPerLaunch, &plan, &error));

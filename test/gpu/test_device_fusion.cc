@@ -108,18 +108,18 @@ const DataType kAllTypes[] = {DataType::kUInt8, DataType::kInt8,     DataType::k
 
 }  // namespace
 
-TEST_CASE("Pack and unpack copy exactly when nothing scales", "[gpu][fusion]") {
+TEST_CASE("Pack and unpack copy exactly when nothing scales", "[device][fusion]") {
   for (DataType dtype : kAllTypes) check_round_trip(dtype, 2 * kMaxCopiesPerLaunch + 13, 1.0, {1.0, 1});
 }
 
-TEST_CASE("Prescale on pack, postscale on unpack, as the CPU path computes them", "[gpu][fusion]") {
+TEST_CASE("Prescale on pack, postscale on unpack, as the CPU path computes them", "[device][fusion]") {
   for (DataType dtype : kAllTypes) {
     check_round_trip(dtype, kMaxCopiesPerLaunch + 1, 0.5, {3.0, 1});
     check_round_trip(dtype, 7, 1.0 / 3.0, {0.25, 1});
   }
 }
 
-TEST_CASE("The Average divisor is exact for integers and folded into floats", "[gpu][fusion]") {
+TEST_CASE("The Average divisor is exact for integers and folded into floats", "[device][fusion]") {
   for (DataType dtype : kAllTypes) {
     check_round_trip(dtype, 200, 1.0, {1.0, 3});   // integers: int64 division, truncated
     check_round_trip(dtype, 200, 1.0, {0.5, 7});   // integers: through double
@@ -127,7 +127,7 @@ TEST_CASE("The Average divisor is exact for integers and folded into floats", "[
   }
 }
 
-TEST_CASE("A plan for another batch is refused", "[gpu][fusion]") {
+TEST_CASE("A plan for another batch is refused", "[device][fusion]") {
   CopyPlan plan;
   std::string error;
   REQUIRE(plan_copies({4, 4}, 4, kMaxCopiesPerLaunch, &plan, &error));

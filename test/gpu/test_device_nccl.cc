@@ -17,7 +17,7 @@ using namespace chorus::detail;
 using namespace chorus::detail::gpu;
 using chorus::test::DeviceBuffer;
 
-TEST_CASE("Streams and events: order work and report completion without blocking", "[gpu][stream]") {
+TEST_CASE("Streams and events: order work and report completion without blocking", "[device][stream]") {
   DeviceStream producer, consumer;
   REQUIRE(DeviceStream::create(0, &producer).is_ok());
   REQUIRE(DeviceStream::create(0, &consumer).is_ok());
@@ -41,14 +41,14 @@ TEST_CASE("Streams and events: order work and report completion without blocking
   CHECK(producer.get() == nullptr);
 }
 
-TEST_CASE("A stream on a device that does not exist names the call", "[gpu][stream]") {
+TEST_CASE("A stream on a device that does not exist names the call", "[device][stream]") {
   DeviceStream s;
   chorus::Status status = DeviceStream::create(4096, &s);
   CHECK_FALSE(status.is_ok());
   CHECK(status.message().find("cudaSetDevice(4096) failed: ") == 0);
 }
 
-TEST_CASE("One-rank NCCL allreduce over the packed fusion buffer", "[gpu][nccl]") {
+TEST_CASE("One-rank NCCL allreduce over the packed fusion buffer", "[device][nccl]") {
   NcclSymbols symbols;
   REQUIRE(load_nccl(&symbols).is_ok());
   ncclComm_t comm = nullptr;

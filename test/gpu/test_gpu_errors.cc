@@ -6,7 +6,7 @@
 
 using namespace chorus::detail::gpu;
 
-TEST_CASE("CUDA errors name the call, CUDA's text and the enum", "[gpu][errors]") {
+TEST_CASE("CUDA errors name the call, CUDA's text and the enum", "[host][errors]") {
   CHECK(cuda_error_text(cudaErrorMemoryAllocation, "cudaMalloc(fusion buffer, 64 MiB)") ==
         "cudaMalloc(fusion buffer, 64 MiB) failed: out of memory (cudaErrorMemoryAllocation)");
   CHECK(cuda_status(cudaSuccess, "x").is_ok());
@@ -15,7 +15,7 @@ TEST_CASE("CUDA errors name the call, CUDA's text and the enum", "[gpu][errors]"
   CHECK(s.message().find("cudaMemcpyAsync failed: ") == 0);
 }
 
-TEST_CASE("NCCL errors name the call, NCCL's text and the enum", "[gpu][errors]") {
+TEST_CASE("NCCL errors name the call, NCCL's text and the enum", "[host][errors]") {
   const std::string text = nccl_error_text(ncclSystemError, "ncclAllReduce(grad.fused)");
   CHECK(text.find("ncclAllReduce(grad.fused) failed: ") == 0);
   CHECK(text.find("(ncclSystemError)") != std::string::npos);

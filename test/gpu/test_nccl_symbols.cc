@@ -13,13 +13,13 @@ namespace {
 int fake_symbol = 0;
 }  // namespace
 
-TEST_CASE("NCCL version codes read as text in both numbering schemes", "[gpu][nccl]") {
+TEST_CASE("NCCL version codes read as text in both numbering schemes", "[host][nccl]") {
   CHECK(nccl_version_text(22809) == "2.28.9");
   CHECK(nccl_version_text(21800) == "2.18.0");
   CHECK(nccl_version_text(2803) == "2.8.3");
 }
 
-TEST_CASE("Too old or another major NCCL is refused, naming the library", "[gpu][nccl]") {
+TEST_CASE("Too old or another major NCCL is refused, naming the library", "[host][nccl]") {
   CHECK(check_nccl_version(22809, 22809, "/x/libnccl.so.2").is_ok());
   CHECK(check_nccl_version(22000, 22809, "/x/libnccl.so.2").is_ok());
   chorus::Status old = check_nccl_version(21703, 22809, "/x/libnccl.so.2");
@@ -32,7 +32,7 @@ TEST_CASE("Too old or another major NCCL is refused, naming the library", "[gpu]
   CHECK(major.message().find("NCCL 3.0.1 (/y/libnccl.so.3) has another major version than the NCCL 2.28.9") == 0);
 }
 
-TEST_CASE("A missing 2.27 symbol is reported with the feature, symbol and versions", "[gpu][nccl]") {
+TEST_CASE("A missing 2.27 symbol is reported with the feature, symbol and versions", "[host][nccl]") {
   std::map<std::string, void*> present{{"ncclCommWindowRegister", &fake_symbol}};
   SymbolLookup lookup = [&](const char* name) {
     auto it = present.find(name);
@@ -54,7 +54,7 @@ TEST_CASE("A missing 2.27 symbol is reported with the feature, symbol and versio
   CHECK(all.require_windows("x").is_ok());
 }
 
-TEST_CASE("Looking symbols up in a library that is not NCCL finds none", "[gpu][nccl]") {
+TEST_CASE("Looking symbols up in a library that is not NCCL finds none", "[host][nccl]") {
   std::string error;
   CHECK_FALSE(library_symbol_lookup("/nonexistent/libnccl.so.2", &error));
   CHECK(error.find("cannot load /nonexistent/libnccl.so.2: ") == 0);
@@ -65,7 +65,7 @@ TEST_CASE("Looking symbols up in a library that is not NCCL finds none", "[gpu][
   CHECK_FALSE(s.require_shrink("shrink").is_ok());
 }
 
-TEST_CASE("The NCCL this build links loads and has what its version promises", "[gpu][nccl]") {
+TEST_CASE("The NCCL this build links loads and has what its version promises", "[host][nccl]") {
   NcclSymbols s;
   chorus::Status loaded = load_nccl(&s);
   REQUIRE(loaded.is_ok());
