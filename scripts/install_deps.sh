@@ -15,6 +15,7 @@ packages=(
   zlib1g-dev                     # gzread: the Fashion-MNIST example reads the gzipped IDX files directly
   dataset-fashion-mnist          # the main job's data, in /usr/share/datasets/fashion-mnist
   python3-torch                  # PyTorch DDP, the reference in scripts/compare_ddp.sh
+  python3                        # scripts/check_code_shape.py (ctest code_shape), standard library only
   clang-14 libclang-rt-14-dev    # clang++ with libFuzzer: the decoders' fuzz tests (test/fuzz); the main build stays g++
 )
 

@@ -10,6 +10,24 @@
 
 namespace bench {
 
+namespace {
+
+// Rank 0 prints the medians of the three methods, per round.
+void print_storm(const Settings& s, double chorus_s, double separate_s, double packed_s, double calls,
+                 double enqueue_s, const int64_t wrong[2]) {
+  std::printf("\n# storm: %d tensors x %lld bytes float32 sum per round, %d rounds, medians\n", s.storm_tensors,
+              (long long)s.storm_bytes, s.storm_rounds);
+  std::printf("%-42s %10.3f ms  (%.1f data-plane calls per round, enqueue %.3f ms, #wrong %lld)\n",
+              "chorus, async + fused", chorus_s * 1e3, calls, enqueue_s * 1e3, (long long)wrong[0]);
+  std::printf("%-42s %10.3f ms  (chorus / this = %.3f, #wrong %lld)\n", "MPI_Allreduce x separate calls",
+              separate_s * 1e3, chorus_s / separate_s, (long long)wrong[1]);
+  std::printf("%-42s %10.3f ms  (chorus / this = %.3f)\n", "MPI_Allreduce x 1, packed by hand", packed_s * 1e3,
+              chorus_s / packed_s);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
 void run_storm(const Settings& s) {
   const int rank = chorus::rank(), size = chorus::size();
   const int count = s.storm_tensors;
@@ -86,16 +104,8 @@ void run_storm(const Settings& s) {
   int64_t wrong[2] = {wrong_chorus, wrong_separate}, total[2] = {0, 0};
   MPI_Reduce(wrong, total, 2, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0) {
-    const double c = median(tc), sep = median(ts), p = median(tp);
     const double calls = double(after.allreduce_ops - before.allreduce_ops) / (s.storm_rounds + 1);
-    std::printf("\n# storm: %d tensors x %lld bytes float32 sum per round, %d rounds, medians\n", count,
-                (long long)s.storm_bytes, s.storm_rounds);
-    std::printf("%-42s %10.3f ms  (%.1f data-plane calls per round, enqueue %.3f ms, #wrong %lld)\n",
-                "chorus, async + fused", c * 1e3, calls, median(enqueue_seconds) * 1e3, (long long)total[0]);
-    std::printf("%-42s %10.3f ms  (chorus / this = %.3f, #wrong %lld)\n", "MPI_Allreduce x separate calls",
-                sep * 1e3, c / sep, (long long)total[1]);
-    std::printf("%-42s %10.3f ms  (chorus / this = %.3f)\n", "MPI_Allreduce x 1, packed by hand", p * 1e3, c / p);
-    std::fflush(stdout);
+    print_storm(s, median(tc), median(ts), median(tp), calls, median(enqueue_seconds), total);
   }
 }
 

@@ -15,6 +15,9 @@ test -f "$work/prefix/include/chorus/chorus.h" || { echo "no public headers inst
 if find "$work/prefix/include" -name '*.h' -exec grep -l '#include <mpi.h>\|#include "comm/' {} + | grep -q .; then
   echo "an installed public header includes a private or MPI header"; exit 1
 fi
+# The installed library exports the public API only.
+"$src/scripts/check_exports.sh" "$(find "$work/prefix" -name 'libchorus.so.*.*' | head -1)" \
+  "$work/prefix/include/chorus/c_api.h"
 # The installed launcher runs from the prefix alone (its RPATH finds libchorus).
 if [[ -x "$work/prefix/bin/chorusrun" ]]; then
   env -u LD_LIBRARY_PATH "$work/prefix/bin/chorusrun" --check-build > "$work/check_build.log" ||

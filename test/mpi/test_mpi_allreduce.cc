@@ -11,6 +11,7 @@
 
 #include "dataplane/route_choice.h"
 #include "kernels/reduce_kernels.h"
+#include "runtime/runtime_access.h"
 #include "chorus/chorus.h"
 #include "typed_values.h"
 
@@ -203,16 +204,18 @@ TEST_CASE("The allreduce algorithm follows CHORUS_ALLREDUCE_ALGO", "[mpi][ring][
   auto t = std::make_shared<HostTensorView>(big.data(), DataType::kFloat32, TensorShape{1 << 18});
   AllreduceOptions sum;
   sum.op = ReduceOp::kSum;
-  const RuntimeStats before = runtime().stats();
+  const detail::InternalStats before = detail::RuntimeAccess::stats(runtime());
   allreduce_async("algo.big", t, t, sum).wait();
-  const RuntimeStats after = runtime().stats();
+  const detail::InternalStats after = detail::RuntimeAccess::stats(runtime());
   REQUIRE(big.front() == float(size));
   REQUIRE(big.back() == float(size));
   // These tests run every rank on one host, so shared memory is there.
   const detail::AllreduceRoute route = detail::choose_allreduce_route(runtime().options(), 1 << 20, size, true);
   REQUIRE(after.ring_allreduce_ops - before.ring_allreduce_ops == (route == detail::AllreduceRoute::kRing ? 1 : 0));
-  REQUIRE(after.shm_allreduce_ops - before.shm_allreduce_ops ==
-          (route == detail::AllreduceRoute::kSharedMemory ? 1 : 0));
+  REQUIRE(after.shm_allreduce_ops - before.shm_allreduce_ops == (detail::on_shared_memory(route) ? 1 : 0));
+  // Single copy, once chosen, runs: the ranks may reach each other's memory here.
+  REQUIRE(after.shm_single_copy_ops - before.shm_single_copy_ops ==
+          (route == detail::AllreduceRoute::kSingleCopy ? 1 : 0));
 }
 
 TEST_CASE("Repeated names are negotiated through the response cache", "[mpi][cache]") {
@@ -301,10 +304,8 @@ TEST_CASE("Tensors from allocate_shared_host are reduced where they lie across p
     }
     REQUIRE(wrong == 0);
     const bool shm = size > 1 &&
-                     detail::choose_allreduce_route(runtime().options(), total, size, true) ==
-                         detail::AllreduceRoute::kSharedMemory &&
-                     detail::choose_allreduce_route(runtime().options(), n * 8, size, true) ==
-                         detail::AllreduceRoute::kSharedMemory;
+                     detail::on_shared_memory(detail::choose_allreduce_route(runtime().options(), total, size, true)) &&
+                     detail::on_shared_memory(detail::choose_allreduce_route(runtime().options(), n * 8, size, true));
     REQUIRE(after.shm_zero_copy_ops - before.shm_zero_copy_ops == (arenas && shm && !rank0_on_heap ? 2 : 0));
   }
 }

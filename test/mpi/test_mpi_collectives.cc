@@ -124,9 +124,6 @@ class RefusingContext final : public OpContext {
   Status allocate_zeros(const TensorShape& s, DataType d, std::shared_ptr<Tensor>* out) override {
     return allocate_output(s, d, out);
   }
-  Status allocate_persistent(int64_t, std::shared_ptr<PersistentBuffer>*) override {
-    return Status::invalid_argument("none (test)");
-  }
 };
 }  // namespace
 

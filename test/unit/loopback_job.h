@@ -13,6 +13,7 @@
 
 #include "chorus/runtime.h"
 #include "comm/loopback/loopback_backend.h"
+#include "runtime/runtime_access.h"
 
 namespace chorus::test {
 
@@ -46,7 +47,7 @@ template <class Body>
 void run_ranks(std::shared_ptr<detail::LoopbackWorld> world, int size, Body body, RuntimeOptions options) {
   std::vector<std::unique_ptr<Runtime>> runtimes;
   for (int r = 0; r < size; ++r) {
-    runtimes.push_back(std::make_unique<Runtime>(detail::make_loopback_backend(world, r), options));
+    runtimes.push_back(detail::RuntimeAccess::make(detail::make_loopback_backend(world, r), options));
   }
   std::mutex mu;
   std::exception_ptr failure;

@@ -17,14 +17,16 @@ std::vector<int64_t> values_of(const RuntimeOptions& o, bool thread_multiple = t
 
 TEST_CASE("Agreeing ranks give no error", "[settings]") {
   RuntimeOptions o;
-  REQUIRE(describe_disagreement(agreed_settings(o, true), {values_of(o)}).empty());
-  REQUIRE(describe_disagreement(agreed_settings(o, true), {values_of(o), values_of(o), values_of(o)}).empty());
+  REQUIRE(check_agreement(agreed_settings(o, true), {values_of(o)}).is_ok());
+  REQUIRE(check_agreement(agreed_settings(o, true), {values_of(o), values_of(o), values_of(o)}).is_ok());
 }
 
 TEST_CASE("A differing setting is named with its value on every rank", "[settings]") {
   RuntimeOptions a, b;
   b.cache_capacity = 16;
-  const std::string m = describe_disagreement(agreed_settings(a, true), {values_of(a), values_of(b), values_of(a)});
+  const Status s = check_agreement(agreed_settings(a, true), {values_of(a), values_of(b), values_of(a)});
+  REQUIRE(s.code() == StatusCode::kInvalidArgument);
+  const std::string& m = s.message();
   REQUIRE_THAT(m, Catch::Contains("rank(s) 1 differ from rank 0") &&
                       Catch::Contains("CHORUS_CACHE_CAPACITY is 1024 on ranks 0, 2 and 16 on rank 1"));
   REQUIRE_THAT(m, !Catch::Contains("CHORUS_RING_SEGMENT_BYTES"));  // only what differs
@@ -36,8 +38,9 @@ TEST_CASE("Several differing settings, three values, enums and the thread level 
   b.allreduce_algorithm = AllreduceAlgorithm::kRing;
   c.allreduce_algorithm = AllreduceAlgorithm::kSharedMemory;
   c.ring_segment_bytes = 4096;
-  const std::string m = describe_disagreement(agreed_settings(a, true),
-                                              {values_of(a), values_of(b), values_of(c), values_of(a, false)});
+  const std::string m = check_agreement(agreed_settings(a, true),
+                                        {values_of(a), values_of(b), values_of(c), values_of(a, false)})
+                            .message();
   REQUIRE_THAT(m, Catch::Contains("rank(s) 1, 2, 3 differ from rank 0"));
   REQUIRE_THAT(m, Catch::Contains("CHORUS_ALLREDUCE_ALGO is auto on ranks 0, 3, ring on rank 1 and shm on rank 2"));
   REQUIRE_THAT(m, Catch::Contains("CHORUS_RING_SEGMENT_BYTES is 1048576 on ranks 0, 1, 3 and 4096 on rank 2"));

@@ -24,11 +24,12 @@ TEST_CASE("In-process ranks take the route production would, and every route is 
       if (algo == AllreduceAlgorithm::kSharedMemory && !one_host) continue;  // refused at init under MPI
       RuntimeOptions o = test::quiet_options();
       o.allreduce_algorithm = algo;
-      o.ring_segment_bytes = 4096;  // many pipelined segments
+      o.ring_segment_bytes = 4096;        // many pipelined segments
+      o.shm_single_copy_threshold_bytes = 8000;  // the 1000-float calls (two tensors) and up
       INFO("algorithm " << int(algo) << ", " << (one_host ? "one host" : "two hosts"));
       test::run_ranks(4, [&](Runtime& rt, int rank) {
         for (int64_t count : {int64_t{1}, int64_t{1000}, int64_t{1} << 18}) {
-          const int64_t bytes = count * 4;
+          const int64_t bytes = 2 * count * 4;  // the two tensors go as one call
           const detail::AllreduceRoute want = detail::choose_allreduce_route(o, bytes, 4, one_host);
           std::vector<float> a(static_cast<size_t>(count)), b(a.size());
           for (int64_t i = 0; i < count; ++i) a[i] = b[i] = float((i % 9) + rank);
@@ -37,10 +38,10 @@ TEST_CASE("In-process ranks take the route production would, and every route is 
           AllreduceOptions opt;  // Average with both scalings: (sum x 2) x 0.5 / 4
           opt.prescale_factor = 2.0;
           opt.postscale_factor = 0.5;
-          const RuntimeStats before = rt.stats();
+          const detail::InternalStats before = detail::RuntimeAccess::stats(rt);
           const std::string n = "route." + std::to_string(count);
           for (auto& h : rt.grouped_allreduce_async({n + ".a", n + ".b"}, {ta, tb}, {}, opt)) h.wait();
-          const RuntimeStats after = rt.stats();
+          const detail::InternalStats after = detail::RuntimeAccess::stats(rt);
           for (int64_t i = 0; i < count; ++i) {
             const float want_value = float(4 * (i % 9) + 6) / 4.0f;
             RANK_CHECK(a[i] == want_value);
@@ -48,11 +49,39 @@ TEST_CASE("In-process ranks take the route production would, and every route is 
           }
           RANK_CHECK(after.ring_allreduce_ops - before.ring_allreduce_ops ==
                      (want == detail::AllreduceRoute::kRing ? 1 : 0));
-          RANK_CHECK(after.shm_allreduce_ops - before.shm_allreduce_ops ==
-                     (want == detail::AllreduceRoute::kSharedMemory ? 1 : 0));
+          RANK_CHECK(after.shm_allreduce_ops - before.shm_allreduce_ops == (detail::on_shared_memory(want) ? 1 : 0));
+          RANK_CHECK(after.shm_single_copy_ops - before.shm_single_copy_ops ==
+                     (want == detail::AllreduceRoute::kSingleCopy ? 1 : 0));
           RANK_CHECK(after.allreduce_ops - before.allreduce_ops == 1);
         }
       }, o, per_host);
     }
   }
+}
+
+TEST_CASE("Route choice: single copy on one host from its threshold, never across hosts", "[dataplane][routes]") {
+  using detail::AllreduceRoute;
+  RuntimeOptions o;
+  o.shm_single_copy_threshold_bytes = 1 << 20;
+  for (AllreduceAlgorithm algo : {AllreduceAlgorithm::kAuto, AllreduceAlgorithm::kSharedMemory}) {
+    o.allreduce_algorithm = algo;
+    REQUIRE(detail::choose_allreduce_route(o, (1 << 20) - 1, 2, true) == AllreduceRoute::kSharedMemory);
+    REQUIRE(detail::choose_allreduce_route(o, 1 << 20, 2, true) == AllreduceRoute::kSingleCopy);
+    REQUIRE(detail::choose_allreduce_route(o, 1 << 20, 2, false) == AllreduceRoute::kRing);
+    REQUIRE(detail::choose_allreduce_route(o, 1 << 20, 1, true) == AllreduceRoute::kAlone);
+  }
+  o.allreduce_algorithm = AllreduceAlgorithm::kAuto;
+  o.shm_single_copy_threshold_bytes = 0;  // every shared-memory call
+  REQUIRE(detail::choose_allreduce_route(o, 4, 3, true) == AllreduceRoute::kSingleCopy);
+  o.shm_threshold_bytes = 64;  // below the shared-memory threshold, single copy does not apply
+  REQUIRE(detail::choose_allreduce_route(o, 4, 3, true) == AllreduceRoute::kTransport);
+  o.shm_threshold_bytes = 0;
+  o.shm_single_copy_threshold_bytes = -1;  // never
+  REQUIRE(detail::choose_allreduce_route(o, int64_t{1} << 40, 3, true) == AllreduceRoute::kSharedMemory);
+  for (AllreduceAlgorithm algo : {AllreduceAlgorithm::kRing, AllreduceAlgorithm::kMpi}) {
+    o.allreduce_algorithm = algo;
+    o.shm_single_copy_threshold_bytes = 0;
+    REQUIRE_FALSE(detail::on_shared_memory(detail::choose_allreduce_route(o, 1 << 20, 2, true)));
+  }
+  REQUIRE(std::string(detail::route_name(AllreduceRoute::kSingleCopy)) == "cma");
 }

@@ -9,6 +9,7 @@
 #include "chorus/error.h"
 #include "comm/loopback/loopback_backend.h"
 #include "common/env_params.h"
+#include "runtime/runtime_access.h"
 
 using namespace chorus;
 using namespace chorus::detail;
@@ -230,6 +231,6 @@ TEST_CASE("Options built in code are held to the same ranges at init(options)", 
   RuntimeOptions nan_cycle;
   nan_cycle.cycle_time_ms = std::nan("");
   auto world = detail::make_loopback_world(1);
-  REQUIRE_THROWS_WITH(Runtime(detail::make_loopback_backend(world, 0), nan_cycle),
+  REQUIRE_THROWS_WITH(detail::RuntimeAccess::make(detail::make_loopback_backend(world, 0), nan_cycle),
                       Catch::Contains("CHORUS_CYCLE_TIME"));
 }

@@ -174,7 +174,7 @@ TEST_CASE("Tensors from allocate_shared_host are reduced where they lie, on ever
         AllreduceOptions avg;  // Average, with scale factors on both sides
         avg.prescale_factor = 2.0;
         avg.postscale_factor = 0.25;
-        const RuntimeStats before = rt.stats();
+        const detail::InternalStats before = detail::RuntimeAccess::stats(rt);
         for (auto& h : rt.grouped_allreduce_async(names, tensors, {}, avg)) h.wait();
         const double rank_sum = size * (size + 1) / 2.0;
         for (size_t i = 0; i < lengths.size(); ++i) {
@@ -183,7 +183,7 @@ TEST_CASE("Tensors from allocate_shared_host are reduced where they lie, on ever
             RANK_CHECK(data[j] == Approx(rank_sum * double(i * 100 + j % 1000) * 2.0 * 0.25 / size));
           }
         }
-        const RuntimeStats after = rt.stats();
+        const detail::InternalStats after = detail::RuntimeAccess::stats(rt);
         RANK_CHECK(after.shm_zero_copy_ops - before.shm_zero_copy_ops == (rank0_on_heap ? 0 : 1));
         RANK_CHECK(after.shm_allreduce_ops - before.shm_allreduce_ops == 1);
       });

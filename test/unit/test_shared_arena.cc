@@ -72,8 +72,7 @@ TEST_CASE("SharedArena: allocations lie inside, come back when freed, and keep t
   const int64_t bytes = 1 << 16;
   std::shared_ptr<char> memory(new char[bytes], std::default_delete<char[]>());
   auto arena = std::make_shared<SharedArena>(memory.get(), bytes, memory, -1, 0);
-  std::string why;
-  std::shared_ptr<void> a = arena->allocate(1000, &why);
+  std::shared_ptr<void> a = arena->allocate(1000).value_or(nullptr);
   REQUIRE(a);
   REQUIRE(reinterpret_cast<uintptr_t>(a.get()) % 64 == 0);
   REQUIRE(arena->contains(a.get(), 1000));
@@ -83,13 +82,14 @@ TEST_CASE("SharedArena: allocations lie inside, come back when freed, and keep t
   REQUIRE(arena->bytes_in_use() == 1024);
   const int64_t usable = arena->bytes();  // from the first 64-byte boundary
 
-  REQUIRE_FALSE(arena->allocate(usable, &why));
-  REQUIRE_THAT(why, Catch::Contains("no free range of " + std::to_string(usable) + " bytes") &&
+  const auto too_large = arena->allocate(usable);
+  REQUIRE_FALSE(too_large.is_ok());
+  REQUIRE_THAT(too_large.status().message(), Catch::Contains("no free range of " + std::to_string(usable) + " bytes") &&
                         Catch::Contains("1024 of " + std::to_string(usable) + " in use") &&
                         Catch::Contains("CHORUS_SHM_ARENA_BYTES"));
   a.reset();
   REQUIRE(arena->bytes_in_use() == 0);
-  std::shared_ptr<void> whole = arena->allocate(usable, &why);
+  std::shared_ptr<void> whole = arena->allocate(usable).value_or(nullptr);
   REQUIRE(whole);
 
   // The last owner of the memory is the allocation.
@@ -133,8 +133,7 @@ TEST_CASE("SharedArena: pages are reserved in the file as ranges are handed out"
   SparseFile file(64 << 20);
   auto arena = std::make_shared<SharedArena>(file.base + 4096, file.bytes - 4096, nullptr, file.fd, 4096);
   REQUIRE(file.reserved_bytes() == 0);
-  std::string why;
-  std::shared_ptr<void> a = arena->allocate(8 << 20, &why);
+  std::shared_ptr<void> a = arena->allocate(8 << 20).value_or(nullptr);
   REQUIRE(a);
   REQUIRE(file.reserved_bytes() >= (8 << 20));
   REQUIRE(file.reserved_bytes() < (16 << 20));  // only the range's pages, not the arena
@@ -149,9 +148,9 @@ TEST_CASE("SharedArena: an allocation whose pages cannot be reserved fails clean
   const int read_only = open(path, O_RDONLY);
   REQUIRE(read_only >= 0);
   auto arena = std::make_shared<SharedArena>(file.base, file.bytes, nullptr, read_only, 0);
-  std::string why;
-  REQUIRE_FALSE(arena->allocate(4096, &why));
-  REQUIRE_THAT(why, Catch::Contains("reserving 4096 bytes of shared memory (/dev/shm) failed"));
+  const auto unreserved = arena->allocate(4096);
+  REQUIRE_FALSE(unreserved.is_ok());
+  REQUIRE_THAT(unreserved.status().message(), Catch::Contains("reserving 4096 bytes of shared memory (/dev/shm) failed"));
   REQUIRE(arena->bytes_in_use() == 0);
   close(read_only);
 }

@@ -8,216 +8,14 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
-#include <cmath>
-#include <cstring>
-#include <memory>
-#include <random>
-#include <stdexcept>
-#include <string>
 #include <thread>
-#include <vector>
 
-#include "../mpi/typed_values.h"
-#include "kernels/reduce_kernels.h"
-#include "dataplane/algorithms/shared_memory_allreduce.h"
-#include "dataplane/algorithms/zero_copy_allreduce.h"
-#include "exact_reduction_values.h"
-#include "thread_ranks.h"
+#include "shm_cases.h"
 
 using namespace chorus;
 using namespace chorus::detail;
 using namespace chorus::test;
-
-namespace {
-
-// Cuts `count` elements of `data` into pieces of random sizes (some empty),
-// a different cut per rank.
-std::vector<ReducePiece> cut(char* in, char* out, int64_t count, int64_t esize, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<ReducePiece> pieces;
-  int64_t at = 0;
-  while (at < count) {
-    const int64_t take = std::min<int64_t>(count - at, std::uniform_int_distribution<int64_t>(0, 37)(rng));
-    pieces.push_back({in + at * esize, out + at * esize, take});
-    at += take;
-  }
-  if (rng() % 2) pieces.push_back({in + at * esize, out + at * esize, 0});  // a trailing empty tensor
-  return pieces;
-}
-
-// Where the ranks' tensors lie: on the heap, in every rank's arena
-// (zero-copy), or in the arenas of all ranks but rank 0 (staged).
-enum class Placement { kHeap, kArenas, kArenasButRank0 };
-
-// Plain memory that is never touched costs nothing: room for the streaming
-// cases (two float64 tensors of 16 MiB).
-constexpr int64_t kTestArenaBytes = 64 << 20;
-
-// A rank's buffer of `bytes`, from its arena or the heap.
-struct Buffer {
-  std::shared_ptr<void> arena_memory;
-  std::vector<char> heap;
-  char* data = nullptr;
-  Buffer(const HeapStaging& group, int rank, bool in_arena, int64_t bytes) {
-    if (in_arena) {
-      std::string why;
-      arena_memory = group.arena(rank)->allocate(bytes + 1, &why);
-      if (!arena_memory) throw std::runtime_error("test arena too small: " + why);
-      data = static_cast<char*>(arena_memory.get());
-    } else {
-      heap.resize(static_cast<size_t>(bytes) + 1);
-      data = heap.data();
-    }
-  }
-};
-
-struct Case {
-  Placement placement = Placement::kHeap;
-  int size = 2;
-  int64_t count = 0;
-  DataType dt = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  int64_t block_bytes = 4096;
-  bool in_place = true;
-  bool pieces = true;
-  double prescale = 1.0, factor = 1.0;
-  int64_t divisor = 1;
-};
-
-// The result element i must have: op over ranks of (input * prescale),
-// then * factor / divisor; integers truncate at each scaling step, as the
-// other data planes do.
-double expected(const Case& c, int64_t i) {
-  double want = exact_result(c.op, c.dt, c.size, i);
-  if (c.prescale != 1.0) {
-    for (int k = 0; k < c.size; ++k) {
-      double v = exact_input(c.op, c.dt, k, i) * c.prescale;
-      if (!is_floating(c.dt)) v = std::trunc(v);
-      if (k == 0) want = v;
-      else if (c.op == ReduceOp::kMin) want = std::min(want, v);
-      else if (c.op == ReduceOp::kMax) want = std::max(want, v);
-      else if (c.op == ReduceOp::kProduct) want *= v;
-      else want += v;
-    }
-  }
-  want = want * c.factor / double(c.divisor);
-  return is_floating(c.dt) ? want : std::trunc(want);
-}
-
-// Runs one allreduce on c.size threads; returns the number of wrong
-// elements over all ranks. The call must be zero-copy exactly when every
-// rank's tensors lie in its arena (and fit its exchange area): a wrong path
-// counts as a wrong element.
-int64_t run(const Case& c) {
-  HeapStaging group(c.size, c.block_bytes, c.placement == Placement::kHeap ? 0 : kTestArenaBytes);
-  const int64_t esize = dtype_size(c.dt);
-  std::vector<int64_t> pieces_of(static_cast<size_t>(c.size)), zero_copy_of(static_cast<size_t>(c.size));
-  const auto outcomes = on_thread_ranks<RankOutcome>(c.size, [&](int r) {
-    RankOutcome o;
-    SharedMemoryAllreduce shm(group.slots(r));
-    const bool in_arena = c.placement == Placement::kArenas || (c.placement == Placement::kArenasButRank0 && r > 0);
-    Buffer in_buffer(group, r, in_arena, c.count * esize), out_buffer(group, r, in_arena, c.count * esize);
-    char* in = in_buffer.data;
-    for (int64_t i = 0; i < c.count; ++i) store(in, i, c.dt, exact_input(c.op, c.dt, r, i));
-    const std::vector<char> original(in, in + c.count * esize);
-    char* result = c.in_place ? in : out_buffer.data;
-    const std::vector<ReducePiece> pieces =
-        c.pieces ? cut(in, result, c.count, esize, 17u * static_cast<uint32_t>(r) + 3)
-                 : std::vector<ReducePiece>{{in, result, c.count}};
-    o.status = shm.allreduce(pieces, c.dt, c.op, c.prescale, PostScale{c.factor, c.divisor});
-    pieces_of[static_cast<size_t>(r)] = static_cast<int64_t>(pieces.size());
-    zero_copy_of[static_cast<size_t>(r)] = shm.zero_copy_calls();
-    for (int64_t i = 0; i < c.count; ++i) o.wrong += load(result, i, c.dt) != expected(c, i);
-    if (!c.in_place && std::vector<char>(in, in + c.count * esize) != original) ++o.wrong;  // only read
-    return o;
-  });
-  for (const RankOutcome& o : outcomes) REQUIRE(o.status.is_ok());
-  bool zero_copy = c.placement == Placement::kArenas && c.size > 1 && c.count > 0;
-  for (int64_t p : pieces_of) zero_copy = zero_copy && p <= kZeroCopyMaxPieces;
-  int64_t wrong_path = 0;
-  for (int64_t z : zero_copy_of) wrong_path += z != (zero_copy ? 1 : 0);
-  return total_wrong(outcomes) + wrong_path;
-}
-
-// Every world size 1..8 with counts around it, primes and large, whole and
-// cut into pieces, each as a float32 sum in place and an int64 max out of
-// place. REQUIREs inside: call from the test's thread.
-void sizes_and_counts(Placement placement, const std::vector<int64_t>& block_sizes) {
-  for (int size = 1; size <= 8; ++size) {
-    for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{size - 1}, int64_t{size}, int64_t{size + 1},
-                          int64_t{13}, int64_t{101}, int64_t{100003}}) {
-      for (int64_t block : block_sizes) {
-        for (bool pieces : {false, true}) {
-          INFO("placement " << int(placement) << ", size " << size << ", count " << count << ", block bytes "
-                            << block << ", pieces " << pieces);
-          Case c;
-          c.placement = placement;
-          c.size = size;
-          c.count = count;
-          c.block_bytes = block;
-          c.pieces = pieces;
-          REQUIRE(run(c) == 0);
-          c.dt = DataType::kInt64;
-          c.op = ReduceOp::kMax;
-          c.in_place = false;
-          REQUIRE(run(c) == 0);
-        }
-      }
-    }
-  }
-}
-
-// Every dtype and op on 2, 3 and 5 ranks.
-void every_dtype_and_op(Placement placement, int64_t count, int64_t block_bytes) {
-  chorus::test::for_each_dtype_and_op([&](DataType dt, ReduceOp op) {
-    for (int size : {2, 3, 5}) {
-      INFO(dtype_name(dt) << " " << reduce_op_name(op) << " on " << size << " ranks");
-      Case c;
-      c.placement = placement;
-      c.size = size;
-      c.count = count;
-      c.dt = dt;
-      c.op = op;
-      c.block_bytes = block_bytes;
-      REQUIRE(run(c) == 0);
-    }
-  });
-}
-
-// Prescale and postscale on `sizes` ranks: float64 out of place, int32
-// Average in place (the truncated mean), and a negative prescale, which
-// flips min and max (each input is scaled before it is compared).
-void scalings(Placement placement, const std::vector<int>& sizes, int64_t large_count, int64_t block_bytes) {
-  for (int size : sizes) {
-    for (int64_t count : {int64_t{1}, int64_t{size + 1}, large_count}) {
-      INFO("placement " << int(placement) << ", size " << size << ", count " << count);
-      Case c;
-      c.placement = placement;
-      c.size = size;
-      c.count = count;
-      c.block_bytes = block_bytes;
-      c.in_place = false;
-      c.dt = DataType::kFloat64;
-      c.prescale = 0.5;
-      c.factor = 3.0;
-      c.divisor = 4;
-      REQUIRE(run(c) == 0);
-      c.dt = DataType::kInt32;
-      c.prescale = 2.0;
-      c.factor = 1.0;
-      c.divisor = size;
-      c.in_place = true;
-      REQUIRE(run(c) == 0);
-      c.dt = DataType::kFloat32;
-      c.op = ReduceOp::kMin;
-      c.prescale = -1.0;
-      c.divisor = 1;
-      REQUIRE(run(c) == 0);
-    }
-  }
-}
-
-}  // namespace
+using namespace chorus::test::shm_cases;
 
 TEST_CASE("Shared-memory allreduce: world sizes 1..8, counts around n, primes and large", "[shm]") {
   sizes_and_counts(Placement::kHeap, {64, 4096, 1 << 20});
@@ -321,29 +119,6 @@ TEST_CASE("Shared-memory allreduce, zero-copy: every dtype and op, scaling befor
   scalings(Placement::kArenas, {2, 3, 4, 7}, 40099, 4096);
 }
 
-// Every rank's result of one float32 sum of random values (whose sum depends
-// on the order of the additions), with the tensors where `placement` puts them.
-std::vector<std::vector<float>> random_sums(Placement placement, int size, int64_t count, double prescale,
-                                            PostScale scale) {
-  HeapStaging group(size, 4096, kTestArenaBytes);
-  return on_thread_ranks<std::vector<float>>(size, [&](int r) {
-    SharedMemoryAllreduce shm(group.slots(r));
-    const bool in_arena = placement == Placement::kArenas || (placement == Placement::kArenasButRank0 && r > 0);
-    Buffer in(group, r, in_arena, count * 4), out(group, r, in_arena, count * 4);
-    std::mt19937 rng(static_cast<uint32_t>(r) + 11);
-    std::uniform_real_distribution<float> value(-1000.0f, 1000.0f);
-    float* x = reinterpret_cast<float*>(in.data);
-    for (int64_t i = 0; i < count; ++i) x[i] = value(rng) * (i % 7 == 0 ? 1e-6f : 1.0f);
-    const int64_t split = count / (r + 2);  // cut differently on every rank, few enough pieces for zero-copy
-    const std::vector<ReducePiece> pieces{{in.data, out.data, split},
-                                          {in.data + split * 4, out.data + split * 4, count - split}};
-    const Status st = shm.allreduce(pieces, DataType::kFloat32, ReduceOp::kSum, prescale, scale);
-    if (!st.is_ok() || shm.zero_copy_calls() != (placement == Placement::kArenas ? 1 : 0)) return std::vector<float>{};
-    const float* y = reinterpret_cast<const float*>(out.data);
-    return std::vector<float>(y, y + count);
-  });
-}
-
 TEST_CASE("Shared-memory allreduce: zero-copy and staged calls give the same bits", "[shm][arena]") {
   // Both reduce every element in rank order, so whether a call stages or
   // not changes nothing in the result, not even the rounding.
@@ -379,8 +154,7 @@ TEST_CASE("Shared-memory allreduce: zero-copy and staged calls mixed in a row, r
       int64_t bad = 0;
       SharedMemoryAllreduce shm(group.slots(r));
       std::mt19937 rng(static_cast<uint32_t>(r) * 5 + 2);
-      std::string why;
-      std::shared_ptr<void> arena_memory = group.arena(r)->allocate(4 << 10, &why);
+      std::shared_ptr<void> arena_memory = group.arena(r)->allocate(4 << 10).value_or(nullptr);
       std::vector<float> heap(1024);
       for (int call = 0; call < calls; ++call) {
         // Some empty calls; the tensors cut differently on every rank; a
@@ -422,8 +196,7 @@ TEST_CASE("Shared-memory allreduce: more tensors than the exchange area describe
   const int64_t tensors = kZeroCopyMaxPieces + 1;
   const auto results = on_thread_ranks<std::vector<int64_t>>(size, [&](int r) {
     SharedMemoryAllreduce shm(group.slots(r));
-    std::string why;
-    std::shared_ptr<void> memory = group.arena(r)->allocate(tensors * 2 * 8, &why);
+    std::shared_ptr<void> memory = group.arena(r)->allocate(tensors * 2 * 8).value_or(nullptr);
     auto* data = static_cast<double*>(memory.get());
     int64_t bad = 0;
     for (int64_t pieces : {tensors - 1, tensors}) {
@@ -455,8 +228,7 @@ TEST_CASE("Shared-memory allreduce, zero-copy: calls large enough for streaming 
   HeapStaging group(size, 1 << 20, 2 * count * 4 + (1 << 20));
   const auto wrong = on_thread_ranks<int64_t>(size, [&](int r) {
     SharedMemoryAllreduce shm(group.slots(r));
-    std::string why;
-    std::shared_ptr<void> memory = group.arena(r)->allocate(2 * count * 4 + 64, &why);
+    std::shared_ptr<void> memory = group.arena(r)->allocate(2 * count * 4 + 64).value_or(nullptr);
     float* in = static_cast<float*>(memory.get());
     float* out = in + count + 1;  // 4 bytes past a 64-byte boundary at most
     for (int64_t i = 0; i < count; ++i) in[i] = float((i % 1000) + r);

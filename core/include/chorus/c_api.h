@@ -14,12 +14,14 @@
 
 #include <stdint.h>
 
+#include "chorus/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 4  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
-                                4: chorus_join, shared-host memory */
+#define CHORUS_ABI_VERSION 5  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+                                4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -60,29 +62,30 @@ typedef enum {
   CHORUS_ERR_ABORTED = -3,        /* runtime shut down before the operation completed */
   CHORUS_ERR_INVALID_ARGUMENT = -4,
   CHORUS_ERR_TIMEOUT = -6,
+  CHORUS_ERR_INTERNAL = -7,       /* a broken invariant inside Chorus (a bug); ABI 5 */
   CHORUS_ERR_UNKNOWN_HANDLE = -100
 } chorus_error;
 
 /* Lifecycle. chorus_init() reads settings from the environment. */
-int chorus_init(void);
-int chorus_shutdown(void);
-int chorus_is_initialized(void); /* 1 or 0 */
+CHORUS_API int chorus_init(void);
+CHORUS_API int chorus_shutdown(void);
+CHORUS_API int chorus_is_initialized(void); /* 1 or 0 */
 
 /* Place in the job (>= 0), or a negative error code before init. */
-int chorus_rank(void);
-int chorus_size(void);
-int chorus_local_rank(void);
-int chorus_local_size(void);
-int chorus_cross_rank(void);
-int chorus_cross_size(void);
+CHORUS_API int chorus_rank(void);
+CHORUS_API int chorus_size(void);
+CHORUS_API int chorus_local_rank(void);
+CHORUS_API int chorus_local_size(void);
+CHORUS_API int chorus_cross_rank(void);
+CHORUS_API int chorus_cross_size(void);
 
 /* Asynchronous collectives over host memory the caller keeps alive until the
  * handle completes. `input == output` is in place. On success *handle is set. */
-int chorus_allreduce_async(const char* name, const void* input, void* output, int64_t count,
-                           chorus_dtype dtype, chorus_reduce_op op, double prescale,
-                           double postscale, int64_t* handle);
-int chorus_broadcast_async(const char* name, void* buffer, int64_t count, chorus_dtype dtype,
-                           int root_rank, int64_t* handle);
+CHORUS_API int chorus_allreduce_async(const char* name, const void* input, void* output, int64_t count,
+                                      chorus_dtype dtype, chorus_reduce_op op, double prescale,
+                                      double postscale, int64_t* handle);
+CHORUS_API int chorus_broadcast_async(const char* name, void* buffer, int64_t count, chorus_dtype dtype,
+                                      int root_rank, int64_t* handle);
 
 /* Allocates the output of an operation whose size is known only after the
  * ranks agreed (allgather): `bytes` bytes for a tensor of `ndim` dimensions
@@ -95,27 +98,28 @@ typedef void* (*chorus_alloc_fn)(void* user_data, int64_t bytes, const int64_t* 
  * `shape` (the first may differ per rank, the others must agree); the
  * output, every rank's rows in rank order, goes to memory from `alloc`.
  * (ABI version 2) */
-int chorus_allgather_async(const char* name, const void* input, const int64_t* shape, int ndim,
-                           chorus_dtype dtype, chorus_alloc_fn alloc, void* user_data,
-                           int64_t* handle);
+CHORUS_API int chorus_allgather_async(const char* name, const void* input, const int64_t* shape, int ndim,
+                                      chorus_dtype dtype, chorus_alloc_fn alloc, void* user_data,
+                                      int64_t* handle);
 /* Reducescatter along the first dimension (same shape on every rank): rank r
  * gets its block of rows of the reduced tensor (the first rows mod n ranks one
  * row more), in memory from `alloc`. (ABI version 2) */
-int chorus_reducescatter_async(const char* name, const void* input, const int64_t* shape, int ndim,
-                               chorus_dtype dtype, chorus_reduce_op op, double prescale, double postscale,
-                               chorus_alloc_fn alloc, void* user_data, int64_t* handle);
+CHORUS_API int chorus_reducescatter_async(const char* name, const void* input, const int64_t* shape, int ndim,
+                                          chorus_dtype dtype, chorus_reduce_op op, double prescale, double postscale,
+                                          chorus_alloc_fn alloc, void* user_data, int64_t* handle);
 /* Alltoall: rank i sends splits[j] rows of its first dimension to rank j
  * (splits NULL and nsplits 0: equal splits); the received rows, in rank
  * order, go to memory from `alloc`. (ABI version 2) */
-int chorus_alltoall_async(const char* name, const void* input, const int64_t* shape, int ndim, chorus_dtype dtype,
-                          const int64_t* splits, int nsplits, chorus_alloc_fn alloc, void* user_data,
-                          int64_t* handle);
+CHORUS_API int chorus_alltoall_async(const char* name, const void* input, const int64_t* shape, int ndim,
+                                     chorus_dtype dtype,
+                                     const int64_t* splits, int nsplits, chorus_alloc_fn alloc, void* user_data,
+                                     int64_t* handle);
 /* After chorus_poll(handle) returned 1 and before chorus_wait: the rows an
  * alltoall received from each rank, into `splits` (room for `n`); returns
  * their number. (ABI version 2) */
-int chorus_received_splits(int64_t handle, int64_t* splits, int n);
+CHORUS_API int chorus_received_splits(int64_t handle, int64_t* splits, int n);
 /* Blocks until every rank called its matching chorus_barrier(). (ABI version 2) */
-int chorus_barrier(void);
+CHORUS_API int chorus_barrier(void);
 
 /* Process sets (ABI version 3). A process set is a subset of the ranks that
  * runs collectives among its members only, at the same time as other sets;
@@ -124,40 +128,44 @@ int chorus_barrier(void);
  * order, with the same ranks) and returns the new set's id (> 0) once it is
  * ready, or an error code. chorus_remove_process_set ends a set's
  * collectives on every member (their pending operations fail). */
-int chorus_add_process_set(const int* ranks, int nranks);
-int chorus_remove_process_set(int process_set_id);
+CHORUS_API int chorus_add_process_set(const int* ranks, int nranks);
+CHORUS_API int chorus_remove_process_set(int process_set_id);
 /* This rank's rank inside the set, and the set's size; CHORUS_ERR_INVALID_ARGUMENT
  * for an unknown set or, for the rank, when this rank is not a member. */
-int chorus_process_set_rank(int process_set_id);
-int chorus_process_set_size(int process_set_id);
+CHORUS_API int chorus_process_set_rank(int process_set_id);
+CHORUS_API int chorus_process_set_size(int process_set_id);
 
 /* The collectives above, run among the members of process set
  * `process_set_id` (0: every rank). A broadcast's root is a global rank;
  * alltoall's splits have one entry per member; outputs are in member order.
  * Called from a rank outside the set: CHORUS_ERR_INVALID_ARGUMENT, with a
  * message naming the set and the rank. (ABI version 3) */
-int chorus_allreduce_async_in_set(int process_set_id, const char* name, const void* input, void* output,
-                                  int64_t count, chorus_dtype dtype, chorus_reduce_op op, double prescale,
-                                  double postscale, int64_t* handle);
-int chorus_broadcast_async_in_set(int process_set_id, const char* name, void* buffer, int64_t count,
-                                  chorus_dtype dtype, int root_rank, int64_t* handle);
-int chorus_allgather_async_in_set(int process_set_id, const char* name, const void* input, const int64_t* shape,
-                                  int ndim, chorus_dtype dtype, chorus_alloc_fn alloc, void* user_data,
-                                  int64_t* handle);
-int chorus_reducescatter_async_in_set(int process_set_id, const char* name, const void* input,
-                                      const int64_t* shape, int ndim, chorus_dtype dtype, chorus_reduce_op op,
-                                      double prescale, double postscale, chorus_alloc_fn alloc, void* user_data,
-                                      int64_t* handle);
-int chorus_alltoall_async_in_set(int process_set_id, const char* name, const void* input, const int64_t* shape,
-                                 int ndim, chorus_dtype dtype, const int64_t* splits, int nsplits,
-                                 chorus_alloc_fn alloc, void* user_data, int64_t* handle);
-int chorus_barrier_in_set(int process_set_id);
+CHORUS_API int chorus_allreduce_async_in_set(int process_set_id, const char* name, const void* input, void* output,
+                                             int64_t count, chorus_dtype dtype, chorus_reduce_op op, double prescale,
+                                             double postscale, int64_t* handle);
+CHORUS_API int chorus_broadcast_async_in_set(int process_set_id, const char* name, void* buffer, int64_t count,
+                                             chorus_dtype dtype, int root_rank, int64_t* handle);
+CHORUS_API int chorus_allgather_async_in_set(int process_set_id, const char* name, const void* input,
+                                             const int64_t* shape,
+                                             int ndim, chorus_dtype dtype, chorus_alloc_fn alloc, void* user_data,
+                                             int64_t* handle);
+CHORUS_API int chorus_reducescatter_async_in_set(int process_set_id, const char* name, const void* input,
+                                                 const int64_t* shape, int ndim, chorus_dtype dtype,
+                                                 chorus_reduce_op op,
+                                                 double prescale, double postscale, chorus_alloc_fn alloc,
+                                                 void* user_data,
+                                                 int64_t* handle);
+CHORUS_API int chorus_alltoall_async_in_set(int process_set_id, const char* name, const void* input,
+                                            const int64_t* shape,
+                                            int ndim, chorus_dtype dtype, const int64_t* splits, int nsplits,
+                                            chorus_alloc_fn alloc, void* user_data, int64_t* handle);
+CHORUS_API int chorus_barrier_in_set(int process_set_id);
 
 /* This rank is out of data (ABI version 4): blocks until every rank called
  * chorus_join, and returns the rank that joined last (>= 0), or an error
  * code. Meanwhile the other ranks' allreduces go on, this rank taking part
  * with zeros of each tensor's shape (Average divides by every rank). */
-int chorus_join(void);
+CHORUS_API int chorus_join(void);
 
 /* Shared-host memory (ABI version 4): `bytes` bytes (64-byte aligned,
  * uninitialized) from this rank's shared-memory arena, into *out. When every
@@ -168,22 +176,22 @@ int chorus_join(void);
  * after chorus_shutdown, until chorus_free_shared_host(block); freeing a
  * pointer that did not come from here is CHORUS_ERR_INVALID_ARGUMENT, NULL
  * is ignored. Not initialized: CHORUS_ERR_PRECONDITION. */
-int chorus_allocate_shared_host(int64_t bytes, void** out);
-int chorus_free_shared_host(void* block);
+CHORUS_API int chorus_allocate_shared_host(int64_t bytes, void** out);
+CHORUS_API int chorus_free_shared_host(void* block);
 /* 1 when `bytes` bytes at `p` lie in this rank's arena, 0 when not, or an
  * error code. (ABI version 4) */
-int chorus_in_shared_host(const void* p, int64_t bytes);
+CHORUS_API int chorus_in_shared_host(const void* p, int64_t bytes);
 
 /* 1 done (successfully or not: chorus_wait tells), 0 pending, < 0 error code
  * (an unknown handle, or the operation failed). */
-int chorus_poll(int64_t handle);
+CHORUS_API int chorus_poll(int64_t handle);
 /* Blocks until done; 0 ok, else an error code. Releases the handle. */
-int chorus_wait(int64_t handle);
+CHORUS_API int chorus_wait(int64_t handle);
 /* Message of this thread's last error ("" if none). Valid until this thread's
  * next chorus_* call. */
-const char* chorus_last_error(void);
+CHORUS_API const char* chorus_last_error(void);
 /* CHORUS_ABI_VERSION of the library actually loaded. */
-int chorus_abi_version(void);
+CHORUS_API int chorus_abi_version(void);
 
 #ifdef __cplusplus
 }

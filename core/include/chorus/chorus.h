@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "chorus/error.h"
+#include "chorus/export.h"
 #include "chorus/handle.h"
 #include "chorus/options.h"
 #include "chorus/process_set.h"
@@ -33,70 +34,73 @@ namespace chorus {
 /// Starts Chorus on this process (every rank must call it). Options come from
 /// the environment unless given. Calling init() again while running does
 /// nothing; init() after shutdown() starts a fresh runtime.
-void init();
-void init(const RuntimeOptions& options);
+CHORUS_API void init();
+CHORUS_API void init(const RuntimeOptions& options);
 /// init(options), then registers `process_sets` (every rank the same list),
 /// returned in order (ids 1, 2, ...); see Runtime::add_process_set.
-std::vector<ProcessSet> init(const RuntimeOptions& options, const std::vector<std::vector<int>>& process_sets);
+CHORUS_API std::vector<ProcessSet> init(const RuntimeOptions& options,
+                                        const std::vector<std::vector<int>>& process_sets);
 /// Stops Chorus on this process; pending operations everywhere fail with
 /// AbortedError. Safe to call when not initialized.
-void shutdown();
+CHORUS_API void shutdown();
 /// True between init() and shutdown() while the runtime is running.
-bool is_initialized();
+CHORUS_API bool is_initialized();
 
 /// This process's place in the job. Throw PreconditionError before init().
-int rank();
-int size();
-int local_rank();
-int local_size();
-int cross_rank();
-int cross_size();
+CHORUS_API int rank();
+CHORUS_API int size();
+CHORUS_API int local_rank();
+CHORUS_API int local_size();
+CHORUS_API int cross_rank();
+CHORUS_API int cross_size();
 
 /// The process-wide runtime; throws PreconditionError before init(). The
 /// reference is valid until shutdown() (see "Threads" above).
-Runtime& runtime();
+CHORUS_API Runtime& runtime();
 /// The same, kept alive while the pointer is held: code that may race with
 /// a shutdown() on another thread (an adapter, a C ABI) calls through this;
 /// a call on a runtime shut down meanwhile fails instead of crashing.
-std::shared_ptr<Runtime> current_runtime();
+CHORUS_API std::shared_ptr<Runtime> current_runtime();
 
 /// Host memory that allreduce reduces in place across the ranks of a host;
 /// see Runtime::allocate_shared_host. Throws PreconditionError before init().
-std::shared_ptr<void> allocate_shared_host(int64_t bytes);
+CHORUS_API std::shared_ptr<void> allocate_shared_host(int64_t bytes);
 
 /// Asynchronous allreduce of `input` into `output` (pass the same tensor for in place).
-Handle allreduce_async(const std::string& name, std::shared_ptr<Tensor> input,
-                       std::shared_ptr<Tensor> output, const AllreduceOptions& options = {});
+CHORUS_API Handle allreduce_async(const std::string& name, std::shared_ptr<Tensor> input,
+                                  std::shared_ptr<Tensor> output, const AllreduceOptions& options = {});
 /// Several allreduces negotiated, fused and completed together.
-std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& names,
-                                            const std::vector<std::shared_ptr<Tensor>>& inputs,
-                                            const std::vector<std::shared_ptr<Tensor>>& outputs,
-                                            const AllreduceOptions& options = {});
+CHORUS_API std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& names,
+                                                       const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                                       const std::vector<std::shared_ptr<Tensor>>& outputs,
+                                                       const AllreduceOptions& options = {});
 /// Asynchronous in-place broadcast from `root_rank`.
-Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank);
+CHORUS_API Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank);
 /// Asynchronous out-of-place broadcast: the root's `input` into every rank's `output`.
-Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> input, std::shared_ptr<Tensor> output,
-                       int root_rank);
+CHORUS_API Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> input,
+                                  std::shared_ptr<Tensor> output,
+                                  int root_rank);
 /// Asynchronous allgather along the first dimension; the result is Handle::output().
-Handle allgather_async(const std::string& name, std::shared_ptr<Tensor> input);
+CHORUS_API Handle allgather_async(const std::string& name, std::shared_ptr<Tensor> input);
 /// Asynchronous reducescatter along the first dimension; the result is Handle::output().
-Handle reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input,
-                           const AllreduceOptions& options = {});
+CHORUS_API Handle reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input,
+                                      const AllreduceOptions& options = {});
 /// Asynchronous alltoall with explicit splits (empty: equal); see Runtime::alltoall_async.
-Handle alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, std::vector<int64_t> splits = {});
+CHORUS_API Handle alltoall_async(const std::string& name, std::shared_ptr<Tensor> input,
+                                 std::vector<int64_t> splits = {});
 /// This rank is out of data (see Runtime::join_async); blocks until every
 /// rank joined and returns the last rank to join.
-int join();
+CHORUS_API int join();
 /// Blocks until every rank reached its matching barrier().
-void barrier();
+CHORUS_API void barrier();
 /// Blocks until every member of `process_set` reached its matching barrier.
-void barrier(const ProcessSet& process_set);
+CHORUS_API void barrier(const ProcessSet& process_set);
 
 /// Registers a process set (every rank, same order, same ranks); see
 /// Runtime::add_process_set. Collectives run in it through OpHooks::process_set
 /// on the Runtime calls, e.g. runtime().allreduce_async(name, in, out, {}, hooks).
-ProcessSet add_process_set(std::vector<int> ranks);
+CHORUS_API ProcessSet add_process_set(std::vector<int> ranks);
 /// Ends a process set's collectives on every member; see Runtime::remove_process_set.
-void remove_process_set(const ProcessSet& process_set);
+CHORUS_API void remove_process_set(const ProcessSet& process_set);
 
 }  // namespace chorus

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "chorus/export.h"
 #include "chorus/status.h"
 #include "chorus/tensor.h"
 
@@ -13,13 +14,13 @@ namespace chorus {
 
 namespace detail {
 class HandleState;
+class RuntimeImpl;
 }
 
 /// Completion of one enqueued operation. Cheap to copy; copies share state.
-class Handle {
+class CHORUS_API Handle {
  public:
   Handle() = default;
-  explicit Handle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
 
   /// True once the operation finished, successfully or not. Never blocks.
   bool poll() const;
@@ -43,6 +44,9 @@ class Handle {
   int last_joined_rank() const;
 
  private:
+  friend class detail::RuntimeImpl;  // makes the handles of what it enqueues
+  explicit Handle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
+
   std::shared_ptr<detail::HandleState> state_;
 };
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "chorus/export.h"
 #include "chorus/process_set.h"
 #include "chorus/status.h"
 #include "chorus/tensor.h"
@@ -27,7 +28,7 @@ enum class AllreduceAlgorithm : int {
 
 /// Settings of one Runtime. `from_environment()` reads each from its
 /// CHORUS_* variable (or the HOROVOD_* one as a fallback); see docs/tuning.md.
-struct RuntimeOptions {
+struct CHORUS_API RuntimeOptions {
   /// Largest fused buffer in bytes; 0 turns fusion off. CHORUS_FUSION_THRESHOLD.
   int64_t fusion_threshold_bytes = 128ll * 1024 * 1024;
   /// Longest sleep of the background thread between polls, in ms. CHORUS_CYCLE_TIME.
@@ -53,8 +54,9 @@ struct RuntimeOptions {
   /// Shut down with an error naming the stalled tensors and missing ranks after
   /// this many seconds; 0 disables. CHORUS_STALL_SHUTDOWN_TIME_SECONDS.
   double stall_shutdown_seconds = 0.0;
-  /// Entries of the response cache (tensors negotiated by an 8-byte key once
-  /// their signature is known everywhere); 0 turns it off. CHORUS_CACHE_CAPACITY.
+  /// Slots of the response cache: a tensor whose signature every rank holds
+  /// in a slot is negotiated by one bit per rank instead of a full request;
+  /// 0 turns it off. CHORUS_CACHE_CAPACITY.
   int64_t cache_capacity = 1024;
   /// Data-plane algorithm for allreduce. CHORUS_ALLREDUCE_ALGO: auto, ring, mpi, shm.
   AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
@@ -67,6 +69,11 @@ struct RuntimeOptions {
   /// bytes go through shared memory. CHORUS_SHM_THRESHOLD_BYTES (measured
   /// default: docs/performance.md).
   int64_t shm_threshold_bytes = 0;
+  /// Shared-memory allreduces of at least this many bytes read and write
+  /// ordinary (non-arena) tensors across processes (process_vm_readv/writev)
+  /// instead of staging them; -1: never. CHORUS_SHM_SINGLE_COPY_THRESHOLD_BYTES
+  /// (off by default: slower than staging where measured, docs/performance.md).
+  int64_t shm_single_copy_threshold_bytes = -1;
   /// Bytes of each of a rank's two shared-memory staging blocks.
   /// CHORUS_SHM_BLOCK_BYTES.
   int64_t shm_block_bytes = 1 << 20;
@@ -107,8 +114,6 @@ struct OpHooks {
   /// (alltoall splits) and outputs (allgather, reducescatter blocks) follow
   /// the members in ascending global rank.
   ProcessSet process_set;
-  /// Wait for this before reading the input (GPU streams); nullptr for host data.
-  std::shared_ptr<ReadyEvent> ready_event;
   /// Allocation services; nullptr uses host memory.
   std::shared_ptr<OpContext> context;
   /// Runs on the background thread once the operation completed, before the
@@ -123,8 +128,6 @@ struct RuntimeStats {
   int64_t fused_allreduce_ops = 0; ///< of those, the ones that carried 2+ tensors
   int64_t in_place_fused_allreduce_ops = 0;  ///< fused ones whose tensors lay back to back in memory,
                                             ///< reduced where they are (no fusion-buffer copies)
-  int64_t ring_allreduce_ops = 0;  ///< of those, the ones the pipelined ring ran
-  int64_t shm_allreduce_ops = 0;   ///< of those, the ones run through shared memory
   int64_t shm_zero_copy_ops = 0;   ///< of those, the ones whose tensors lay in every rank's
                                    ///< arena, reduced where they lie (allocate_shared_host)
   int64_t broadcasts = 0;
@@ -133,8 +136,8 @@ struct RuntimeStats {
   int64_t fused_allgather_ops = 0; ///< of those, the ones that carried 2+ tensors
   int64_t bytes_allreduced = 0;
   int64_t negotiation_rounds = 0;  ///< response lists executed
-  int64_t cache_hits = 0;          ///< requests negotiated by cache key (sent on workers, resolved on rank 0)
-  int64_t cache_resends = 0;       ///< stale keys sent again in full
+  int64_t cache_hits = 0;          ///< requests negotiated by a cache bit (set on workers, counted on rank 0)
+  int64_t cache_resends = 0;       ///< stale cache bits sent again as full requests
   int64_t errors = 0;              ///< operations completed with an error
 };
 

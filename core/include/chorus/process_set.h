@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "chorus/export.h"
+
 namespace chorus {
 
-class ProcessSet {
+class CHORUS_API ProcessSet {
  public:
   /// The global set: every rank.
   ProcessSet() = default;

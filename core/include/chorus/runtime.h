@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "chorus/export.h"
 #include "chorus/handle.h"
 #include "chorus/options.h"
 #include "chorus/tensor.h"
@@ -16,18 +17,16 @@
 namespace chorus {
 
 namespace detail {
-class Backend;
 class ProcessSetTable;
+class RuntimeAccess;
 class RuntimeImpl;
 }  // namespace detail
 
-class Runtime {
+class CHORUS_API Runtime {
  public:
   /// Starts a runtime over MPI (initializing MPI if nobody has). Blocks until
   /// the background thread is ready; throws chorus::Error on failure.
   explicit Runtime(RuntimeOptions options = RuntimeOptions::from_environment());
-  /// Starts a runtime over the given backend (in-process ranks in tests).
-  Runtime(std::unique_ptr<detail::Backend> backend, RuntimeOptions options);
   /// Shuts down (see shutdown()) and joins the background thread.
   ~Runtime();
   Runtime(const Runtime&) = delete;
@@ -151,9 +150,12 @@ class Runtime {
   const RuntimeOptions& options() const;
 
  private:
+  friend class detail::RuntimeAccess;  // in-process backends, internal counters (core/src)
+  CHORUS_LOCAL explicit Runtime(std::shared_ptr<detail::RuntimeImpl> impl);
+
   /// The engine of `set` on this rank; throws naming `what` when this rank
   /// may not use it.
-  std::shared_ptr<detail::RuntimeImpl> engine(const ProcessSet& set, const std::string& what) const;
+  CHORUS_LOCAL std::shared_ptr<detail::RuntimeImpl> engine(const ProcessSet& set, const std::string& what) const;
 
   std::shared_ptr<detail::RuntimeImpl> impl_;       // the global set
   std::unique_ptr<detail::ProcessSetTable> sets_;   // declared last: shut down first

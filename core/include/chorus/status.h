@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "chorus/export.h"
+
 namespace chorus {
 
 /// Why an operation failed. The numeric values are part of the C ABI
@@ -18,10 +20,11 @@ enum class StatusCode : int {
   kInvalidArgument = 4,    ///< bad input, or inputs that disagree across ranks
   kInProgress = 5,         ///< not an error: the operation has not finished yet
   kTimeout = 6,            ///< a wait ran out of time (the operation goes on)
+  kInternal = 7,           ///< a broken invariant inside Chorus: a bug, please report it
 };
 
 /// Result of an operation: a code and a message that names what went wrong.
-class Status {
+class CHORUS_API Status {
  public:
   Status() = default;
   static Status ok() { return Status(); }
@@ -31,6 +34,9 @@ class Status {
   static Status invalid_argument(std::string msg) { return {StatusCode::kInvalidArgument, std::move(msg)}; }
   static Status in_progress() { return {StatusCode::kInProgress, ""}; }
   static Status timeout(std::string msg) { return {StatusCode::kTimeout, std::move(msg)}; }
+  /// A broken invariant (a bug in Chorus, not in the caller). The message
+  /// starts with "internal: " so that a log line alone tells it apart.
+  static Status internal(const std::string& msg) { return {StatusCode::kInternal, "internal: " + msg}; }
 
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
@@ -46,6 +52,6 @@ class Status {
 };
 
 /// Name of a code, e.g. "InvalidArgument".
-const char* status_code_name(StatusCode code);
+CHORUS_API const char* status_code_name(StatusCode code);
 
 }  // namespace chorus

@@ -4,12 +4,14 @@
 /// tensors without knowing the framework. See docs/adapters.md.
 ///
 /// The core never allocates framework memory itself; it asks the adapter's
-/// OpContext, and it never waits on a framework stream itself; it asks the
-/// adapter's ReadyEvent.
+/// OpContext. This build moves host memory only: a tensor on a device is
+/// refused at enqueue; what a device data plane needs from an adapter
+/// (device buffers, stream readiness) joins the contract with it.
 
 #include <cstdint>
 #include <memory>
 
+#include "chorus/export.h"
 #include "chorus/status.h"
 #include "chorus/types.h"
 
@@ -17,7 +19,7 @@ namespace chorus {
 
 /// A framework tensor as the core sees it: typed, shaped, contiguous memory.
 /// Implementations must keep the memory alive for as long as the object lives.
-class Tensor {
+class CHORUS_API Tensor {
  public:
   virtual ~Tensor() = default;
   virtual DataType dtype() const = 0;
@@ -32,18 +34,9 @@ class Tensor {
   virtual int device() const { return kCpuDevice; }
 };
 
-/// Memory the core keeps across operations (e.g. the fusion buffer on a
-/// device), owned by the framework's allocator.
-class PersistentBuffer {
- public:
-  virtual ~PersistentBuffer() = default;
-  virtual void* data() = 0;
-  virtual int64_t size_bytes() const = 0;
-};
-
 /// Per-operation services the adapter provides: allocation in the
 /// framework's allocator, on the tensor's device.
-class OpContext {
+class CHORUS_API OpContext {
  public:
   virtual ~OpContext() = default;
   /// Allocate the output of an operation whose shape is known only after
@@ -53,23 +46,11 @@ class OpContext {
   /// Allocate a zero-filled tensor (a joined rank's stand-in contribution).
   virtual Status allocate_zeros(const TensorShape& shape, DataType dtype,
                                 std::shared_ptr<Tensor>* out) = 0;
-  /// Allocate memory kept across operations.
-  virtual Status allocate_persistent(int64_t size_bytes,
-                                     std::shared_ptr<PersistentBuffer>* out) = 0;
-};
-
-/// Tells when an input produced asynchronously (a GPU kernel on a stream)
-/// is safe to read. Host tensors need none (pass nullptr).
-class ReadyEvent {
- public:
-  virtual ~ReadyEvent() = default;
-  /// True once the producer has finished writing the tensor.
-  virtual bool ready() const = 0;
 };
 
 /// A Tensor over memory the caller owns (the C ABI, tests, simple adapters).
 /// The caller keeps the memory alive until the operation completes.
-class HostTensorView final : public Tensor {
+class CHORUS_API HostTensorView final : public Tensor {
  public:
   HostTensorView(void* data, DataType dtype, TensorShape shape)
       : data_(data), dtype_(dtype), shape_(std::move(shape)) {}
@@ -86,14 +67,12 @@ class HostTensorView final : public Tensor {
 };
 
 /// An OpContext that allocates host memory the tensor itself owns.
-class HostOpContext final : public OpContext {
+class CHORUS_API HostOpContext final : public OpContext {
  public:
   Status allocate_output(const TensorShape& shape, DataType dtype,
                          std::shared_ptr<Tensor>* out) override;
   Status allocate_zeros(const TensorShape& shape, DataType dtype,
                         std::shared_ptr<Tensor>* out) override;
-  Status allocate_persistent(int64_t size_bytes,
-                             std::shared_ptr<PersistentBuffer>* out) override;
 };
 
 }  // namespace chorus

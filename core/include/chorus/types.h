@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "chorus/export.h"
+
 namespace chorus {
 
 /// Element type of a tensor. Values match `chorus_dtype` in c_api.h.
@@ -32,23 +34,23 @@ enum class ReduceOp : int {
 };
 
 /// Bytes per element.
-int64_t dtype_size(DataType dtype);
+CHORUS_API int64_t dtype_size(DataType dtype);
 /// "float32", "bfloat16", ...
-const char* dtype_name(DataType dtype);
+CHORUS_API const char* dtype_name(DataType dtype);
 /// "sum", "average", ...
-const char* reduce_op_name(ReduceOp op);
+CHORUS_API const char* reduce_op_name(ReduceOp op);
 /// True for float16, bfloat16, float32, float64.
-bool is_floating(DataType dtype);
+CHORUS_API bool is_floating(DataType dtype);
 /// True when `value` names a DataType (used to validate input from the C ABI).
-bool is_valid_dtype(int value);
-bool is_valid_reduce_op(int value);
+CHORUS_API bool is_valid_dtype(int value);
+CHORUS_API bool is_valid_reduce_op(int value);
 
 /// Device id of host memory.
 constexpr int kCpuDevice = -1;
 
 /// Shape of a tensor: a list of 64-bit dimensions. A scalar has no dimensions
 /// and one element.
-class TensorShape {
+class CHORUS_API TensorShape {
  public:
   TensorShape() = default;
   TensorShape(std::initializer_list<int64_t> dims) : dims_(dims) {}

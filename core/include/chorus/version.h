@@ -5,7 +5,9 @@
 #define CHORUS_VERSION_PATCH 0
 #define CHORUS_VERSION_STRING "0.1.0"
 
+#include "chorus/export.h"
+
 namespace chorus {
 /// Version of the library actually linked, e.g. "0.1.0".
-const char* version();
+CHORUS_API const char* version();
 }  // namespace chorus

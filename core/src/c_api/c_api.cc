@@ -16,8 +16,9 @@
 
 namespace {
 
-using chorus::detail::bad_dtype;
-using chorus::detail::bad_reduce_op;
+using chorus::Status;
+using chorus::detail::check_dtype;
+using chorus::detail::check_reduce_op;
 using chorus::detail::CallbackOpContext;
 using chorus::detail::fail;
 using chorus::detail::guarded;
@@ -118,8 +119,8 @@ int chorus_allreduce_async_in_set(int process_set_id, const char* name, const vo
     if (count > 0 && (input == nullptr || output == nullptr)) {
       return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input or output is NULL");
     }
-    if (const std::string bad = bad_dtype(dtype); !bad.empty()) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + bad);
-    if (const std::string bad = bad_reduce_op(op); !bad.empty()) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + bad);
+    if (Status s = check_dtype(dtype, what); !s.is_ok()) return fail(s);
+    if (Status s = check_reduce_op(op, what); !s.is_ok()) return fail(s);
     const auto dt = static_cast<chorus::DataType>(dtype);
     auto in = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), dt, chorus::TensorShape{count});
     auto out = input == output ? in : std::make_shared<chorus::HostTensorView>(output, dt, chorus::TensorShape{count});
@@ -145,7 +146,7 @@ int chorus_broadcast_async_in_set(int process_set_id, const char* name, void* bu
     if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
     if (count < 0) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "count " + std::to_string(count) + " is negative");
     if (count > 0 && buffer == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "buffer is NULL");
-    if (const std::string bad = bad_dtype(dtype); !bad.empty()) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + bad);
+    if (Status s = check_dtype(dtype, what); !s.is_ok()) return fail(s);
     auto t = std::make_shared<chorus::HostTensorView>(buffer, static_cast<chorus::DataType>(dtype), chorus::TensorShape{count});
     *handle = handles().add(chorus::current_runtime()->broadcast_async(name, t, root_rank, in_set(process_set_id)));
     return CHORUS_OK;
@@ -164,7 +165,7 @@ int check_shaped_call(const char* function, const char* name, const void* input,
   if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
   if (alloc == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "the allocation callback is NULL");
   if (ndim < 1 || shape == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "needs a shape of at least one dimension");
-  if (const std::string bad = bad_dtype(dtype); !bad.empty()) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + bad);
+  if (Status s = check_dtype(dtype, what); !s.is_ok()) return fail(s);
   chorus::TensorShape s(std::vector<int64_t>(shape, shape + ndim));
   if (s.num_elements() > 0 && input == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input is NULL");
   *tensor = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), static_cast<chorus::DataType>(dtype), s);
@@ -210,8 +211,8 @@ int chorus_reducescatter_async_in_set(int process_set_id, const char* name, cons
     const int rc = check_shaped_call("chorus_reducescatter_async", name, input, shape, ndim, dtype, alloc, handle,
                                      &in, &hooks, user_data);
     if (rc != CHORUS_OK) return rc;
-    if (const std::string bad = bad_reduce_op(op); !bad.empty()) {
-      return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string("chorus_reducescatter_async('") + name + "'): " + bad);
+    if (Status s = check_reduce_op(op, std::string("chorus_reducescatter_async('") + name + "'): "); !s.is_ok()) {
+      return fail(s);
     }
     chorus::AllreduceOptions options;
     options.op = static_cast<chorus::ReduceOp>(op);

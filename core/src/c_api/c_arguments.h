@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "chorus/c_api.h"
+#include "chorus/status.h"
 #include "chorus/types.h"
 
 namespace chorus::detail {
@@ -15,19 +16,22 @@ namespace chorus::detail {
 static_assert(std::is_same_v<std::underlying_type_t<chorus_dtype>, int>);
 static_assert(std::is_same_v<std::underlying_type_t<chorus_reduce_op>, int>);
 
-// "" when `dtype` names a chorus_dtype, else the message for argument `dtype`.
-inline std::string bad_dtype(chorus_dtype dtype) {
+// OK when `dtype` names a chorus_dtype; else an invalid argument whose
+// message is `what` followed by the argument and its value.
+inline Status check_dtype(chorus_dtype dtype, const std::string& what) {
   const int raw = static_cast<int>(dtype);
-  if (chorus::is_valid_dtype(raw)) return "";
-  return "unknown dtype " + std::to_string(raw) + " in argument 'dtype' (a chorus_dtype is 0.." +
-         std::to_string(static_cast<int>(chorus::DataType::kBool)) + ")";
+  if (chorus::is_valid_dtype(raw)) return Status::ok();
+  return Status::invalid_argument(what + "unknown dtype " + std::to_string(raw) +
+                                  " in argument 'dtype' (a chorus_dtype is 0.." +
+                                  std::to_string(static_cast<int>(chorus::DataType::kBool)) + ")");
 }
 
-inline std::string bad_reduce_op(chorus_reduce_op op) {
+inline Status check_reduce_op(chorus_reduce_op op, const std::string& what) {
   const int raw = static_cast<int>(op);
-  if (chorus::is_valid_reduce_op(raw)) return "";
-  return "unknown reduce op " + std::to_string(raw) + " in argument 'op' (a chorus_reduce_op is 0.." +
-         std::to_string(static_cast<int>(chorus::ReduceOp::kProduct)) + ")";
+  if (chorus::is_valid_reduce_op(raw)) return Status::ok();
+  return Status::invalid_argument(what + "unknown reduce op " + std::to_string(raw) +
+                                  " in argument 'op' (a chorus_reduce_op is 0.." +
+                                  std::to_string(static_cast<int>(chorus::ReduceOp::kProduct)) + ")");
 }
 
 }  // namespace chorus::detail

@@ -20,6 +20,7 @@ inline int code_of(chorus::StatusCode code) {
     case chorus::StatusCode::kAborted: return CHORUS_ERR_ABORTED;
     case chorus::StatusCode::kInvalidArgument: return CHORUS_ERR_INVALID_ARGUMENT;
     case chorus::StatusCode::kTimeout: return CHORUS_ERR_TIMEOUT;
+    case chorus::StatusCode::kInternal: return CHORUS_ERR_INTERNAL;
     default: return CHORUS_ERR_UNKNOWN;
   }
 }

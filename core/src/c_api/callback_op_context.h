@@ -35,9 +35,6 @@ class CallbackOpContext final : public chorus::OpContext {
     if (s.is_ok() && (*out)->size_bytes() > 0) std::memset((*out)->mutable_data(), 0, static_cast<size_t>((*out)->size_bytes()));
     return s;
   }
-  chorus::Status allocate_persistent(int64_t, std::shared_ptr<chorus::PersistentBuffer>*) override {
-    return chorus::Status::precondition_error("the C ABI provides no persistent buffers");
-  }
 
  private:
   chorus_alloc_fn alloc_;

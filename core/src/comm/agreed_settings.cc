@@ -44,13 +44,12 @@ std::vector<AgreedSetting> agreed_settings(const RuntimeOptions& o, bool thread_
   return out;
 }
 
-std::string describe_disagreement(const std::vector<AgreedSetting>& mine,
-                                  const std::vector<std::vector<int64_t>>& values) {
+Status check_agreement(const std::vector<AgreedSetting>& mine, const std::vector<std::vector<int64_t>>& values) {
   std::vector<int> differing;
   for (size_t r = 1; r < values.size(); ++r) {
     if (values[r] != values[0]) differing.push_back(static_cast<int>(r));
   }
-  if (differing.empty()) return "";
+  if (differing.empty()) return Status::ok();
   std::string details;
   for (size_t i = 0; i < mine.size(); ++i) {
     bool same = true;
@@ -58,8 +57,9 @@ std::string describe_disagreement(const std::vector<AgreedSetting>& mine,
     if (same) continue;
     details += (details.empty() ? "" : "; ") + mine[i].name + " is " + values_per_rank(mine[i], values, i);
   }
-  return "Settings that decide what travels between ranks must be the same on every rank, but rank(s) " +
-         ranks_text(differing) + " differ from rank 0: " + details + " (chorusrun's flags set them on every rank)";
+  return Status::invalid_argument("Settings that decide what travels between ranks must be the same on every rank, "
+                                  "but rank(s) " + ranks_text(differing) + " differ from rank 0: " + details +
+                                  " (chorusrun's flags set them on every rank)");
 }
 
 }  // namespace chorus::detail

@@ -4,13 +4,14 @@
 // cache slots; they decide what travels between ranks), and the MPI thread
 // level that process sets need. And the error that names which of them
 // differ and each rank's value. Pure: a backend gathers every rank's values
-// and calls describe_disagreement; unit-tested directly.
+// and calls check_agreement; unit-tested directly.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "chorus/options.h"
+#include "chorus/status.h"
 #include "common/knob_registry.h"
 
 namespace chorus::detail {
@@ -24,10 +25,10 @@ struct AgreedSetting {
 /// This rank's values, in the same order on every rank (the registry's).
 std::vector<AgreedSetting> agreed_settings(const RuntimeOptions& options, bool thread_multiple);
 
-/// "" when every rank has the same values; otherwise a message naming each
-/// setting that differs and its value on every rank. `values[r][i]`: rank
-/// r's value of `mine[i]` (`mine`: any rank's settings, for names and formats).
-std::string describe_disagreement(const std::vector<AgreedSetting>& mine,
-                                  const std::vector<std::vector<int64_t>>& values);
+/// OK when every rank has the same values; otherwise an invalid argument
+/// naming each setting that differs and its value on every rank.
+/// `values[r][i]`: rank r's value of `mine[i]` (`mine`: any rank's
+/// settings, for names and formats).
+Status check_agreement(const std::vector<AgreedSetting>& mine, const std::vector<std::vector<int64_t>>& values);
 
 }  // namespace chorus::detail

@@ -25,7 +25,7 @@ SharedArena::SharedArena(char* base, int64_t bytes, std::shared_ptr<void> mappin
       mapping_(std::move(mapping)), reserve_fd_(reserve_fd), file_offset_(file_offset + misalignment(base)),
       ranges_(bytes_, kAlignment) {}
 
-std::shared_ptr<void> SharedArena::allocate(int64_t bytes, std::string* why) {
+StatusOr<std::shared_ptr<void>> SharedArena::allocate(int64_t bytes) {
   std::optional<int64_t> offset;
   int64_t span = 0;
   {
@@ -34,10 +34,9 @@ std::shared_ptr<void> SharedArena::allocate(int64_t bytes, std::string* why) {
     if (offset) span = ranges_.size_at(*offset);
   }
   if (!offset) {
-    *why = "the shared-memory arena has no free range of " + std::to_string(bytes) + " bytes (" +
-           std::to_string(bytes_in_use()) + " of " + std::to_string(bytes_) +
-           " in use; CHORUS_SHM_ARENA_BYTES sets its size)";
-    return nullptr;
+    return Status::unknown_error("the shared-memory arena has no free range of " + std::to_string(bytes) + " bytes (" +
+                                 std::to_string(bytes_in_use()) + " of " + std::to_string(bytes_) +
+                                 " in use; CHORUS_SHM_ARENA_BYTES sets its size)");
   }
   if (reserve_fd_ >= 0) {
     // Whole pages around the range; reserving a page twice is harmless.
@@ -48,9 +47,8 @@ std::shared_ptr<void> SharedArena::allocate(int64_t bytes, std::string* why) {
     if (rc != 0) {
       std::lock_guard<std::mutex> lock(mu_);
       ranges_.release(*offset);
-      *why = "reserving " + std::to_string(to - from) + " bytes of shared memory (/dev/shm) failed: " +
-             std::strerror(rc);
-      return nullptr;
+      return Status::unknown_error("reserving " + std::to_string(to - from) +
+                                   " bytes of shared memory (/dev/shm) failed: " + std::strerror(rc));
     }
   }
   auto self = shared_from_this();  // the arena (and its mapping) outlives every allocation

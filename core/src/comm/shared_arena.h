@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/range_allocator.h"
+#include "common/status_or.h"
 
 namespace chorus::detail {
 
@@ -26,9 +27,9 @@ class SharedArena : public std::enable_shared_from_this<SharedArena> {
   SharedArena(char* base, int64_t bytes, std::shared_ptr<void> mapping, int reserve_fd, int64_t file_offset);
 
   /// `bytes` bytes, 64-byte aligned, freed when the last copy of the pointer
-  /// goes; nullptr with `*why` set when the arena has no range that large
-  /// left or the pages cannot be reserved.
-  std::shared_ptr<void> allocate(int64_t bytes, std::string* why);
+  /// goes; an error saying why when the arena has no range that large left
+  /// or the pages cannot be reserved.
+  StatusOr<std::shared_ptr<void>> allocate(int64_t bytes);
 
   char* base() const { return base_; }
   int64_t bytes() const { return bytes_; }

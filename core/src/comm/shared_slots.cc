@@ -20,10 +20,8 @@ SharedSlots HeapStaging::slots(int rank) {
   for (int k = 0; k < size_; ++k) {
     s.staging.push_back(memory_.data() + k * 2 * block_bytes_);
     s.arrivals.push_back(&arrivals_[static_cast<size_t>(k)]);
-    if (!arenas_.empty()) {
-      s.exchange.push_back(exchange_.data() + k * 2 * kExchangeAreaBytes);
-      s.arenas.push_back(arenas_[static_cast<size_t>(k)]->base());
-    }
+    s.exchange.push_back(exchange_.data() + k * 2 * kExchangeAreaBytes);
+    if (!arenas_.empty()) s.arenas.push_back(arenas_[static_cast<size_t>(k)]->base());
   }
   s.arena_bytes = arenas_.empty() ? 0 : arenas_[static_cast<size_t>(rank)]->bytes();  // as trimmed to 64-byte units
   return s;

@@ -17,8 +17,8 @@ namespace chorus::detail {
 /// call with more takes the staging path.
 constexpr int64_t kZeroCopyMaxPieces = 1024;
 /// Bytes of one exchange area (a rank has two, used by call parity): a
-/// 16-byte header and a 24-byte entry per piece, in whole cache lines.
-constexpr int64_t kExchangeAreaBytes = (16 + 24 * kZeroCopyMaxPieces + 63) / 64 * 64;
+/// 64-byte header and a 24-byte entry per piece, in whole cache lines.
+constexpr int64_t kExchangeAreaBytes = (64 + 24 * kZeroCopyMaxPieces + 63) / 64 * 64;
 
 /// The shared memory of one group of ranks, as this rank sees it.
 struct SharedSlots {
@@ -30,8 +30,8 @@ struct SharedSlots {
   std::vector<char*> staging;
   /// Per rank: how many barriers it has reached (only its owner writes it).
   std::vector<std::atomic<uint64_t>*> arrivals;
-  /// Per rank, only with arenas: two exchange areas of kExchangeAreaBytes
-  /// (by call parity) where it tells where its tensors of a call lie.
+  /// Per rank: two exchange areas of kExchangeAreaBytes (by call parity)
+  /// where it tells where its tensors of a call lie.
   std::vector<char*> exchange;
   /// Per rank: its arena as mapped here, `arena_bytes` long; empty when the
   /// group has none (the same on every rank).

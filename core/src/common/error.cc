@@ -13,6 +13,7 @@ void throw_if_error(const Status& status) {
     case StatusCode::kPreconditionError: throw PreconditionError(status);
     case StatusCode::kAborted: throw AbortedError(status);
     case StatusCode::kTimeout: throw TimeoutError(status);
+    case StatusCode::kInternal: throw InternalError(status);
     default: throw Error(status);
   }
 }

@@ -198,6 +198,14 @@ std::vector<Knob> make_knobs() {
       whole<&O::shm_threshold_bytes>("SHM_THRESHOLD_BYTES", "0", 0, INT64_MAX, "bytes", kJob,
                 "with `auto` on one host, allreduces of at least this many bytes go through shared memory (0: "
                 "all of them; measured: [performance.md](performance.md))"),
+      whole<&O::shm_single_copy_threshold_bytes>("SHM_SINGLE_COPY_THRESHOLD_BYTES", "-1", -1, INT64_MAX, "bytes",
+                kJob, "shared-memory allreduces of at least this many bytes read the other ranks' ordinary (non-arena) "
+                "memory with `process_vm_readv` and write their outputs with `process_vm_writev` instead of staging "
+                "(route `cma`; 0: every shared-memory call; -1: never, the default: slower than staging on the "
+                "machine measured, [performance.md](performance.md)); needs the ranks to be allowed to trace each "
+                "other (same user, no seccomp filter refusing the calls, Yama `ptrace_scope` 0, or 1: then each "
+                "rank lets processes of its user trace it, as Open MPI does); the first such call checks it on "
+                "every rank, and if any rank is refused all stage from then on"),
       whole<&O::shm_block_bytes>("SHM_BLOCK_BYTES", "1048576", 4096, int64_t{1} << 30, "bytes", kJob,
                 "bytes of each of a rank's two shared-memory staging blocks, at least 64 per rank on the host "
                 "(otherwise `auto` goes without shared memory); the segment in `/dev/shm` holds 2 blocks per "

@@ -11,6 +11,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kInvalidArgument: return "InvalidArgument";
     case StatusCode::kInProgress: return "InProgress";
     case StatusCode::kTimeout: return "Timeout";
+    case StatusCode::kInternal: return "Internal";
   }
   return "UnknownError";
 }

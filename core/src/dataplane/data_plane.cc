@@ -65,9 +65,19 @@ AllreduceOutcome DataPlane::allreduce(const FusedAllreduce& op) {
   if (out.route == AllreduceRoute::kAlone) {
     allreduce_pieces_alone(pieces, op.dtype, op.prescale, scale);
   } else {
-    const int64_t zero_copy_before = shared_->zero_copy_calls();
-    out.status = shared_->allreduce(pieces, op.dtype, on_the_wire(op.op), op.prescale, scale);
-    out.zero_copy = shared_->zero_copy_calls() > zero_copy_before;
+    const bool single_copy = out.route == AllreduceRoute::kSingleCopy;
+    out.status = shared_->allreduce(pieces, op.dtype, on_the_wire(op.op), op.prescale, scale, single_copy);
+    out.zero_copy = shared_->last_path() == SharedPath::kZeroCopy;
+    // The route says what ran: staged (single copy refused) or zero-copy is shared memory.
+    out.route = shared_->last_path() == SharedPath::kSingleCopy ? AllreduceRoute::kSingleCopy
+                                                                 : AllreduceRoute::kSharedMemory;
+    if (!shared_->single_copy_refusal().empty() && !single_copy_refusal_said_ && link_.rank() == 0) {
+      out.warning = "single-copy shared-memory allreduce is off for this job, large allreduces stage instead: " +
+                    shared_->single_copy_refusal() +
+                    " (same user, Yama ptrace_scope 0 or 1 and no seccomp filter refusing process_vm_readv needed; "
+                    "CHORUS_SHM_SINGLE_COPY_THRESHOLD_BYTES=-1 silences this)";
+      single_copy_refusal_said_ = true;
+    }
   }
   out.reduced = AllreduceOutcome::Clock::now();
   return out;

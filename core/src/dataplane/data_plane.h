@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "chorus/options.h"
@@ -42,6 +43,7 @@ struct AllreduceOutcome {
   bool zero_copy = false;      ///< shared memory read the tensors in every rank's arena
   bool in_place_span = false;  ///< this rank's tensors lay back to back: reduced where they lie
   Clock::time_point packed, reduced;  ///< the pack ended; the reduction ended
+  std::string warning;  ///< for the log, once per job on rank 0: why single copy is off
 };
 
 class DataPlane {
@@ -72,6 +74,7 @@ class DataPlane {
   const RuntimeOptions options_;
   const int world_size_;
   std::unique_ptr<SharedMemoryAllreduce> shared_;  // when the ranks share memory
+  bool single_copy_refusal_said_ = false;
   FusionBuffer fusion_;                             // packed tensors of the contiguous routes
   FusionBuffer ring_scratch_;                       // persistent and pre-touched: no page faults
 };

@@ -8,9 +8,21 @@ const char* route_name(AllreduceRoute route) {
     case AllreduceRoute::kTransport: return "mpi";
     case AllreduceRoute::kRing: return "ring";
     case AllreduceRoute::kSharedMemory: return "shm";
+    case AllreduceRoute::kSingleCopy: return "cma";
   }
   return "?";
 }
+
+namespace {
+
+// Large calls read the other ranks' memory once rather than stage it twice.
+AllreduceRoute on_one_host(const RuntimeOptions& o, int64_t bytes) {
+  const int64_t single_copy_from = o.shm_single_copy_threshold_bytes;
+  return single_copy_from >= 0 && bytes >= single_copy_from ? AllreduceRoute::kSingleCopy
+                                                            : AllreduceRoute::kSharedMemory;
+}
+
+}  // namespace
 
 AllreduceRoute choose_allreduce_route(const RuntimeOptions& o, int64_t bytes, int world_size, bool shared_memory) {
   if (world_size <= 1) return AllreduceRoute::kAlone;
@@ -19,9 +31,9 @@ AllreduceRoute choose_allreduce_route(const RuntimeOptions& o, int64_t bytes, in
     case AllreduceAlgorithm::kRing: return AllreduceRoute::kRing;
     case AllreduceAlgorithm::kMpi: return AllreduceRoute::kTransport;
     case AllreduceAlgorithm::kSharedMemory:  // without it, init() already failed; the ring is a safe answer
-      return shared_memory ? AllreduceRoute::kSharedMemory : AllreduceRoute::kRing;
+      return shared_memory ? on_one_host(o, bytes) : AllreduceRoute::kRing;
     case AllreduceAlgorithm::kAuto:
-      if (shared_memory && bytes >= o.shm_threshold_bytes) return AllreduceRoute::kSharedMemory;
+      if (shared_memory && bytes >= o.shm_threshold_bytes) return on_one_host(o, bytes);
       return bytes >= o.ring_threshold_bytes ? AllreduceRoute::kRing : AllreduceRoute::kTransport;
   }
   return AllreduceRoute::kTransport;

@@ -14,10 +14,16 @@ enum class AllreduceRoute {
   kAlone,         ///< one rank: each input, scaled, into its output
   kTransport,     ///< the transport's own allreduce (MPI's): small calls
   kRing,          ///< the pipelined ring over the peer links
-  kSharedMemory,  ///< shared memory on one host (zero-copy from the arenas)
+  kSharedMemory,  ///< shared memory on one host: staged (zero-copy from the arenas)
+  kSingleCopy,    ///< shared memory on one host, ordinary memory read across processes (zero-copy from the arenas)
 };
 
-/// Name for the timeline and logs: "alone", "mpi", "ring", "shm".
+/// Whether the route runs through shared memory (staged, zero-copy or single copy).
+inline bool on_shared_memory(AllreduceRoute route) {
+  return route == AllreduceRoute::kSharedMemory || route == AllreduceRoute::kSingleCopy;
+}
+
+/// Name for the timeline and logs: "alone", "mpi", "ring", "shm", "cma".
 const char* route_name(AllreduceRoute route);
 
 /// Where an allreduce of `bytes` on `world_size` ranks goes; `shared_memory`

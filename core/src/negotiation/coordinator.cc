@@ -81,7 +81,7 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
     if (r.rank == 0) rank0 = &r;
   }
   out.response.names = {name};
-  std::string error;
+  Status error;
   std::vector<int> absent_joined;  // joined ranks that did not submit this tensor
   for (size_t i = 0; i < entry.seen.size(); ++i) {
     if (!entry.seen[i] && joined_[i]) absent_joined.push_back(static_cast<int>(i));
@@ -90,19 +90,21 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
   bool duplicate = static_cast<int>(entry.requests.size()) > expected;
   for (size_t i = 0; i < entry.seen.size(); ++i) duplicate |= !(entry.seen[i] || joined_[i]);
   if (duplicate) {
-    error = "Tensor '" + name + "' was submitted twice by one rank" + scope_.in_text() + " before it completed";
+    error = Status::invalid_argument("Tensor '" + name + "' was submitted twice by one rank" + scope_.in_text() +
+                                     " before it completed");
   } else {
     error = validate_requests(name, entry.requests, expected, scope_);
   }
-  if (error.empty() && !absent_joined.empty() && !traits_of(rank0->type).runs_while_joined) {
-    error = std::string(collective_name(rank0->type)) + " of tensor '" + name + "' cannot run: rank(s) " +
-            ranks_text(absent_joined) +
-            " called join(); until every rank joined, only allreduce runs (with zeros from the joined ranks)";
+  if (error.is_ok() && !absent_joined.empty() && !traits_of(rank0->type).runs_while_joined) {
+    error = Status::invalid_argument(
+        std::string(collective_name(rank0->type)) + " of tensor '" + name + "' cannot run: rank(s) " +
+        ranks_text(absent_joined) +
+        " called join(); until every rank joined, only allreduce runs (with zeros from the joined ranks)");
   }
-  if (!error.empty()) {
+  if (!error.is_ok()) {
     out.request = *rank0;
     out.response.type = ResponseType::kError;
-    out.response.error_message = error;
+    out.response.error_message = error.message();
     return out;
   }
   out.response.type = response_type_of(rank0->type);

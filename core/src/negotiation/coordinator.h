@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "chorus/status.h"
 #include "common/set_scope.h"
 #include "negotiation/messages.h"
 
@@ -83,11 +84,11 @@ class Coordinator {
   std::vector<ReadyTensor> ready_;
 };
 
-/// Checks that every rank's request for one tensor agrees. Returns "" when
-/// they do, else a message naming the tensor, each differing property with
+/// Checks that every rank's request for one tensor agrees. OK when they do,
+/// else an invalid argument naming the tensor, each differing property with
 /// its values, and the ranks that hold each value (global ranks, and the
 /// set named, when `scope` is a process set).
-std::string validate_requests(const std::string& name, const std::vector<Request>& requests,
-                              int world_size, const SetScope& scope = {});
+Status validate_requests(const std::string& name, const std::vector<Request>& requests, int world_size,
+                         const SetScope& scope = {});
 
 }  // namespace chorus::detail

@@ -74,11 +74,11 @@ std::vector<std::string> mismatched_rows(const std::vector<Request>& requests, c
 
 }  // namespace
 
-std::string validate_requests(const std::string& name, const std::vector<Request>& requests,
-                              int world_size, const SetScope& scope) {
+Status validate_requests(const std::string& name, const std::vector<Request>& requests,
+                         int world_size, const SetScope& scope) {
   if (static_cast<int>(requests.size()) == world_size && all_agree(requests)) {
     const Request& r = requests.front();
-    if (r.type != CollectiveType::kBroadcast || r.root_rank >= 0) return "";
+    if (r.type != CollectiveType::kBroadcast || r.root_rank >= 0) return Status::ok();
   }
   std::vector<std::string> problems = mismatched_rows(requests, {scope, world_size});
   const Request& front = requests.front();
@@ -87,11 +87,11 @@ std::string validate_requests(const std::string& name, const std::vector<Request
                        (scope.id == 0 ? " is outside 0.." + std::to_string(world_size - 1)
                                       : " is not a member of " + scope.describe()));
   }
-  if (problems.empty()) return "";
+  if (problems.empty()) return Status::ok();
   std::ostringstream out;
   out << "Mismatched " << collective_name(front.type) << " of tensor '" << name << "'" << scope.in_text() << ": ";
   for (size_t i = 0; i < problems.size(); ++i) out << (i ? "; and " : "") << problems[i];
-  return out.str();
+  return Status::invalid_argument(out.str());
 }
 
 }  // namespace chorus::detail

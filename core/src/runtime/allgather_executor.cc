@@ -26,11 +26,10 @@ std::vector<Status> AllgatherExecutor::run(const Response& response, std::vector
   const size_t n = static_cast<size_t>(world_size_);
   std::vector<Status> each(entries.size());
   if (response.first_dims.size() != entries.size() * n) {
-    const Status bad = Status::unknown_error("allgather of tensor '" + entries.front().name() +
-                                             "': internal: the response has " +
-                                             std::to_string(response.first_dims.size()) + " first dimensions for " +
-                                             std::to_string(entries.size()) + " tensors on " +
-                                             std::to_string(world_size_) + " ranks");
+    const Status bad = Status::internal("allgather of tensor '" + entries.front().name() + "': the response has " +
+                                        std::to_string(response.first_dims.size()) + " first dimensions for " +
+                                        std::to_string(entries.size()) + " tensors on " +
+                                        std::to_string(world_size_) + " ranks");
     each.assign(entries.size(), bad);
     return each;
   }

@@ -97,16 +97,16 @@ Status BackgroundLoop::run_due_lists(bool* progressed) {
 // refill a slot that a later one names.
 Status BackgroundLoop::name_cached_slots(ResponseList& list) const {
   if (list.cache_epoch != cache_.epoch()) {
-    return Status::unknown_error("internal: this rank's response cache is at epoch " + std::to_string(cache_.epoch()) +
-                                 ", the coordinator's was at " + std::to_string(list.cache_epoch) +
-                                 ": the caches disagree, so cache slots would name other tensors here");
+    return Status::internal("this rank's response cache is at epoch " + std::to_string(cache_.epoch()) +
+                            ", the coordinator's was at " + std::to_string(list.cache_epoch) +
+                            ": the caches disagree, so cache slots would name other tensors here");
   }
   for (Response& response : list.responses) {
     for (int32_t slot : response.slots) {
       const Request* cached = cache_.at(slot);
       if (cached == nullptr) {
-        return Status::unknown_error("internal: a response names cache slot " + std::to_string(slot) +
-                                     ", which is empty on this rank");
+        return Status::internal("a response names cache slot " + std::to_string(slot) +
+                                ", which is empty on this rank");
       }
       response.names.push_back(cached->name);
     }

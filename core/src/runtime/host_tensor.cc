@@ -25,16 +25,6 @@ class OwnedHostTensor final : public Tensor {
   std::vector<unsigned char> storage_;  // value-initialized: zeros
 };
 
-class HostPersistentBuffer final : public PersistentBuffer {
- public:
-  explicit HostPersistentBuffer(int64_t bytes) : storage_(static_cast<size_t>(bytes)) {}
-  void* data() override { return storage_.data(); }
-  int64_t size_bytes() const override { return static_cast<int64_t>(storage_.size()); }
-
- private:
-  std::vector<unsigned char> storage_;
-};
-
 Status check_shape(const TensorShape& shape) {
   for (int64_t d : shape.dim_sizes()) {
     if (d < 0) return Status::invalid_argument("cannot allocate a tensor of shape " + shape.to_string());
@@ -54,12 +44,6 @@ Status HostOpContext::allocate_output(const TensorShape& shape, DataType dtype,
 Status HostOpContext::allocate_zeros(const TensorShape& shape, DataType dtype,
                                      std::shared_ptr<Tensor>* out) {
   return allocate_output(shape, dtype, out);  // OwnedHostTensor starts zeroed
-}
-
-Status HostOpContext::allocate_persistent(int64_t size_bytes, std::shared_ptr<PersistentBuffer>* out) {
-  if (size_bytes < 0) return Status::invalid_argument("cannot allocate a buffer of " + std::to_string(size_bytes) + " bytes");
-  *out = std::make_shared<HostPersistentBuffer>(size_bytes);
-  return Status::ok();
 }
 
 }  // namespace chorus

@@ -2,23 +2,11 @@
 
 #include <climits>
 #include <cstring>
-#include <thread>
 
 #include "dataplane/algorithms/ring_allreduce.h"
 #include "runtime/output_slot.h"
 
 namespace chorus::detail {
-
-namespace {
-
-void wait_until_ready(const std::vector<TensorEntry>& entries) {
-  for (const auto& e : entries) {
-    if (!e.hooks.ready_event) continue;
-    while (!e.hooks.ready_event->ready()) std::this_thread::yield();
-  }
-}
-
-}  // namespace
 
 void OperationExecutor::execute(const Response& response, std::vector<TensorEntry> entries) {
   if (timeline_.enabled()) {
@@ -34,21 +22,18 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
       status = Status::invalid_argument(response.error_message);
       break;
     case ResponseType::kAllreduce:
-      wait_until_ready(entries);
       status = allreduce(entries);
       break;
     case ResponseType::kAllgather:
-      wait_until_ready(entries);
       each = allgather_.run(response, entries);
       record_allgather(entries.size(), each);
       break;
     case ResponseType::kBroadcast:
     case ResponseType::kReducescatter:
     case ResponseType::kAlltoall:
-      wait_until_ready(entries);
       if (entries.size() != 1) {
-        status = Status::unknown_error("internal: a " + std::string(collective_name(entries.front().request.type)) +
-                                       " response carries " + std::to_string(entries.size()) + " tensors");
+        status = Status::internal("a " + std::string(collective_name(entries.front().request.type)) +
+                                  " response carries " + std::to_string(entries.size()) + " tensors");
       } else if (response.type == ResponseType::kBroadcast) {
         status = broadcast(entries.front());
       } else if (response.type == ResponseType::kReducescatter) {
@@ -60,7 +45,7 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
     case ResponseType::kBarrier:
       break;  // every rank had arrived when the coordinator answered: that is the barrier
     case ResponseType::kAddProcessSet:  // run by the background loop, which owns the backend
-      status = Status::unknown_error("internal: a process-set registration reached the executor");
+      status = Status::internal("a process-set registration reached the executor");
       break;
     case ResponseType::kJoin:
       for (auto& e : entries) {
@@ -102,18 +87,22 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
   }
   const auto start = Clock::now();
   const AllreduceOutcome outcome = data_.allreduce(op);
+  if (!outcome.warning.empty()) {
+    CHORUS_LOG(logger_, kWarning) << outcome.warning;
+  }
   const int64_t bytes = total * dtype_size(op.dtype);
   if (timeline_.enabled()) record_allreduce(entries.size(), bytes, outcome, start);
   if (!outcome.status.is_ok()) return outcome.status;
-  stats_.update([&](RuntimeStats& st) {
+  stats_.update([&](InternalStats& st) {
     ++st.allreduce_ops;
     if (entries.size() > 1) ++st.fused_allreduce_ops;
     if (outcome.in_place_span) ++st.in_place_fused_allreduce_ops;
     st.tensors_allreduced += static_cast<int64_t>(entries.size());
     st.bytes_allreduced += bytes;
     st.ring_allreduce_ops += outcome.route == AllreduceRoute::kRing;
-    st.shm_allreduce_ops += outcome.route == AllreduceRoute::kSharedMemory;
+    st.shm_allreduce_ops += on_shared_memory(outcome.route);
     st.shm_zero_copy_ops += outcome.zero_copy;
+    st.shm_single_copy_ops += outcome.route == AllreduceRoute::kSingleCopy;
   });
   return outcome.status;
 }
@@ -152,8 +141,8 @@ Status OperationExecutor::alltoall(const Response& response, TensorEntry& e) {
   const std::string what = "alltoall of tensor '" + r.name + "': ";
   const size_t n = static_cast<size_t>(world_size_);
   if (response.splits.size() != n * n) {
-    return Status::unknown_error(what + "internal: the response has " + std::to_string(response.splits.size()) +
-                                 " splits for " + std::to_string(world_size_) + " ranks");
+    return Status::internal(what + "the response has " + std::to_string(response.splits.size()) + " splits for " +
+                            std::to_string(world_size_) + " ranks");
   }
   // Every rank checks the whole matrix (the same on every rank), so all
   // refuse together instead of some entering MPI and waiting forever.

@@ -7,6 +7,7 @@
 #include "common/env_params.h"
 #include "chorus/error.h"
 #include "runtime/process_set_table.h"
+#include "runtime/runtime_access.h"
 #include "runtime/runtime_impl.h"
 
 namespace chorus {
@@ -108,11 +109,20 @@ const RuntimeOptions& checked(const RuntimeOptions& options) {
 }  // namespace
 
 Runtime::Runtime(RuntimeOptions options)
-    : Runtime(detail::make_mpi_backend(checked(options)), options) {}
+    : Runtime(std::make_shared<detail::RuntimeImpl>(detail::make_mpi_backend(checked(options)), options)) {}
 
-Runtime::Runtime(std::unique_ptr<detail::Backend> backend, RuntimeOptions options)
-    : impl_(std::make_shared<detail::RuntimeImpl>(std::move(backend), checked(options))),
-      sets_(std::make_unique<detail::ProcessSetTable>()) {}
+Runtime::Runtime(std::shared_ptr<detail::RuntimeImpl> impl)
+    : impl_(std::move(impl)), sets_(std::make_unique<detail::ProcessSetTable>()) {}
+
+namespace detail {
+
+std::unique_ptr<Runtime> RuntimeAccess::make(std::unique_ptr<Backend> backend, RuntimeOptions options) {
+  return std::unique_ptr<Runtime>(new Runtime(std::make_shared<RuntimeImpl>(std::move(backend), checked(options))));
+}
+
+InternalStats RuntimeAccess::stats(const Runtime& runtime) { return runtime.impl_->shared_stats()->internal(); }
+
+}  // namespace detail
 
 Runtime::~Runtime() = default;
 

@@ -48,9 +48,9 @@ void RuntimeImpl::thread_main(std::promise<Status>* started) {
                                     << "it is ignored (docs/tuning.md lists the knobs)";
     }
   }
-  const std::string timeline_error = timeline_.open(options_.timeline_path, topo_.rank);
-  if (!timeline_error.empty()) {
-    CHORUS_LOG(logger_, kError) << timeline_error << "; running without a timeline";
+  const Status timeline_opened = timeline_.open(options_.timeline_path, topo_.rank);
+  if (!timeline_opened.is_ok()) {
+    CHORUS_LOG(logger_, kError) << timeline_opened.message() << "; running without a timeline";
   }
   {
     std::lock_guard<std::mutex> lock(loop_mu_);
@@ -78,12 +78,11 @@ std::shared_ptr<void> RuntimeImpl::allocate_shared_host(int64_t bytes) {
     throw_if_error(Status::invalid_argument("allocate_shared_host: " + std::to_string(bytes) + " bytes"));
   }
   if (!arena_) return ordinary_host_memory(bytes);
-  std::string why;
-  std::shared_ptr<void> p = arena_->allocate(bytes, &why);
-  if (p) return p;
+  StatusOr<std::shared_ptr<void>> p = arena_->allocate(bytes);
+  if (p.is_ok()) return std::move(p).value();
   // Correct either way, only slower: say it once rather than every step.
   if (!arena_fallback_said_.exchange(true)) {
-    CHORUS_LOG(logger_, kWarning) << "allocate_shared_host(" << bytes << "): " << why
+    CHORUS_LOG(logger_, kWarning) << "allocate_shared_host(" << bytes << "): " << p.status().message()
                                   << "; returning ordinary memory (its allreduces stage through shared memory)";
   }
   return ordinary_host_memory(bytes);
@@ -110,7 +109,7 @@ std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
   for (auto& e : entries) {
     e.enqueued = now;
     e.handle = std::make_shared<HandleState>();
-    handles.emplace_back(e.handle);
+    handles.push_back(Handle(e.handle));
   }
   throw_if_error(queue_.add(std::move(entries)));
   return handles;

@@ -13,7 +13,7 @@ namespace chorus::detail {
 void register_process_sets(Backend& backend, std::vector<TensorEntry> entries) {
   CompletionBatch batch;
   for (TensorEntry& e : entries) {
-    Status s = Status::unknown_error("internal: a process-set registration without its split");
+    Status s = Status::internal("a process-set registration without its split");
     if (e.process_set_split) {
       ProcessSetSplit& split = *e.process_set_split;
       s = backend.split(split.id, split.members, &split.backend);

@@ -36,14 +36,14 @@ Timeline::~Timeline() {
   std::fclose(file_);
 }
 
-std::string Timeline::open(const std::string& path, int rank) {
-  if (path.empty()) return "";
+Status Timeline::open(const std::string& path, int rank) {
+  if (path.empty()) return Status::ok();
   const std::string file = rank == 0 ? path : path + ".rank" + std::to_string(rank);
   file_ = std::fopen(file.c_str(), "w");
-  if (!file_) return "cannot write the timeline to '" + file + "': " + std::strerror(errno);
+  if (!file_) return Status::invalid_argument("cannot write the timeline to '" + file + "': " + std::strerror(errno));
   origin_ = Clock::now();
   std::fputs("[\n", file_);
-  return "";
+  return Status::ok();
 }
 
 int Timeline::row_id(const std::string& row) {

@@ -14,6 +14,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "chorus/status.h"
+
 namespace chorus::detail {
 
 class Timeline {
@@ -25,8 +27,8 @@ class Timeline {
   Timeline& operator=(const Timeline&) = delete;
 
   /// Starts writing to the file for `rank` derived from `path`; "" keeps it
-  /// off. Returns an error message, or "".
-  std::string open(const std::string& path, int rank);
+  /// off. Fails when the file cannot be written.
+  Status open(const std::string& path, int rank);
   bool enabled() const { return file_ != nullptr; }
 
   /// A complete event [start, end) on row `row`, labelled `label`, with an

@@ -15,17 +15,6 @@ namespace {
 
 std::vector<int64_t> dims(const TensorShape& shape) { return shape.dim_sizes(); }
 
-// Memory kept across operations, owned by a LibTorch byte tensor.
-class TorchPersistentBuffer final : public PersistentBuffer {
- public:
-  explicit TorchPersistentBuffer(int64_t bytes) : bytes_(torch::empty({bytes}, torch::kUInt8)) {}
-  void* data() override { return bytes_.data_ptr(); }
-  int64_t size_bytes() const override { return bytes_.numel(); }
-
- private:
-  torch::Tensor bytes_;
-};
-
 // LibTorch allocation failures are exceptions; the core wants a Status.
 template <typename Allocate>
 Status allocate(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out, Allocate how) {
@@ -95,7 +84,7 @@ std::shared_ptr<TorchTensor> wrap(const torch::Tensor& tensor) {
 
 torch::Tensor unwrap(const std::shared_ptr<Tensor>& tensor) {
   auto* t = dynamic_cast<TorchTensor*>(tensor.get());
-  if (!t) throw Error(Status::unknown_error("internal: the core returned a tensor the LibTorch adapter did not allocate"));
+  if (!t) throw InternalError(Status::internal("the core returned a tensor the LibTorch adapter did not allocate"));
   return t->tensor();
 }
 
@@ -105,15 +94,6 @@ Status TorchOpContext::allocate_output(const TensorShape& shape, DataType dtype,
 
 Status TorchOpContext::allocate_zeros(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out) {
   return allocate(shape, dtype, out, [](std::vector<int64_t> d, torch::TensorOptions o) { return torch::zeros(d, o); });
-}
-
-Status TorchOpContext::allocate_persistent(int64_t size_bytes, std::shared_ptr<PersistentBuffer>* out) {
-  try {
-    *out = std::make_shared<TorchPersistentBuffer>(size_bytes);
-    return Status::ok();
-  } catch (const std::exception& e) {
-    return Status::unknown_error("LibTorch could not allocate " + std::to_string(size_bytes) + " bytes: " + e.what());
-  }
 }
 
 }  // namespace torch_adapter

@@ -49,7 +49,6 @@ class TorchOpContext final : public OpContext {
  public:
   Status allocate_output(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out) override;
   Status allocate_zeros(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out) override;
-  Status allocate_persistent(int64_t size_bytes, std::shared_ptr<PersistentBuffer>* out) override;
 };
 
 }  // namespace torch_adapter

@@ -39,8 +39,7 @@ Status check_settings_agree(MPI_Comm comm, int size, const RuntimeOptions& o, bo
     values[r].assign(gathered.begin() + static_cast<std::ptrdiff_t>(r * mine.size()),
                      gathered.begin() + static_cast<std::ptrdiff_t>((r + 1) * mine.size()));
   }
-  const std::string disagreement = describe_disagreement(mine, values);
-  return disagreement.empty() ? Status::ok() : Status::invalid_argument(disagreement);
+  return check_agreement(mine, values);
 }
 
 bool mpi_thread_multiple() {

@@ -45,7 +45,7 @@ Status MpiPeerLink::irecv(int peer, int tag, void* data, int64_t bytes, Request*
 
 Status MpiPeerLink::wait(Request request) {
   if (request < 0 || request >= static_cast<Request>(requests_.size())) {
-    return Status::unknown_error("internal: unknown ring request " + std::to_string(request));
+    return Status::internal("unknown ring request " + std::to_string(request));
   }
   MPI_Request& r = requests_[static_cast<size_t>(request)];
   const int rc = MPI_Wait(&r, MPI_STATUS_IGNORE);

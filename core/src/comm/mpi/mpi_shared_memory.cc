@@ -60,7 +60,7 @@ Status MpiSharedMemory::create(MPI_Comm comm, int64_t block_bytes, int64_t arena
   // Per rank: counters, exchange areas and staging blocks (reserved up
   // front), then the arena (reserved as it is handed out).
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t exchange = arena_bytes > 0 ? 2 * static_cast<size_t>(kExchangeAreaBytes) : 0;
+  const size_t exchange = 2 * static_cast<size_t>(kExchangeAreaBytes);
   const size_t head = round_up(kCounterBytes + exchange + 2 * static_cast<size_t>(block_bytes), page);
   const size_t arena = round_up(static_cast<size_t>(std::max<int64_t>(arena_bytes, 0)), page);
   const size_t per_rank = head + arena;
@@ -147,10 +147,8 @@ Status MpiSharedMemory::create(MPI_Comm comm, int64_t block_bytes, int64_t arena
     char* at = static_cast<char*>(base) + per_rank * static_cast<size_t>(k);
     slots.arrivals.push_back(reinterpret_cast<std::atomic<uint64_t>*>(at));
     slots.staging.push_back(at + kCounterBytes + exchange);
-    if (arena > 0) {
-      slots.exchange.push_back(at + kCounterBytes);
-      slots.arenas.push_back(at + head);
-    }
+    slots.exchange.push_back(at + kCounterBytes);
+    if (arena > 0) slots.arenas.push_back(at + head);
   }
   if (arena > 0) {
     shm->arena_ = std::make_shared<SharedArena>(slots.arenas[static_cast<size_t>(rank)], static_cast<int64_t>(arena),

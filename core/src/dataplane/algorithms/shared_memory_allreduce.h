@@ -22,19 +22,25 @@
 // get the same bits, and the zero-copy path (same order) the same as staging.
 //
 // Zero-copy path: when every rank's tensors of a call lie in its arena
-// (SharedSlots::arenas), nothing is staged; see zero_copy_allreduce.h. Each
-// rank says so in its exchange area during the first phase, and after its
+// (SharedSlots::arenas), nothing is staged; see zero_copy_allreduce.h.
+// Single-copy path: on calls the route choice gives it (large ones), tensors
+// in ordinary memory are read and written across processes instead; see
+// single_copy_allreduce.h. Each rank publishes where its tensors lie in its
+// exchange area (exchange_area.h) during the first phase, and after its
 // barrier all ranks read the same answers and take the same path.
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "chorus/status.h"
 #include "chorus/types.h"
 #include "comm/reduce_piece.h"
 #include "comm/shared_slots.h"
+#include "dataplane/algorithms/single_copy_allreduce.h"
+#include "dataplane/algorithms/staged_allreduce.h"
 
 namespace chorus::detail {
 
@@ -43,38 +49,59 @@ namespace chorus::detail {
 void allreduce_pieces_alone(const std::vector<ReducePiece>& pieces, DataType dtype, double prescale,
                             PostScale scale);
 
+/// The path a shared-memory call took.
+enum class SharedPath { kStaged, kZeroCopy, kSingleCopy };
+
 class SharedMemoryAllreduce {
  public:
-  explicit SharedMemoryAllreduce(SharedSlots slots);
+  /// `calls`: the cross-memory system calls (tests replace them).
+  explicit SharedMemoryAllreduce(SharedSlots slots, CrossMemoryCalls calls = {});
 
   /// Allreduces the concatenation of `pieces` (each read from `input` and
   /// written to `output`, which may be the same memory) over every rank of
   /// the group: result = op over ranks of (input * prescale), then
   /// * scale.factor / scale.divisor. Every rank passes the same total count
-  /// (its pieces may be cut differently). Average must arrive as Sum.
+  /// (its pieces may be cut differently) and the same `single_copy`: take
+  /// the single-copy path for tensors outside the arenas (when every rank
+  /// can reach the others' memory; the first such call finds out, the same
+  /// answer on every rank). Average must arrive as Sum.
   Status allreduce(const std::vector<ReducePiece>& pieces, DataType dtype, ReduceOp op, double prescale,
-                   PostScale scale);
+                   PostScale scale, bool single_copy = false);
 
   int size() const { return slots_.size; }
   /// Calls that took the zero-copy path so far.
   int64_t zero_copy_calls() const { return zero_copy_calls_; }
+  /// The path the last call took.
+  SharedPath last_path() const { return last_path_; }
+  /// Why single copy is off for good ("" while it is not): the first
+  /// failure any rank had reaching another's memory.
+  const std::string& single_copy_refusal() const { return refusal_; }
 
  private:
   void barrier();
-  char* block(int rank, int64_t index) const;
   char* exchange_area(int rank) const;
+  SharedPath agreed_path(bool single_copy, int64_t count);
+  bool single_copy_available();
   int ranks_in_arena() const;
-  bool totals_agree() const;
+  bool all_described_alike() const;
+  void run_staged_phases(StagedCall& call, int64_t first_phase);
   void reduce_in_place_of_all(int64_t count, DataType dtype, ReduceOp op, double prescale, PostScale scale);
+  Status run_single_copy(int64_t count, DataType dtype, ReduceOp op, double prescale, PostScale scale);
 
   const SharedSlots slots_;
+  const CrossMemoryCalls calls_;
   uint64_t barriers_ = 0;  // barriers this rank passed; the same on every rank between calls
   int64_t block_sequence_ = 0;  // blocks run so far, across calls: picks the staging block
-  uint64_t calls_ = 0;          // calls so far, the same on every rank: picks the exchange area
+  uint64_t calls_made_ = 0;     // calls so far, the same on every rank: picks the exchange area
   int64_t zero_copy_calls_ = 0;
-  std::vector<char> scratch_;     // the zero-copy path's running result; scaled results on their way out
+  SharedPath last_path_ = SharedPath::kStaged;
+  enum class CrossMemory { kUnknown, kAvailable, kRefused } cross_memory_ = CrossMemory::kUnknown;
+  std::string refusal_;
+  uint64_t probe_word_ = 0;  // what the others read and write back to learn that they may
+  std::vector<char> scratch_;     // running results: zero-copy, single copy, scaled staged results
   std::vector<char> prescaled_;  // the staged path's own input, prescaled
-  std::vector<std::vector<ReducePiece>> published_;  // every rank's pieces of the zero-copy call
+  std::vector<std::vector<ReducePiece>> published_;  // every rank's pieces of a zero-copy call
+  SingleCopyRanks ranks_;                            // every rank's pieces of a single-copy call
 };
 
 }  // namespace chorus::detail

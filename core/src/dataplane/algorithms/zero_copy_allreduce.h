@@ -5,33 +5,16 @@
 // every rank's inputs where they lie, and writes the result straight into
 // every rank's outputs. Each byte is read once and written once, against
 // about twice that through staging; the other ranks' memory is found from
-// the offsets each rank publishes in its exchange area at the call's start.
+// the addresses each rank publishes in its exchange area at the call's start
+// (exchange_area.h).
 
 #include <cstdint>
 #include <vector>
 
 #include "chorus/types.h"
 #include "comm/reduce_piece.h"
-#include "comm/shared_slots.h"
 
 namespace chorus::detail {
-
-
-/// Writes where `pieces` lie in `arena` (`arena_bytes` long) to `area`,
-/// with their total count; returns true when all of them, inputs and
-/// outputs, lie there (and fit the area), false after marking the area "not
-/// in the arena". Empty pieces are left out (their data may be null).
-bool publish_arena_pieces(char* area, const std::vector<ReducePiece>& pieces, const char* arena,
-                          int64_t arena_bytes, int64_t element_size);
-
-/// True when the area's rank said its pieces lie in its arena.
-bool published_in_arena(const char* area);
-/// The elements its pieces add up to (when in the arena).
-int64_t published_total(const char* area);
-
-/// The pieces another rank published in `area`, as addresses of its arena
-/// mapped here at `arena`, into `*out` (its capacity kept across calls).
-void published_pieces(const char* area, char* arena, std::vector<ReducePiece>* out);
 
 /// Calls of at least this many bytes write their results with streaming
 /// stores, zero-copy and staged alike. Measured here on the zero-copy path:
