@@ -26,7 +26,7 @@ CORE_SRC = "core/src"  # every rule
 FUNCTION_ONLY = ["launcher/src", "frameworks", "examples"]  # the function length only
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 80
-SOURCE_SUFFIXES = (".h", ".cc", ".cpp", ".hpp")
+SOURCE_SUFFIXES = (".h", ".cc", ".cpp", ".hpp", ".cu", ".cuh")
 # What may stand right before a function body's `{`.
 BODY_OPENERS = {")", "const", "override", "final", "noexcept", "mutable", "try"}
 SCOPE_KEYWORDS = re.compile(r'\b(namespace|class|struct|union|enum)\b|\bextern\s+"')
