@@ -77,12 +77,18 @@ namespace {
 thread_local int fail_with = 0;                 // errno of the one call that fails; 0: none
 thread_local int64_t calls_before_failing = 0;  // calls that succeed before it
 thread_local size_t most_bytes_per_call = 0;    // > 0: partial transfers of at most this much
+thread_local bool read_other_memory = false;     // the first read finds another process's word
 
 ssize_t faulty(CrossMemoryCall real, pid_t pid, const iovec* local, unsigned long n_local, const iovec* remote,
                unsigned long n_remote) {
   if (fail_with != 0 && calls_before_failing-- == 0) {
     errno = fail_with;
     return -1;
+  }
+  if (read_other_memory && real == ::process_vm_readv) {
+    read_other_memory = false;
+    std::memset(local->iov_base, 0x5a, local->iov_len);
+    return static_cast<ssize_t>(local->iov_len);
   }
   if (most_bytes_per_call == 0 || n_local != 1 || local->iov_len <= most_bytes_per_call) {
     return real(pid, local, n_local, remote, n_remote, 0);
@@ -114,6 +120,7 @@ std::vector<FaultyRankResult> run_faulty(int size, int faulty_rank, int64_t coun
     fail_with = 0;
     calls_before_failing = 0;
     most_bytes_per_call = 0;
+    read_other_memory = false;
     if (r == faulty_rank) setup();
     SharedMemoryAllreduce shm(group.slots(r), CrossMemoryCalls{faulty_read, faulty_write});
     FaultyRankResult out;
@@ -153,6 +160,17 @@ TEST_CASE("Single-copy allreduce: a rank refused by the probe sends every rank t
     for (SharedPath p : r.paths) REQUIRE(p == SharedPath::kStaged);
     REQUIRE(r.wrong == 0);
     REQUIRE(r.refusal == "rank 1 could not read rank 0's memory (process_vm_readv: Operation not permitted)");
+  }
+}
+
+TEST_CASE("Single-copy allreduce: a probe word that is not the peer's (another pid namespace) stages everywhere",
+          "[shm][cma]") {
+  const auto results = run_faulty(3, 2, 5003, [] { read_other_memory = true; });
+  for (const FaultyRankResult& r : results) {
+    for (const Status& s : r.statuses) REQUIRE(s.is_ok());
+    for (SharedPath p : r.paths) REQUIRE(p == SharedPath::kStaged);
+    REQUIRE(r.wrong == 0);
+    REQUIRE(r.refusal == "rank 2 could not read rank 0's memory (process_vm_readv: No such process)");
   }
 }
 

@@ -27,7 +27,7 @@ void allreduce_pieces_alone(const std::vector<ReducePiece>& pieces, DataType dty
 }
 
 SharedMemoryAllreduce::SharedMemoryAllreduce(SharedSlots slots, CrossMemoryCalls calls)
-    : slots_(std::move(slots)), calls_(calls), probe_word_(0x43484f5255530000ull + static_cast<uint64_t>(slots_.rank)) {}
+    : slots_(std::move(slots)), calls_(calls), probe_word_(probe_word_of(slots_.rank)) {}
 
 char* SharedMemoryAllreduce::exchange_area(int rank) const {
   return slots_.exchange[static_cast<size_t>(rank)] + static_cast<int64_t>(calls_made_ % 2) * kExchangeAreaBytes;

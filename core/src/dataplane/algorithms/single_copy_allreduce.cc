@@ -166,6 +166,7 @@ CrossMemoryFailure probe_cross_memory(const CrossMemoryCalls& calls, int peer, i
   if (calls.read(static_cast<pid_t>(pid), &mine, 1, &theirs, 1, 0) != sizeof(word)) {
     return CrossMemoryFailure{errno != 0 ? errno : EFAULT, peer, false};
   }
+  if (word != probe_word_of(peer)) return CrossMemoryFailure{ESRCH, peer, false};  // not the peer's memory
   errno = 0;
   if (calls.write(static_cast<pid_t>(pid), &mine, 1, &theirs, 1, 0) != sizeof(word)) {
     return CrossMemoryFailure{errno != 0 ? errno : EFAULT, peer, true};

@@ -41,8 +41,15 @@ struct CrossMemoryCalls {
 /// docs/performance.md: larger chunks gain nothing, 64 KiB loses 15 %).
 constexpr int64_t kSingleCopyChunkBytes = 256 << 10;
 
+/// The word rank `rank` publishes for the others' probe: a value no other
+/// memory is likely to hold at that address.
+constexpr uint64_t probe_word_of(int rank) { return 0x43484f5255530000ull + static_cast<uint64_t>(rank); }
+
 /// Reads the 8-byte word at `address` of process `pid` and writes it back
-/// unchanged: ok() when this process may read and write that memory.
+/// unchanged: ok() when this process may read and write that memory and the
+/// word is `peer`'s probe word. A word that is not (ranks in separate pid
+/// namespaces that share /dev/shm: the pid names another process) fails
+/// with ESRCH before anything is written there.
 CrossMemoryFailure probe_cross_memory(const CrossMemoryCalls& calls, int peer, int64_t pid, uint64_t address);
 
 /// Under Yama's restricted ptrace (ptrace_scope 1) only a process's
