@@ -84,10 +84,9 @@ Status BackgroundLoop::run_due_lists(bool* progressed) {
     more = polled == Polled::kList;
   }
   if (finished_) return Status::ok();
-  const std::string silent = side_->silence_reason();
-  if (!silent.empty()) {
+  if (const std::optional<std::string> silent = side_->silence_reason()) {
     stall_shutdown_ = true;
-    finish(Status::aborted("Chorus was shut down (" + silent + ")"));
+    finish(Status::aborted("Chorus was shut down (" + *silent + ")"));
   }
   return Status::ok();
 }
