@@ -159,8 +159,8 @@ void BackgroundLoop::run_response(const Response& response) {
       }
       entries.push_back(std::move(e));
     } else if (!failed) {  // errors may name tensors a joined rank never had
-      CHORUS_LOG(logger_, kError) << "internal: response for tensor '" << name
-                                  << "', which is not in flight on this rank";
+      CHORUS_LOG(logger_, kError)
+          << Status::internal("response for tensor '" + name + "', which is not in flight on this rank").message();
     }
   }
   if (entries.empty()) return;
