@@ -54,7 +54,7 @@ std::string tuning_knobs(const po::variables_map& vm, std::vector<std::pair<std:
     std::string value = given, why;
     if (k.flag_unit != nullptr) why = scaled_value(k, given, &value);
     RuntimeOptions scratch;
-    if (why.empty()) why = k.apply(k, value, &scratch);
+    if (why.empty()) why = k.apply(k, value, &scratch).message();
     if (why.empty() && k.kind == detail::KnobKind::kText && value.empty()) why = "expects a value";
     if (!why.empty()) return "--" + flag + " '" + given + "': " + why;
     knobs->emplace_back(k.variable(), value);

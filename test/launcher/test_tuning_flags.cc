@@ -38,7 +38,9 @@ TEST_CASE("A flag's value passes exactly when the core takes it", "[launcher][tu
     INFO(name << "=" << value);
     const detail::Knob& k = *detail::find_knob(name);
     RuntimeOptions scratch;
-    const std::string core_says = k.apply(k, value, &scratch);
+    const Status fits = k.apply(k, value, &scratch);
+    const std::string core_says = fits.message();
+    REQUIRE(fits.is_ok() == core_says.empty());
     const ParseResult r = parse_flag(tuning_flag(k), value);
     REQUIRE(r.error.empty() == core_says.empty());
     if (!core_says.empty()) REQUIRE_THAT(r.error, Catch::Contains(core_says));

@@ -112,15 +112,16 @@ TEST_CASE("Rank 0 warns about a stalled tensor at N, naming the missing rank, an
   c.add(req(0, "grad.w"), t0 + milliseconds(1500));
   c.add(req(1, "grad.w"), t0 + milliseconds(1600));
   chorus::test::StderrCapture err;
-  REQUIRE(stall.check(c, readiness, cache, t0 + seconds(2)).empty());  // the fixed period's check: too young
+  REQUIRE_FALSE(stall.check(c, readiness, cache, t0 + seconds(2)).has_value());  // the fixed period's check: too young
   REQUIRE(err.text().empty());
-  REQUIRE(stall.check(c, readiness, cache, t0 + milliseconds(3499)).empty());  // not due yet
+  REQUIRE_FALSE(stall.check(c, readiness, cache, t0 + milliseconds(3499)).has_value());  // not due yet
   REQUIRE(err.text().empty());
-  REQUIRE(stall.check(c, readiness, cache, t0 + milliseconds(3500)).empty());  // the wait turns N
+  REQUIRE_FALSE(stall.check(c, readiness, cache, t0 + milliseconds(3500)).has_value());  // the wait turns N
   REQUIRE_THAT(err.text(), Catch::Contains("stall: tensor 'grad.w' has waited 2 s: submitted by ranks 0, 1, "
                                            "missing on ranks 2"));
-  const std::string reason = stall.check(c, readiness, cache, t0 + milliseconds(4500));
-  REQUIRE(reason == "stall shutdown after 3 s: tensor 'grad.w' has waited 3 s: submitted by ranks 0, 1, "
+  const std::optional<std::string> reason = stall.check(c, readiness, cache, t0 + milliseconds(4500));
+  REQUIRE(reason.has_value());
+  REQUIRE(*reason == "stall shutdown after 3 s: tensor 'grad.w' has waited 3 s: submitted by ranks 0, 1, "
                     "missing on ranks 2");
 }
 
@@ -147,19 +148,20 @@ TEST_CASE("A worker warns naming rank 0 once rank 0 has been silent for N while 
   CoordinatorWatch watch(o, topology(1, 3), logger, t0);
   TensorQueue queue;
   chorus::test::StderrCapture err;
-  REQUIRE(watch.check(queue, t0 + seconds(10)).empty());  // waits for nothing: silence is fine
+  REQUIRE_FALSE(watch.check(queue, t0 + seconds(10)).has_value());  // waits for nothing: silence is fine
   REQUIRE(queue.add(entry("grad.b")).is_ok());
   REQUIRE(queue.add(entry("grad.a")).is_ok());
-  REQUIRE(watch.check(queue, t0 + seconds(11)).empty());  // starts waiting at 11 s
+  REQUIRE_FALSE(watch.check(queue, t0 + seconds(11)).has_value());  // starts waiting at 11 s
   watch.heard(t0 + seconds(12));                           // a live rank 0 speaks every N/2
-  REQUIRE(watch.check(queue, t0 + milliseconds(13900)).empty());
+  REQUIRE_FALSE(watch.check(queue, t0 + milliseconds(13900)).has_value());
   REQUIRE(err.text().empty());
-  REQUIRE(watch.check(queue, t0 + seconds(14)).empty());   // silent since 12 s: N
+  REQUIRE_FALSE(watch.check(queue, t0 + seconds(14)).has_value());   // silent since 12 s: N
   REQUIRE_THAT(err.text(), Catch::Contains("[chorus WARN] stall: no word from the coordinator, rank 0, for 2 s "
                                            "while rank 1 waits for tensors 'grad.a', 'grad.b'"));
-  REQUIRE(watch.check(queue, t0 + milliseconds(16999)).empty());
-  const std::string reason = watch.check(queue, t0 + seconds(17));
-  REQUIRE_THAT(reason, Catch::StartsWith("stall shutdown after 5 s: no word from the coordinator, rank 0, for 5 s"));
+  REQUIRE_FALSE(watch.check(queue, t0 + milliseconds(16999)).has_value());
+  const std::optional<std::string> reason = watch.check(queue, t0 + seconds(17));
+  REQUIRE(reason.has_value());
+  REQUIRE_THAT(*reason, Catch::StartsWith("stall shutdown after 5 s: no word from the coordinator, rank 0, for 5 s"));
 }
 
 TEST_CASE("A worker's watch names the set's first rank by its global rank", "[stall]") {
@@ -172,7 +174,7 @@ TEST_CASE("A worker's watch names the set's first rank by its global rank", "[st
   REQUIRE(queue.add(entry("x")).is_ok());
   chorus::test::StderrCapture err;
   watch.check(queue, t0);
-  REQUIRE(watch.check(queue, t0 + seconds(1)).empty());  // no shutdown time: warnings only
+  REQUIRE_FALSE(watch.check(queue, t0 + seconds(1)).has_value());  // no shutdown time: warnings only
   REQUIRE_THAT(err.text(), Catch::Contains("no word from the coordinator, rank 2 in process set 3 (ranks 2, 5), "
                                            "for 1 s while rank 5 waits for tensors 'x'"));
 }

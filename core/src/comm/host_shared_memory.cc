@@ -14,6 +14,8 @@
 #include <random>
 #include <vector>
 
+#include "common/status_or.h"
+
 namespace chorus::detail {
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "arrival counters must work across processes");
@@ -49,10 +51,10 @@ struct HostSharedMemory::Layout {
 
 namespace {
 
-// Rank 0: a new segment with every rank's head reserved; its name, or ""
-// and `*error`. A random part in the name: no clash with a leftover or with
+// Rank 0: a new segment with every rank's head reserved; its name, or what
+// failed. A random part in the name: no clash with a leftover or with
 // another job whose rank 0 had the same pid (another PID namespace).
-std::string make_segment(size_t total, size_t per_rank, size_t head, bool sparse_tail, int size, std::string* error) {
+StatusOr<std::string> make_segment(size_t total, size_t per_rank, size_t head, bool sparse_tail, int size) {
   char name[kNameBytes] = {0};
   std::random_device random;
   int fd = -1, rc = EEXIST;
@@ -74,30 +76,33 @@ std::string make_segment(size_t total, size_t per_rank, size_t head, bool sparse
     rc = posix_fallocate(fd, static_cast<off_t>(per_rank * static_cast<size_t>(k)), static_cast<off_t>(head));
   }
   if (fd >= 0) close(fd);
-  if (rc == 0) return name;
+  if (rc == 0) return std::string(name);
   if (fd >= 0) shm_unlink(name);
-  *error = std::string(step) + " of a " + std::to_string(total) + "-byte segment in /dev/shm: " + std::strerror(rc);
-  return "";
+  return Status::unknown_error(std::string(step) + " of a " + std::to_string(total) + "-byte segment in /dev/shm: " +
+                               std::strerror(rc));
 }
 
-// Maps the segment `name`, checking it is the one rank 0 made; MAP_FAILED
-// and `*error` otherwise. `*fd` stays open only when `keep_fd` (arenas reserve pages through it).
-void* map_segment(const char* name, size_t total, bool keep_fd, int* fd, std::string* error) {
+// Maps the segment `name`, checking it is the one rank 0 made; its address,
+// or what failed. `*fd` stays open only when `keep_fd` (arenas reserve pages through it).
+StatusOr<void*> map_segment(const char* name, size_t total, bool keep_fd, int* fd) {
   void* base = MAP_FAILED;
+  Status failed;
   *fd = shm_open(name, O_RDWR, 0600);
   struct stat st {};
   if (*fd < 0) {
-    *error = std::string("shm_open(") + name + "): " + std::strerror(errno);
+    failed = Status::unknown_error(std::string("shm_open(") + name + "): " + std::strerror(errno));
   } else if (fstat(*fd, &st) != 0 || static_cast<size_t>(st.st_size) != total) {
-    *error = std::string(name) + " is not the segment rank 0 made (size " + std::to_string(st.st_size) + ")";
+    failed = Status::unknown_error(std::string(name) + " is not the segment rank 0 made (size " +
+                                   std::to_string(st.st_size) + ")");
   } else {
     base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
-    if (base == MAP_FAILED) *error = std::string("mmap: ") + std::strerror(errno);
+    if (base == MAP_FAILED) failed = Status::unknown_error(std::string("mmap: ") + std::strerror(errno));
   }
   if (*fd >= 0 && (base == MAP_FAILED || !keep_fd)) {
     close(*fd);
     *fd = -1;
   }
+  if (base == MAP_FAILED) return failed;
   return base;
 }
 
@@ -114,16 +119,21 @@ Status HostSharedMemory::create(Communicator& comm, int rank, int size, int64_t 
   }
   const Layout layout(size, block_bytes, arena_bytes);
   char name[kNameBytes] = {0};
-  std::string error;
+  std::string error;  // why this rank could not make or map the segment
   if (rank == 0) {
-    const std::string made = make_segment(layout.total, layout.per_rank, layout.head, layout.arena > 0, size, &error);
-    std::snprintf(name, sizeof name, "%s", made.c_str());
+    const StatusOr<std::string> made = make_segment(layout.total, layout.per_rank, layout.head, layout.arena > 0, size);
+    if (made.is_ok()) std::snprintf(name, sizeof name, "%s", made.value().c_str());
+    else error = made.status().message();
   }
   Status s = comm.broadcast(name, sizeof name, 0);
   if (!s.is_ok()) return s;
   void* base = MAP_FAILED;
   int fd = -1;
-  if (name[0] != 0) base = map_segment(name, layout.total, layout.arena > 0, &fd, &error);
+  if (name[0] != 0) {
+    const StatusOr<void*> mapped_here = map_segment(name, layout.total, layout.arena > 0, &fd);
+    if (mapped_here.is_ok()) base = mapped_here.value();
+    else error = mapped_here.status().message();
+  }
   const bool mapped = all_agree(comm, base != MAP_FAILED);
   // Mapped everywhere, or given up: the name is no longer needed either way,
   // so a crash from here on leaves nothing in /dev/shm.

@@ -48,9 +48,9 @@ Status options_from_environment(RuntimeOptions* options) {
     std::string var;
     auto value = read_env(k.name, &var);
     if (!value) continue;
-    std::string error = k.apply(k, *value, options);
-    if (!error.empty()) {
-      return Status::invalid_argument(var + "='" + *value + "' is not valid: " + error);
+    const Status fits = k.apply(k, *value, options);
+    if (!fits.is_ok()) {
+      return Status::invalid_argument(var + "='" + *value + "' is not valid: " + fits.message());
     }
   }
   // The stall shutdown needs the check that notices the stall.
@@ -66,9 +66,10 @@ Status check_options(const RuntimeOptions& options) {
     if (k.current == nullptr) continue;
     const std::string text = k.current(k, options);
     RuntimeOptions scratch;
-    const std::string error = k.apply(k, text, &scratch);
-    if (!error.empty()) {
-      return Status::invalid_argument("RuntimeOptions: the value for " + k.variable() + " is " + text + ": " + error);
+    const Status fits = k.apply(k, text, &scratch);
+    if (!fits.is_ok()) {
+      return Status::invalid_argument("RuntimeOptions: the value for " + k.variable() + " is " + text + ": " +
+                                      fits.message());
     }
   }
   return Status::ok();

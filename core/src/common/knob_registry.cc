@@ -31,22 +31,25 @@ bool is_plain_decimal(const std::string& text, bool fraction) {
 
 namespace {
 
+// What a knob's apply says about a value that does not fit.
+Status expected(const std::string& what) { return Status::invalid_argument("expected " + what); }
+
 // A whole number in the knob's range (and a multiple of its step).
-std::string parse_whole(const Knob& k, const std::string& text, int64_t* out) {
+Status parse_whole(const Knob& k, const std::string& text, int64_t* out) {
   errno = 0;
   const long long v = is_plain_decimal(text, false) ? std::strtoll(text.c_str(), nullptr, 10) : 0;
-  if (!is_plain_decimal(text, false) || errno != 0 || v < k.lo || v > k.hi) return "expected " + knob_accepts(k);
-  if (v % k.multiple_of != 0) return "expected a multiple of " + std::to_string(k.multiple_of) + " " + k.unit;
+  if (!is_plain_decimal(text, false) || errno != 0 || v < k.lo || v > k.hi) return expected(knob_accepts(k));
+  if (v % k.multiple_of != 0) return expected("a multiple of " + std::to_string(k.multiple_of) + " " + k.unit);
   *out = v;
-  return "";
+  return Status::ok();
 }
 
 // Overflow gives +-HUGE_VAL, which every range refuses; NaN never compares.
-std::string parse_decimal(const Knob& k, const std::string& text, double* out) {
+Status parse_decimal(const Knob& k, const std::string& text, double* out) {
   const double v = is_plain_decimal(text, true) ? std::strtod(text.c_str(), nullptr) : -HUGE_VAL;
-  if (!(v >= static_cast<double>(k.lo) && v <= static_cast<double>(k.hi))) return "expected " + knob_accepts(k);
+  if (!(v >= static_cast<double>(k.lo) && v <= static_cast<double>(k.hi))) return expected(knob_accepts(k));
   *out = v;
-  return "";
+  return Status::ok();
 }
 
 bool same_letters(const char* a, const std::string& b) {
@@ -83,14 +86,14 @@ Knob decimal(const char* name, const char* def, int64_t lo, int64_t hi, const ch
 template <bool RuntimeOptions::*F>
 Knob on_off(const char* name, const char* def, const char* description) {
   Knob k{name, def, KnobKind::kSwitch, KnobScope::kPerRank, description};
-  k.apply = [](const Knob&, const std::string& t, RuntimeOptions* o) -> std::string {
+  k.apply = [](const Knob&, const std::string& t, RuntimeOptions* o) {
     for (const char* on : {"1", "true", "yes", "on"}) {
-      if (t == on) return o->*F = true, "";
+      if (t == on) return o->*F = true, Status::ok();
     }
     for (const char* off : {"0", "false", "no", "off"}) {
-      if (t == off) return o->*F = false, "";
+      if (t == off) return o->*F = false, Status::ok();
     }
-    return "expected 0 or 1";
+    return expected("0 or 1");
   };
   k.current = [](const Knob&, const RuntimeOptions& o) { return std::string(o.*F ? "1" : "0"); };
   k.value = [](const RuntimeOptions& o) { return int64_t{o.*F}; };
@@ -103,11 +106,11 @@ Knob choice(const char* name, const char* def, const KnobChoice (&choices)[N], K
   Knob k{name, def, KnobKind::kChoice, scope, description};
   k.choices = choices;
   k.choice_count = N;
-  k.apply = [](const Knob& k, const std::string& t, RuntimeOptions* o) -> std::string {
+  k.apply = [](const Knob& k, const std::string& t, RuntimeOptions* o) {
     for (size_t i = 0; i < k.choice_count; ++i) {
-      if (same_letters(k.choices[i].text, t)) return o->*F = static_cast<E>(k.choices[i].value), "";
+      if (same_letters(k.choices[i].text, t)) return o->*F = static_cast<E>(k.choices[i].value), Status::ok();
     }
-    return "expected " + knob_accepts(k);
+    return expected(knob_accepts(k));
   };
   k.current = [](const Knob& k, const RuntimeOptions& o) { return knob_value_text(k, static_cast<int>(o.*F)); };
   k.value = [](const RuntimeOptions& o) { return static_cast<int64_t>(o.*F); };
@@ -118,7 +121,7 @@ template <std::string RuntimeOptions::*F>
 Knob text(const char* name, const char* def, const char* what, const char* flag, const char* description) {
   Knob k{name, def, KnobKind::kText, KnobScope::kPerRank, description, 0, 0, 1, what};
   k.flag = flag;
-  k.apply = [](const Knob&, const std::string& t, RuntimeOptions* o) { return o->*F = t, std::string(); };
+  k.apply = [](const Knob&, const std::string& t, RuntimeOptions* o) { return o->*F = t, Status::ok(); };
   return k;
 }
 

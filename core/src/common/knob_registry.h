@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "chorus/options.h"
+#include "chorus/status.h"
 
 namespace chorus::detail {
 
@@ -56,8 +57,9 @@ struct Knob {
   const char* flag = nullptr;
   int64_t flag_scale = 1;
   const char* flag_unit = nullptr;
-  /// Parses `text` into `options`: "" or what was expected.
-  std::string (*apply)(const Knob& knob, const std::string& text, RuntimeOptions* options) = nullptr;
+  /// Parses `text` into `options`; when it does not fit, an InvalidArgument
+  /// whose message says what was expected ("expected 0 or 1").
+  Status (*apply)(const Knob& knob, const std::string& text, RuntimeOptions* options) = nullptr;
   /// The field's value in `options` as text `apply` takes, so check_options
   /// judges options built in code by the same rules; nullptr for text knobs.
   std::string (*current)(const Knob& knob, const RuntimeOptions& options) = nullptr;

@@ -55,6 +55,8 @@ bool same_signature(const Request& a, const Request& b) {
 
 namespace {
 
+using request_field::wrong_value;
+
 __attribute__((flatten)) void put_request(WireWriter& w, const Request& r) {
   for_each_request_field([&](const auto& f) {
     const auto& value = r.*f.member;
@@ -65,11 +67,11 @@ __attribute__((flatten)) void put_request(WireWriter& w, const Request& r) {
   });
 }
 
-// Reads one request; returns "" or what is wrong with it (a truncated
+// Reads one request; returns OK or what is wrong with it (a truncated
 // reader is the caller's to report). Every row's check runs before anything
 // computes with the values: a corrupt message must not make an element
 // count overflow (undefined behaviour) or index past a table.
-__attribute__((flatten)) std::string get_request(WireReader& r, Request* q) {
+__attribute__((flatten)) Status get_request(WireReader& r, Request* q) {
   for_each_request_field([&](const auto& f) {
     auto& value = q->*f.member;
     using T = std::decay_t<decltype(value)>;
@@ -77,10 +79,13 @@ __attribute__((flatten)) std::string get_request(WireReader& r, Request* q) {
     else if constexpr (std::is_same_v<T, std::vector<int64_t>>) r.get_int64s(&value);
     else r.get(&value);
   });
-  std::string bad;
+  Status bad;
   bool good = r.ok();  // a truncated reader: the caller reports it
   for_each_request_field([&](const auto& f) {
-    if (good && f.check != nullptr) good = f.check(*q, &bad);
+    if (good && f.check != nullptr) {
+      bad = f.check(*q);
+      good = bad.is_ok();
+    }
   });
   return bad;
 }
@@ -117,8 +122,8 @@ Status RequestList::parse(const std::string& bytes, RequestList* out, size_t max
   out->requests.clear();
   for (uint32_t i = 0; i < count && r.ok(); ++i) {
     Request q;
-    const std::string bad = get_request(r, &q);
-    if (!bad.empty()) return malformed("request list", tensor_at("request", i, q.name) + bad);
+    const Status bad = get_request(r, &q);
+    if (!bad.is_ok()) return malformed("request list", tensor_at("request", i, q.name) + bad.message());
     out->requests.push_back(std::move(q));
   }
   if (r.ok() && !out->cached.read(r, max_slots) && r.ok()) {
@@ -162,8 +167,8 @@ std::string ResponseList::serialize() const {
 
 namespace {
 
-// Reads one response; returns "" or what is wrong with it.
-std::string get_response(WireReader& r, size_t max_slots, Response* p) {
+// Reads one response; returns OK or what is wrong with it.
+Status get_response(WireReader& r, size_t max_slots, Response* p) {
   int32_t type = 0;
   uint32_t names = 0, slots = 0, specs = 0;
   r.get(&type);
@@ -173,7 +178,9 @@ std::string get_response(WireReader& r, size_t max_slots, Response* p) {
   for (uint32_t k = 0; k < slots && r.ok(); ++k) {
     int32_t slot = -1;
     r.get(&slot);
-    if (r.ok() && (slot < 0 || static_cast<size_t>(slot) >= max_slots)) return "cache slot " + std::to_string(slot);
+    if (r.ok() && (slot < 0 || static_cast<size_t>(slot) >= max_slots)) {
+      return wrong_value("cache slot " + std::to_string(slot));
+    }
     p->slots.push_back(slot);
   }
   r.get_string(&p->error_message);
@@ -183,17 +190,19 @@ std::string get_response(WireReader& r, size_t max_slots, Response* p) {
   r.get(&specs);
   for (uint32_t k = 0; k < specs && r.ok(); ++k) {
     Request& q = p->joined_specs.emplace_back();
-    const std::string bad = get_request(r, &q);
-    if (!bad.empty()) return "joined spec " + std::to_string(k) + ": " + bad;
+    const Status bad = get_request(r, &q);
+    if (!bad.is_ok()) return wrong_value("joined spec " + std::to_string(k) + ": " + bad.message());
   }
   r.get(&p->last_joined_rank);
-  if (!r.ok()) return "";
-  if (type < 0 || type > kLastResponseType) return "type " + std::to_string(type);
+  if (!r.ok()) return Status::ok();  // truncated: the caller reports it
+  if (type < 0 || type > kLastResponseType) return wrong_value("type " + std::to_string(type));
   p->type = static_cast<ResponseType>(type);
-  if (p->total_bytes < 0) return "total bytes " + std::to_string(p->total_bytes);
-  std::string bad = request_field::check_counts("first dimension", p->first_dims, false);
-  if (bad.empty()) bad = request_field::check_counts("split", p->splits, true);
-  if (bad.empty() && p->last_joined_rank < -1) bad = "last joined rank " + std::to_string(p->last_joined_rank);
+  if (p->total_bytes < 0) return wrong_value("total bytes " + std::to_string(p->total_bytes));
+  Status bad = request_field::check_counts("first dimension", p->first_dims, false);
+  if (bad.is_ok()) bad = request_field::check_counts("split", p->splits, true);
+  if (bad.is_ok() && p->last_joined_rank < -1) {
+    bad = wrong_value("last joined rank " + std::to_string(p->last_joined_rank));
+  }
   return bad;
 }
 
@@ -212,9 +221,11 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out, size_t m
   out->responses.clear();
   for (uint32_t i = 0; i < count && r.ok(); ++i) {
     Response p;
-    const std::string bad = get_response(r, max_slots, &p);
-    const std::string first_name = p.names.empty() ? "" : p.names[0];
-    if (!bad.empty()) return malformed("response list", tensor_at("response", i, first_name) + bad);
+    const Status bad = get_response(r, max_slots, &p);
+    if (!bad.is_ok()) {
+      const std::string first_name = p.names.empty() ? "" : p.names[0];
+      return malformed("response list", tensor_at("response", i, first_name) + bad.message());
+    }
     out->responses.push_back(std::move(p));
   }
   r.get(&resends);

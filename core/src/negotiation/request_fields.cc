@@ -10,16 +10,8 @@ namespace chorus::detail::request_field {
 
 namespace {
 
-// Says what is wrong ("rank -2") and returns false.
-bool bad(std::string* why, const char* what, int64_t value) {
-  *why = std::string(what) + " " + std::to_string(value);
-  return false;
-}
-
-bool none_wrong(std::string* why, std::string what) {
-  *why = std::move(what);
-  return why->empty();
-}
+// Says what is wrong ("rank -2").
+Status bad(const char* what, int64_t value) { return wrong_value(std::string(what) + " " + std::to_string(value)); }
 
 std::string list_text(const std::vector<int64_t>& values) {
   std::ostringstream out;
@@ -37,64 +29,68 @@ std::string number_text(double v) {
 
 }  // namespace
 
-std::string check_counts(const char* what, const std::vector<int64_t>& values, bool summed) {
+Status check_counts(const char* what, const std::vector<int64_t>& values, bool summed) {
   int64_t sum = 0;
   for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i] < 0) return std::string(what) + " " + std::to_string(i) + " is " + std::to_string(values[i]);
-    if (summed && __builtin_add_overflow(sum, values[i], &sum)) return std::string(what) + "s overflow 64 bits";
+    if (values[i] < 0) {
+      return wrong_value(std::string(what) + " " + std::to_string(i) + " is " + std::to_string(values[i]));
+    }
+    if (summed && __builtin_add_overflow(sum, values[i], &sum)) {
+      return wrong_value(std::string(what) + "s overflow 64 bits");
+    }
   }
-  return "";
+  return Status::ok();
 }
 
-bool check_rank(const Request& r, std::string* why) { return r.rank >= 0 || bad(why, "rank", r.rank); }
+Status check_rank(const Request& r) { return r.rank >= 0 ? Status::ok() : bad("rank", r.rank); }
 
-bool check_type(const Request& r, std::string* why) {
+Status check_type(const Request& r) {
   const auto t = static_cast<int32_t>(r.type);
-  return (t >= 0 && t <= kLastCollectiveType) || bad(why, "collective type", t);
+  return (t >= 0 && t <= kLastCollectiveType) ? Status::ok() : bad("collective type", t);
 }
 
-bool check_dtype(const Request& r, std::string* why) {
-  return is_valid_dtype(static_cast<int>(r.dtype)) || bad(why, "dtype", static_cast<int>(r.dtype));
+Status check_dtype(const Request& r) {
+  return is_valid_dtype(static_cast<int>(r.dtype)) ? Status::ok() : bad("dtype", static_cast<int>(r.dtype));
 }
 
-bool check_shape(const Request& r, std::string* why) {
+Status check_shape(const Request& r) {
   for (size_t i = 0; i < r.shape.size(); ++i) {
-    if (r.shape[i] < 0) return none_wrong(why, check_counts("dimension", r.shape, false));
+    if (r.shape[i] < 0) return check_counts("dimension", r.shape, false);
   }
-  if (std::find(r.shape.begin(), r.shape.end(), 0) != r.shape.end()) return true;
+  if (std::find(r.shape.begin(), r.shape.end(), 0) != r.shape.end()) return Status::ok();
   int64_t bytes = dtype_size(r.dtype);  // no empty dimension: the bytes must fit
   for (int64_t d : r.shape) {
     if (__builtin_mul_overflow(bytes, d, &bytes)) {
-      return none_wrong(why, "shape " + list_text(r.shape) + ": bytes overflow 64 bits");
+      return wrong_value("shape " + list_text(r.shape) + ": bytes overflow 64 bits");
     }
   }
-  return true;
+  return Status::ok();
 }
 
-bool check_op(const Request& r, std::string* why) {
-  return is_valid_reduce_op(static_cast<int>(r.op)) || bad(why, "reduce op", static_cast<int>(r.op));
+Status check_op(const Request& r) {
+  return is_valid_reduce_op(static_cast<int>(r.op)) ? Status::ok() : bad("reduce op", static_cast<int>(r.op));
 }
 
-bool check_root(const Request& r, std::string* why) { return r.root_rank >= -1 || bad(why, "root rank", r.root_rank); }
-bool check_device(const Request& r, std::string* why) { return r.device >= kCpuDevice || bad(why, "device", r.device); }
+Status check_root(const Request& r) { return r.root_rank >= -1 ? Status::ok() : bad("root rank", r.root_rank); }
+Status check_device(const Request& r) { return r.device >= kCpuDevice ? Status::ok() : bad("device", r.device); }
 
-bool check_group_size(const Request& r, std::string* why) {
-  return r.group_size >= 0 || bad(why, "group size", r.group_size);
+Status check_group_size(const Request& r) {
+  return r.group_size >= 0 ? Status::ok() : bad("group size", r.group_size);
 }
 
-bool check_splits(const Request& r, std::string* why) {
+Status check_splits(const Request& r) {
   int64_t sum = 0;
   for (int64_t s : r.splits) {
-    if (s < 0 || __builtin_add_overflow(sum, s, &sum)) return none_wrong(why, check_counts("split", r.splits, true));
+    if (s < 0 || __builtin_add_overflow(sum, s, &sum)) return check_counts("split", r.splits, true);
   }
-  return true;
+  return Status::ok();
 }
 
-bool check_members(const Request& r, std::string* why) {
+Status check_members(const Request& r) {
   for (int64_t m : r.process_set_ranks) {
-    if (m < 0 || m > INT32_MAX) return bad(why, "process set rank", m);
+    if (m < 0 || m > INT32_MAX) return bad("process set rank", m);
   }
-  return true;
+  return Status::ok();
 }
 
 std::string show_type(const Request& r, const MismatchContext&) { return collective_name(r.type); }

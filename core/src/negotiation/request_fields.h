@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "chorus/status.h"
 #include "common/set_scope.h"
 #include "negotiation/messages.h"
 
@@ -46,11 +47,12 @@ struct RequestField {
   using Type = T;
   T Request::*member;
   Agreement agreement;
-  /// Decode: false, saying in `why` what is wrong with the decoded value
-  /// ("dtype 42"); nullptr: any value. Rows are checked in order, so a check
-  /// may rely on the rows before it (the shape's byte count on a valid
-  /// dtype). A valid value builds no text.
-  bool (*check)(const Request& decoded, std::string* why) = nullptr;
+  /// Decode: OK, or a Status whose message says what is wrong with the
+  /// decoded value ("dtype 42"); nullptr: any value. Rows are checked in
+  /// order, so a check may rely on the rows before it (the shape's byte count
+  /// on a valid dtype). A valid value builds no text (an OK Status allocates
+  /// nothing).
+  Status (*check)(const Request& decoded) = nullptr;
   Mismatch mismatch = {};
   /// Tensors fused into one response share this value (where the row is
   /// compared for their collective: scale factors only where it reduces).
@@ -59,7 +61,7 @@ struct RequestField {
 
 template <class T>
 constexpr RequestField<T> field(T Request::*member, Agreement agreement,
-                                bool (*check)(const Request&, std::string*) = nullptr, Mismatch mismatch = {}) {
+                                Status (*check)(const Request&) = nullptr, Mismatch mismatch = {}) {
   return {member, agreement, check, mismatch};
 }
 
@@ -74,17 +76,20 @@ namespace request_field {
 /// Every value non-negative and, when `summed`, their sum within 64 bits
 /// ("dimension 1 is -5", "splits overflow 64 bits"): a corrupt message must
 /// not make a count overflow (undefined behaviour).
-std::string check_counts(const char* what, const std::vector<int64_t>& values, bool summed);
-bool check_rank(const Request& r, std::string* why);
-bool check_type(const Request& r, std::string* why);
-bool check_dtype(const Request& r, std::string* why);
-bool check_shape(const Request& r, std::string* why);
-bool check_op(const Request& r, std::string* why);
-bool check_root(const Request& r, std::string* why);
-bool check_device(const Request& r, std::string* why);
-bool check_group_size(const Request& r, std::string* why);
-bool check_splits(const Request& r, std::string* why);
-bool check_members(const Request& r, std::string* why);
+Status check_counts(const char* what, const std::vector<int64_t>& values, bool summed);
+/// A decoded value that is wrong, as the checks say it ("dtype 42"); the
+/// decoder puts it into its "malformed ..." message.
+inline Status wrong_value(std::string what) { return Status::unknown_error(std::move(what)); }
+Status check_rank(const Request& r);
+Status check_type(const Request& r);
+Status check_dtype(const Request& r);
+Status check_shape(const Request& r);
+Status check_op(const Request& r);
+Status check_root(const Request& r);
+Status check_device(const Request& r);
+Status check_group_size(const Request& r);
+Status check_splits(const Request& r);
+Status check_members(const Request& r);
 std::string show_type(const Request& r, const MismatchContext& c);
 std::string show_dtype(const Request& r, const MismatchContext& c);
 std::string show_shape(const Request& r, const MismatchContext& c);

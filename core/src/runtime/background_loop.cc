@@ -84,10 +84,9 @@ Status BackgroundLoop::run_due_lists(bool* progressed) {
     more = polled == Polled::kList;
   }
   if (finished_) return Status::ok();
-  const std::string silent = side_->silence_reason();
-  if (!silent.empty()) {
+  if (const std::optional<std::string> silent = side_->silence_reason()) {
     stall_shutdown_ = true;
-    finish(Status::aborted("Chorus was shut down (" + silent + ")"));
+    finish(Status::aborted("Chorus was shut down (" + *silent + ")"));
   }
   return Status::ok();
 }
@@ -160,8 +159,8 @@ void BackgroundLoop::run_response(const Response& response) {
       }
       entries.push_back(std::move(e));
     } else if (!failed) {  // errors may name tensors a joined rank never had
-      CHORUS_LOG(logger_, kError) << "internal: response for tensor '" << name
-                                  << "', which is not in flight on this rank";
+      CHORUS_LOG(logger_, kError)
+          << Status::internal("response for tensor '" + name + "', which is not in flight on this rank").message();
     }
   }
   if (entries.empty()) return;

@@ -34,8 +34,8 @@ Status CoordinatorSide::poll(ResponseList* out, Polled* polled) {
   }
   // First: a stall shutdown must not fail a burst that is ready everywhere.
   const auto now = std::chrono::steady_clock::now();
-  const std::string stall = stall_check_.check(coordinator_, readiness_, cache_, now);
-  if (!stall.empty() && global_shutdown_reason_.empty()) global_shutdown_reason_ = stall;
+  const std::optional<std::string> stall = stall_check_.check(coordinator_, readiness_, cache_, now);
+  if (stall && global_shutdown_reason_.empty()) global_shutdown_reason_ = *stall;
   out->responses = take_fusable_burst();
   if (!global_shutdown_reason_.empty()) {
     out->shutdown = true;

@@ -38,7 +38,7 @@ class CoordinatorSide final : public LoopSide {
   void answered(const Response&, size_t) override {}
   void list_ran(const ResponseList&) override {}
   bool waiting() const override { return !idle(); }
-  std::string silence_reason() override { return ""; }
+  std::optional<std::string> silence_reason() override { return std::nullopt; }
 
  private:
   bool idle() const { return coordinator_.idle() && readiness_.idle(); }

@@ -35,9 +35,10 @@ std::vector<StalledTensor> CoordinatorStallCheck::waits(const Coordinator& coord
   return out;
 }
 
-std::string CoordinatorStallCheck::check(const Coordinator& coordinator, const CachedReadiness& readiness,
-                                         const ResponseCache& cache, Clock::time_point now) {
-  if (!schedule_.due(now)) return "";
+std::optional<std::string> CoordinatorStallCheck::check(const Coordinator& coordinator,
+                                                        const CachedReadiness& readiness, const ResponseCache& cache,
+                                                        Clock::time_point now) {
+  if (!schedule_.due(now)) return std::nullopt;
   schedule_.begin_check(now);
   std::ostringstream shutdown_why;
   for (const StalledTensor& t : waits(coordinator, readiness, cache, now)) {
@@ -53,7 +54,7 @@ std::string CoordinatorStallCheck::check(const Coordinator& coordinator, const C
     }
     if (v.shutdown) shutdown_why << (shutdown_why.tellp() > 0 ? "; " : "") << line.str();
   }
-  if (shutdown_why.tellp() == 0) return "";
+  if (shutdown_why.tellp() == 0) return std::nullopt;
   return stall_shutdown_reason(options_.stall_shutdown_seconds, shutdown_why.str());
 }
 

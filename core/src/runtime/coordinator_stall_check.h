@@ -9,6 +9,7 @@
 // a silent coordinator from a slow rank.
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "chorus/options.h"
@@ -29,9 +30,9 @@ class CoordinatorStallCheck {
 
   /// Warns about the waits that reached a multiple of N since the last
   /// check (when one is due); returns the stall shutdown reason once a wait
-  /// reached the shutdown time, else "".
-  std::string check(const Coordinator& coordinator, const CachedReadiness& readiness, const ResponseCache& cache,
-                    Clock::time_point now);
+  /// reached the shutdown time, else nothing.
+  std::optional<std::string> check(const Coordinator& coordinator, const CachedReadiness& readiness,
+                                   const ResponseCache& cache, Clock::time_point now);
   /// Whether to send the workers an empty response list now: tensors wait
   /// (`waiting`) and nothing went to the workers for N/2.
   bool heartbeat_due(bool waiting, Clock::time_point now) const;

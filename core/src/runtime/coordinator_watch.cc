@@ -17,21 +17,22 @@ CoordinatorWatch::CoordinatorWatch(const RuntimeOptions& options, const Topology
       schedule_(options.stall_check_seconds, options.stall_shutdown_seconds, start),
       last_heard_(start) {}
 
-std::string CoordinatorWatch::check(const TensorQueue& queue, Clock::time_point now) {
-  if (!schedule_.enabled()) return "";
+std::optional<std::string> CoordinatorWatch::check(const TensorQueue& queue, Clock::time_point now) {
+  if (!schedule_.enabled()) return std::nullopt;
   const bool waiting = queue.in_flight() > 0;
   if (waiting && !waiting_) waiting_since_ = now;
   waiting_ = waiting;
-  if (!waiting || !schedule_.due(now)) return "";
+  if (!waiting || !schedule_.due(now)) return std::nullopt;
   schedule_.begin_check(now);
   const Clock::time_point silent_since = std::max(last_heard_, waiting_since_);
   const StallSchedule::Verdict v = schedule_.look_at(silent_since);
-  if (!v.report && !v.shutdown) return "";
+  if (!v.report && !v.shutdown) return std::nullopt;
   const std::string what = silence_text(queue, silent_since, now);
   if (v.report) {
     CHORUS_LOG(logger_, kWarning) << "stall: " << what;
   }
-  return v.shutdown ? stall_shutdown_reason(options_.stall_shutdown_seconds, what) : "";
+  if (!v.shutdown) return std::nullopt;
+  return stall_shutdown_reason(options_.stall_shutdown_seconds, what);
 }
 
 std::string CoordinatorWatch::silence_text(const TensorQueue& queue, Clock::time_point since,

@@ -9,6 +9,7 @@
 // shutdown reason: nobody else could shut the job down.
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "chorus/options.h"
@@ -28,8 +29,8 @@ class CoordinatorWatch {
   /// A message from the coordinator arrived, or this rank finished running one.
   void heard(Clock::time_point now) { last_heard_ = now; }
   /// Warns when due (see above) about the tensors in flight in `queue`;
-  /// returns the stall shutdown reason once that is due, else "".
-  std::string check(const TensorQueue& queue, Clock::time_point now);
+  /// returns the stall shutdown reason once that is due, else nothing.
+  std::optional<std::string> check(const TensorQueue& queue, Clock::time_point now);
 
  private:
   std::string silence_text(const TensorQueue& queue, Clock::time_point since, Clock::time_point now) const;

@@ -65,8 +65,8 @@ class LoopSide {
   /// Tensors wait for other ranks: the loop sleeps only briefly.
   virtual bool waiting() const = 0;
   /// The stall shutdown reason once this rank has waited too long for rank
-  /// 0 to say anything (workers), else "".
-  virtual std::string silence_reason() = 0;
+  /// 0 to say anything (workers), else nothing.
+  virtual std::optional<std::string> silence_reason() = 0;
 };
 
 /// Collectives whose cached signature says all a response needs: their

@@ -36,7 +36,9 @@ class WorkerSide final : public LoopSide {
   void answered(const Response& response, size_t index) override;
   void list_ran(const ResponseList& list) override;
   bool waiting() const override { return false; }  // the loop sees this rank's tensors in flight
-  std::string silence_reason() override { return watch_.check(queue_, std::chrono::steady_clock::now()); }
+  std::optional<std::string> silence_reason() override {
+    return watch_.check(queue_, std::chrono::steady_clock::now());
+  }
 
  private:
   ControlChannel& control_;
