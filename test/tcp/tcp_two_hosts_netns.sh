@@ -6,7 +6,7 @@
 # torchrun's variables and nothing else (no MPI, no launcher). Each namespace has its own CHORUS_HOST_ID, so the
 # ranks are on two hosts (no shared memory): the whole multi-rank suite then
 # runs over the connection between the namespaces. With CHORUSRUN set, the
-# same again started by `chorusrun --tcp -H A:1,B:1 --agent AGENT`, where
+# same again, 2 ranks per host, started by `chorusrun --tcp -H A:2,B:2 --agent AGENT`, where
 # AGENT enters the host's namespace (the role ssh plays between machines).
 # usage: [CHORUSRUN=path] tcp_two_hosts_netns.sh PROGRAM [ARGS...]   (needs root and `ip`)
 set -uo pipefail
@@ -70,11 +70,11 @@ esac
 exec ip netns exec "\$ns" env CHORUS_HOST_ID="\$host" /bin/sh -c "\$*"
 AGENT
 chmod +x "$work/netns_agent"
-ip netns exec "$nsa" timeout 240 "$CHORUSRUN" --tcp -np 2 -H "$ha:1,$hb:1" --agent "$work/netns_agent" "$@" \
+ip netns exec "$nsa" timeout 240 "$CHORUSRUN" --tcp -np 4 -H "$ha:2,$hb:2" --agent "$work/netns_agent" "$@" \
   > "$work/run" 2>&1
 rc=$?
 tail -6 "$work/run"
-for r in 0 1; do
+for r in 0 1 2 3; do
   grep -q "^\[$r\] All tests passed" "$work/run" || { echo "tcp_two_hosts_netns: chorusrun --tcp: rank $r failed (exit $rc)"; exit 1; }
 done
 echo "tcp_two_hosts_netns: both hosts passed (chorusrun --tcp --agent)"
