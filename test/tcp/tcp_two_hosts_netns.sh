@@ -3,11 +3,12 @@
 # joined by a veth pair, each with an address that exists only inside them.
 # Ranks 0 and 1 run in the first (rank 1 reaching rank 0 through loopback),
 # ranks 2 and 3 in the second, reaching rank 0 at its address, with
-# torchrun's variables and nothing else (no MPI, no launcher). Each namespace has its own CHORUS_HOST_ID, so the
-# ranks are on two hosts (no shared memory): the whole multi-rank suite then
-# runs over the connection between the namespaces. With CHORUSRUN set, the
-# same again, 2 ranks per host, started by `chorusrun --tcp -H A:2,B:2 --agent AGENT`, where
-# AGENT enters the host's namespace (the role ssh plays between machines).
+# torchrun's variables and nothing else (no MPI, no launcher). Each namespace
+# has its own CHORUS_HOST_ID: the ranks of a namespace share memory, and the
+# whole multi-rank suite runs across the connection between the namespaces.
+# With CHORUSRUN set, the same again started by
+# `chorusrun --tcp -H A:2,B:2 --agent AGENT`, where AGENT enters the host's
+# namespace (the role ssh plays between machines).
 # usage: [CHORUSRUN=path] tcp_two_hosts_netns.sh PROGRAM [ARGS...]   (needs root and `ip`)
 set -uo pipefail
 tag=$(( $$ % 200 + 20 ))
