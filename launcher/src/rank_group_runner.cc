@@ -16,6 +16,7 @@ namespace chorus::launcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr int kCannotStartExitCode = 127;  // as a shell's "command not found"
 volatile sig_atomic_t g_signal = 0;
 void on_signal(int sig) { g_signal = sig; }
 
@@ -27,8 +28,9 @@ struct Child {
   bool exited = false;
 };
 
-// Starts one rank with its output into a pipe; -1 when fork fails.
+// Starts one rank with its output into a pipe; -1 (and errno) when pipe2 or fork fails.
 pid_t start(const RankCommand& c, int* read_end) {
+  *read_end = -1;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return -1;
   const pid_t pid = fork();
@@ -45,8 +47,13 @@ pid_t start(const RankCommand& c, int* read_end) {
     std::fprintf(stderr, "chorusrun: cannot start %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
   }
+  const int fork_errno = errno;
   close(fds[1]);
-  if (pid < 0) close(fds[0]);
+  if (pid < 0) {
+    close(fds[0]);
+    errno = fork_errno;
+    return -1;
+  }
   *read_end = fds[0];
   return pid;
 }
@@ -75,6 +82,26 @@ void signal_all(std::vector<Child>& children, int sig) {
   }
 }
 
+// Starts every rank; how many run. A rank that cannot be started stops
+// the starting (the job cannot run without it): `*failed` names it, `*why` says why.
+int start_all(const std::vector<RankCommand>& ranks, std::vector<Child>& children, int* failed, std::string* why) {
+  int running = 0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    children[i].rank = ranks[i].rank;
+    children[i].exited = true;  // until it runs
+    if (*failed >= 0) continue;
+    children[i].pid = start(ranks[i], &children[i].out);
+    if (children[i].pid > 0) {
+      children[i].exited = false;
+      ++running;
+    } else {
+      *failed = ranks[i].rank;
+      *why = std::strerror(errno);
+    }
+  }
+  return running;
+}
+
 }  // namespace
 
 int run_rank_group(const std::vector<RankCommand>& ranks, std::string* report) {
@@ -83,16 +110,18 @@ int run_rank_group(const std::vector<RankCommand>& ranks, std::string* report) {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   std::vector<Child> children(ranks.size());
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    children[i].rank = ranks[i].rank;
-    children[i].pid = start(ranks[i], &children[i].out);
-    if (children[i].pid < 0) children[i].exited = true;
-  }
-  int first_code = 0, first_rank = -1, running = static_cast<int>(children.size());
+  int first_code = 0, first_rank = -1;
+  std::string start_error;
   // After the first failure the others get a moment to end on their own
   // (over TCP they notice at once and say which rank they lost), then
   // SIGTERM, then SIGKILL.
   Clock::time_point term_at = Clock::time_point::max(), kill_at = term_at;
+  int running = start_all(ranks, children, &first_rank, &start_error);
+  if (first_rank >= 0) {  // the ranks that run would wait for it until their timeout: end them now
+    first_code = kCannotStartExitCode;
+    term_at = Clock::now();
+    kill_at = term_at + std::chrono::seconds(5);
+  }
   for (int open = running; running > 0 || open > 0;) {
     std::vector<pollfd> fds;
     std::vector<Child*> owners;
@@ -136,7 +165,10 @@ int run_rank_group(const std::vector<RankCommand>& ranks, std::string* report) {
       kill_at = Clock::time_point::max();
     }
   }
-  if (first_rank >= 0) {
+  if (!start_error.empty()) {
+    *report = "rank " + std::to_string(first_rank) + " could not be started (" + start_error +
+              "), so the job was ended";
+  } else if (first_rank >= 0) {
     *report = "rank " + std::to_string(first_rank) + " exited with code " + std::to_string(first_code) +
               ", the first rank to fail";
   }

@@ -140,6 +140,10 @@ TEST_CASE("The job comes from CHORUS_*, else torchrun's, else Slurm's variables"
     env.set("SLURM_JOB_ID", "12345");
     REQUIRE(detail::tcp_job_from_environment(&spec).is_ok());
     REQUIRE((spec.rank == 1 && spec.size == 3 && spec.master_addr == "gpu07" && spec.master_port == 20000 + 12345));
+    CHECK(spec.job_id == "12345");
+    env.set("SLURM_STEP_ID", "2");  // another step of the job is another job
+    REQUIRE(detail::tcp_job_from_environment(&spec).is_ok());
+    CHECK(spec.job_id == "12345.2");
     env.set("CHORUS_RANK", "2");
     env.set("CHORUS_MASTER_PORT", "4000");
     REQUIRE(detail::tcp_job_from_environment(&spec).is_ok());

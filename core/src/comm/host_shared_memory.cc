@@ -28,9 +28,12 @@ constexpr size_t kNameBytes = 96;
 size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
 // Every rank's answer to "did it work here?": all true or all see a failure.
-bool all_agree(Communicator& comm, bool ok) {
+// Whether every rank is `ok`; an error when the communicator itself failed.
+Status all_agree(Communicator& comm, bool ok, bool* all_ok) {
   int32_t mine = ok ? 1 : 0, all = 0;
-  return comm.allreduce(&mine, &all, 1, DataType::kInt32, ReduceOp::kMin).is_ok() && all == 1;
+  Status s = comm.allreduce(&mine, &all, 1, DataType::kInt32, ReduceOp::kMin);
+  *all_ok = s.is_ok() && all == 1;
+  return s;
 }
 
 }  // namespace
@@ -126,7 +129,10 @@ Status HostSharedMemory::create(Communicator& comm, int rank, int size, int64_t 
     else error = made.status().message();
   }
   Status s = comm.broadcast(name, sizeof name, 0);
-  if (!s.is_ok()) return s;
+  if (!s.is_ok()) {
+    if (rank == 0 && name[0] != 0) shm_unlink(name);  // nobody will map it
+    return s;
+  }
   void* base = MAP_FAILED;
   int fd = -1;
   if (name[0] != 0) {
@@ -134,13 +140,15 @@ Status HostSharedMemory::create(Communicator& comm, int rank, int size, int64_t 
     if (mapped_here.is_ok()) base = mapped_here.value();
     else error = mapped_here.status().message();
   }
-  const bool mapped = all_agree(comm, base != MAP_FAILED);
+  bool mapped = false;
+  s = all_agree(comm, base != MAP_FAILED, &mapped);
   // Mapped everywhere, or given up: the name is no longer needed either way,
   // so a crash from here on leaves nothing in /dev/shm.
   if (rank == 0 && name[0] != 0) shm_unlink(name);
   if (!mapped) {
     if (base != MAP_FAILED) munmap(base, layout.total);
     if (fd >= 0) close(fd);
+    if (!s.is_ok()) return s;  // the communicator failed, not the arenas' size: no retry
     if (layout.arena > 0) {
       // Perhaps only the arenas' size was refused: try once more without them.
       const std::string arena_error = error.empty() ? "shared memory could not be set up on another rank" : error;

@@ -175,7 +175,8 @@ Status TcpBackend::split(int32_t set_id, const std::vector<int>& members, std::u
   for (int m : members) {
     if (ports[static_cast<size_t>(m)] == kNoListener) {
       return Status::unknown_error("process set " + std::to_string(set_id) + ": rank " + std::to_string(m) +
-                                   " could not open a listener" + (why.empty() ? "" : ": " + why));
+                                   " could not open a listener" +
+                                   (m == topo_.rank ? ": " + why : std::string(" (that rank's error says why)")));
     }
   }
   if (!member) return Status::ok();

@@ -96,7 +96,10 @@ Status tcp_job_from_environment(TcpJobSpec* out) {
   if (s.is_ok()) s = read_int({"CHORUS_MASTER_PORT", "MASTER_PORT"}, 1, 65535, &spec.master_port, &spec.port_var);
   if (!s.is_ok()) return s;
   first_set({"CHORUS_MASTER_ADDR", "MASTER_ADDR"}, &spec.master_addr, &spec.addr_var);
-  first_set({"CHORUS_JOB_ID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"}, &spec.job_id, &ignored);
+  std::string job_var, step;
+  first_set({"CHORUS_JOB_ID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"}, &spec.job_id, &job_var);
+  // Two steps of one Slurm job are two jobs (and meet at the same derived port).
+  if (job_var == "SLURM_JOB_ID" && first_set({"SLURM_STEP_ID"}, &step, &ignored)) spec.job_id += "." + step;
   slurm_defaults(&spec);
   if (spec.size > 1 && spec.rank_var.empty()) {
     return Status::invalid_argument(spec.size_var + "=" + std::to_string(spec.size) +

@@ -28,8 +28,36 @@ TcpMesh::TcpMesh(int rank, std::vector<Socket> links, double peer_timeout_second
 }
 
 Status TcpMesh::fail(Status status) {
-  if (failure_.is_ok()) failure_ = std::move(status);
+  if (failure_.is_ok()) {
+    failure_ = std::move(status);
+    drop_borrowed();
+  }
   return failure_;
+}
+
+// The mesh broke: the callers give up on their sends and free that memory,
+// while close() still writes what is queued (the news of the loss). The
+// frame under way keeps going, its bytes copied; the callers' frames not
+// begun are dropped whole.
+void TcpMesh::drop_borrowed() {
+  for (Peer& p : peers_) {
+    std::deque<Outgoing> kept;
+    for (size_t i = 0; i < p.out.size(); ++i) {
+      Outgoing piece = p.out[i];
+      const bool has_payload = piece.header && i + 1 < p.out.size() && !p.out[i + 1].header;
+      const bool under_way = i == 0 || (i == 1 && p.out[0].header);
+      if (!under_way && has_payload && !p.out[i + 1].owned) {
+        ++i;  // a caller's frame not begun: header and payload
+        continue;
+      }
+      if (!piece.owned) {
+        piece.owned = std::make_shared<const std::string>(piece.data, piece.left);
+        piece.data = piece.owned->data();
+      }
+      kept.push_back(std::move(piece));
+    }
+    p.out = std::move(kept);
+  }
 }
 
 void TcpMesh::enqueue(int peer, TcpChannel channel, uint32_t tag, std::shared_ptr<const std::string> owned,
@@ -41,7 +69,7 @@ void TcpMesh::enqueue(int peer, TcpChannel channel, uint32_t tag, std::shared_pt
   std::memcpy(&(*header)[0], &ch, 4);
   std::memcpy(&(*header)[4], &tag, 4);
   std::memcpy(&(*header)[8], &n, 8);
-  p.out.push_back({header, header->data(), header->size(), bytes == 0 ? ticket : 0});
+  p.out.push_back({header, header->data(), header->size(), bytes == 0 ? ticket : 0, true});
   if (bytes > 0) {
     const char* from = owned ? owned->data() : static_cast<const char*>(data);
     p.out.push_back({std::move(owned), from, static_cast<size_t>(bytes), ticket});

@@ -3,7 +3,7 @@
 // (channel, tag, length) in both directions, driven without blocking from
 // the one thread that owns the backend. Sends are queued and written as the
 // socket takes them (a send's memory must stay untouched until it
-// completed); receives are either posted into the caller's memory, matched
+// completed, or until the call that broke the mesh returned); receives are either posted into the caller's memory, matched
 // per (peer, channel, tag) in posting order, or, for the control channel,
 // collected from any rank in arrival order.
 //
@@ -66,6 +66,7 @@ class TcpMesh {
     const char* data;
     size_t left;
     Ticket ticket;  // 0: none
+    bool header = false;
   };
   struct Posted {
     char* data;
@@ -92,6 +93,7 @@ class TcpMesh {
   Status queue(int peer, TcpChannel channel, uint32_t tag, std::shared_ptr<const std::string> owned,
                const void* data, int64_t bytes, Ticket ticket);
   Status fail(Status status);
+  void drop_borrowed();
   Status peer_error(int peer, const std::string& what);
   Status settle_losses();
   void tell_the_others();

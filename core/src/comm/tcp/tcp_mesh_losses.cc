@@ -35,7 +35,8 @@ Status TcpMesh::settle_losses() {
         ranks.push_back(static_cast<int>(r));
       }
     }
-    if (fds.empty() || ::poll(fds.data(), fds.size(), 10) <= 0) continue;
+    if (fds.empty()) break;  // no connection left to end: nothing to wait for
+    if (::poll(fds.data(), fds.size(), 10) <= 0) continue;
     for (size_t i = 0; i < fds.size(); ++i) {
       if (fds[i].revents != 0) read_some(ranks[i]);
     }

@@ -9,6 +9,7 @@
 
 #include "common/env_params.h"
 #include "common/rank_text.h"
+#include "comm/tcp/tcp_peer_address.h"
 #include "comm/tcp/tcp_wire.h"
 
 namespace chorus::detail {
@@ -102,11 +103,17 @@ void admit(const TcpJobSpec& spec, Socket connection, Arrivals* a) {
                a->peers[static_cast<size_t>(h.rank)].address + " and " + peer_address(connection.fd()) +
                "): check RANK / CHORUS_RANK of each process";
   }
+  std::string address;
+  if (a->error.empty()) {
+    Status s = address_to_record(h.rank, peer_address(connection.fd()), h.host, a->peers[0].host_id,
+                                 spec.master_addr, &address);
+    if (!s.is_ok()) a->error = s.message();
+  }
   if (!a->error.empty()) {
     a->refused.push_back(std::move(connection));
     return;
   }
-  a->peers[static_cast<size_t>(h.rank)] = {h.host, peer_address(connection.fd()), h.port};
+  a->peers[static_cast<size_t>(h.rank)] = {h.host, address, h.port};
   a->links[static_cast<size_t>(h.rank)] = std::move(connection);
 }
 
@@ -160,7 +167,12 @@ Status serve(const TcpJobSpec& spec, double timeout_seconds, Deadline deadline, 
   return Status::ok();
 }
 
+Clock::duration seconds_duration(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
 Status join(const TcpJobSpec& spec, double timeout_seconds, Deadline deadline, int own_port, TcpWorld* world) {
+  const Clock::duration timeout = seconds_duration(timeout_seconds);
   const std::string rank0 = spec.master_addr + ":" + std::to_string(spec.master_port);
   Socket link;
   Status s = connect_to(spec.master_addr, spec.master_port, deadline, &link);
@@ -169,10 +181,12 @@ Status join(const TcpJobSpec& spec, double timeout_seconds, Deadline deadline, i
                            spec.addr_var + ", " + spec.port_var + ") within " + seconds_text(timeout_seconds) +
                            ": " + s.message());
   }
-  // Rank 0 answers at its own deadline at the latest; allow for a later start.
-  s = send_text(link.fd(), hello_text(spec, own_port), deadline);
+  // Rank 0 was listening when this rank connected, so it answers within its
+  // own timeout from then at the latest (however late this rank started).
+  const Deadline reply_by = Clock::now() + timeout + kHelloBound;
+  s = send_text(link.fd(), hello_text(spec, own_port), reply_by);
   std::string reply;
-  if (s.is_ok()) s = recv_text(link.fd(), 1 << 26, deadline + std::chrono::seconds(10), &reply);
+  if (s.is_ok()) s = recv_text(link.fd(), 1 << 26, reply_by, &reply);
   if (!s.is_ok()) {
     return Status::aborted("rank " + std::to_string(spec.rank) + " reached rank 0 at " + rank0 +
                            " but the rendezvous did not complete: " + s.message());
@@ -196,8 +210,7 @@ std::string this_host_id() {
 }
 
 Status tcp_rendezvous(const TcpJobSpec& spec, double timeout_seconds, TcpWorld* out) {
-  const Deadline deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                               std::chrono::duration<double>(timeout_seconds));
+  const Deadline deadline = Clock::now() + seconds_duration(timeout_seconds);
   TcpWorld world;
   int own_port = 0;
   Status s = listen_on("", 0, &world.listener, &own_port);
@@ -208,7 +221,10 @@ Status tcp_rendezvous(const TcpJobSpec& spec, double timeout_seconds, TcpWorld* 
   } else {
     s = join(spec, timeout_seconds, deadline, own_port, &world);
   }
-  if (s.is_ok()) s = connect_mesh(spec.rank, world.peers, world.listener, world.key, deadline, &world.links);
+  // The mesh gets its own bound from when the world was agreed: a rank that
+  // arrived just before the rendezvous deadline still has time to connect.
+  const Deadline mesh_deadline = Clock::now() + seconds_duration(timeout_seconds);
+  if (s.is_ok()) s = connect_mesh(spec.rank, world.peers, world.listener, world.key, mesh_deadline, &world.links);
   if (!s.is_ok()) return s;
   *out = std::move(world);
   return Status::ok();

@@ -43,6 +43,25 @@ Status resolve(const std::string& host, int port, bool passive, sockaddr_storage
   return Status::ok();
 }
 
+// One non-blocking connect, waited for until `deadline` at most (a dropped
+// SYN would otherwise hold a blocking connect for minutes); 0 or the errno.
+int connect_before(int fd, const sockaddr_storage& addr, socklen_t len, Deadline deadline) {
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0) return 0;
+  if (errno != EINPROGRESS && errno != EINTR) return errno;
+  for (;;) {
+    pollfd p{fd, POLLOUT, 0};
+    const int rc = ::poll(&p, 1, millis_until(deadline));
+    if (rc > 0) {
+      int error = 0;
+      socklen_t error_len = sizeof error;
+      if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &error_len) != 0) return errno;
+      return error;
+    }
+    if (rc < 0 && errno != EINTR) return errno;
+    if (Clock::now() >= deadline) return ETIMEDOUT;
+  }
+}
+
 }  // namespace
 
 Socket& Socket::operator=(Socket&& other) noexcept {
@@ -92,13 +111,16 @@ Status connect_to(const std::string& host, int port, Deadline deadline, Socket* 
   if (!s.is_ok()) return s;
   std::string last = "no attempt";
   do {
-    Socket sock(::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    Socket sock(::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!sock.valid()) return Status::unknown_error("socket(): " + errno_text(errno));
-    if (::connect(sock.fd(), reinterpret_cast<sockaddr*>(&addr), len) == 0) {
+    const int e = connect_before(sock.fd(), addr, len, deadline);
+    if (e == 0) {
+      // The callers exchange with blocking sockets or bounded polls alike.
+      fcntl(sock.fd(), F_SETFL, fcntl(sock.fd(), F_GETFL) & ~O_NONBLOCK);
       *out = std::move(sock);
       return Status::ok();
     }
-    last = errno_text(errno);
+    last = errno_text(e);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // nobody listens yet: try again
   } while (Clock::now() < deadline);
   return Status::timeout("cannot connect to " + host + ":" + std::to_string(port) + " (" + last + ")");
