@@ -14,6 +14,7 @@
 #include "chorus/runtime.h"
 #include "comm/loopback/loopback_backend.h"
 #include "runtime/runtime_access.h"
+#include "thread_ranks.h"
 
 namespace chorus::test {
 
@@ -49,20 +50,14 @@ void run_ranks(std::shared_ptr<detail::LoopbackWorld> world, int size, Body body
   for (int r = 0; r < size; ++r) {
     runtimes.push_back(detail::RuntimeAccess::make(detail::make_loopback_backend(world, r), options));
   }
-  std::mutex mu;
+  // The runtimes end before a failure is rethrown: a rank stopped in a
+  // collective does not keep the others waiting.
   std::exception_ptr failure;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        body(*runtimes[static_cast<size_t>(r)], r);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failure) failure = std::current_exception();
-      }
-    });
+  try {
+    on_thread_ranks_rethrowing(size, [&](int r) { body(*runtimes[static_cast<size_t>(r)], r); });
+  } catch (...) {
+    failure = std::current_exception();
   }
-  for (auto& t : threads) t.join();
   runtimes.clear();
   if (failure) std::rethrow_exception(failure);
 }

@@ -17,6 +17,7 @@
 #include "chorus/runtime.h"
 #include "comm/tcp/tcp_backend.h"
 #include "runtime/runtime_access.h"
+#include "thread_ranks.h"
 
 namespace chorus::test {
 
@@ -46,23 +47,11 @@ inline detail::TcpMeeting tcp_meeting(int rank, int size, int port) {
 template <class Body>
 void run_tcp_ranks(int size, Body body, RuntimeOptions options) {
   const int port = free_tcp_port();
-  std::mutex mu;
-  std::exception_ptr failure;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        std::unique_ptr<Runtime> runtime =
-            detail::RuntimeAccess::make(detail::make_tcp_backend(options, tcp_meeting(r, size, port)), options);
-        body(*runtime, r);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failure) failure = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  if (failure) std::rethrow_exception(failure);
+  on_thread_ranks_rethrowing(size, [&](int r) {
+    std::unique_ptr<Runtime> runtime =
+        detail::RuntimeAccess::make(detail::make_tcp_backend(options, tcp_meeting(r, size, port)), options);
+    body(*runtime, r);
+  });
 }
 
 }  // namespace chorus::test

@@ -7,6 +7,7 @@
 
 #include "chorus/chorus.h"
 #include "chorus/error.h"
+#include "env_guard.h"
 #include "comm/loopback/loopback_backend.h"
 #include "common/env_params.h"
 #include "runtime/runtime_access.h"
@@ -15,16 +16,7 @@ using namespace chorus;
 using namespace chorus::detail;
 
 namespace {
-struct EnvGuard {
-  std::vector<std::string> names;
-  void set(const std::string& name, const std::string& value) {
-    names.push_back(name);
-    setenv(name.c_str(), value.c_str(), 1);
-  }
-  ~EnvGuard() {
-    for (auto& n : names) unsetenv(n.c_str());
-  }
-};
+using test::EnvGuard;
 }  // namespace
 
 TEST_CASE("Defaults hold when nothing is set", "[env]") {

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "env_guard.h"
 #include "comm/backend_choice.h"
 #include "comm/tcp/tcp_job_env.h"
 #include "comm/tcp/tcp_mesh.h"
@@ -22,16 +23,7 @@ using chorus::test::run_tcp_ranks;
 
 namespace {
 
-struct EnvGuard {
-  std::vector<std::string> names;
-  void set(const std::string& name, const std::string& value) {
-    names.push_back(name);
-    setenv(name.c_str(), value.c_str(), 1);
-  }
-  ~EnvGuard() {
-    for (auto& n : names) unsetenv(n.c_str());
-  }
-};
+using test::EnvGuard;
 
 RuntimeOptions with_algorithm(AllreduceAlgorithm algorithm) {
   RuntimeOptions o = test::quiet_options();

@@ -2,6 +2,8 @@
 // In-process ranks for the data-plane algorithm tests: one thread per rank.
 
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -20,6 +22,27 @@ std::vector<Result> on_thread_ranks(int size, Body body) {
   for (int r = 0; r < size; ++r) threads.emplace_back([&, r] { results[static_cast<size_t>(r)] = body(r); });
   for (auto& t : threads) t.join();
   return results;
+}
+
+/// Runs body(rank) on `size` threads at once, joins them all, then rethrows
+/// the first exception any of them threw.
+template <class Body>
+void on_thread_ranks_rethrowing(int size, Body body) {
+  std::mutex mu;
+  std::exception_ptr failure;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        body(r);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failure) failure = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 /// What one rank of a single-call test reports: the call's status and the
