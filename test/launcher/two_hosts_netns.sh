@@ -8,27 +8,7 @@
 # usage: two_hosts_netns.sh CHORUSRUN RANK_REPORT    (needs root and `ip`)
 set -euo pipefail
 chorusrun="$1" report="$2"
-tag=$(( $$ % 200 + 20 ))
-nsa="chorus_a_$$" nsb="chorus_b_$$" va="chva$$" vb="chvb$$"
-net="10.231.$tag" ha="10.231.$tag.1" hb="10.231.$tag.2"
-work="$(mktemp -d)"
-cleanup() {
-  ip netns del "$nsa" 2>/dev/null || true
-  ip netns del "$nsb" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-ip netns add "$nsa"
-ip netns add "$nsb"
-ip link add "$va" type veth peer name "$vb"
-ip link set "$va" netns "$nsa"
-ip link set "$vb" netns "$nsb"
-ip -n "$nsa" addr add "$ha/24" dev "$va"
-ip -n "$nsb" addr add "$hb/24" dev "$vb"
-for ns in "$nsa" "$nsb"; do ip -n "$ns" link set lo up; done
-ip -n "$nsa" link set "$va" up
-ip -n "$nsb" link set "$vb" up
+source "$(dirname "${BASH_SOURCE[0]}")/../common/netns_pair.sh" chorus 10.231
 
 # Open MPI starts its daemon on a remote host as: AGENT HOST COMMAND...
 cat > "$work/netns_rsh" <<AGENT

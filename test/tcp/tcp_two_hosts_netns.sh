@@ -11,27 +11,8 @@
 # namespace (the role ssh plays between machines).
 # usage: [CHORUSRUN=path] tcp_two_hosts_netns.sh PROGRAM [ARGS...]   (needs root and `ip`)
 set -uo pipefail
-tag=$(( $$ % 200 + 20 ))
-nsa="chorus_ta_$$" nsb="chorus_tb_$$" va="ctva$$" vb="ctvb$$"
-ha="10.232.$tag.1" hb="10.232.$tag.2"
-work="$(mktemp -d)"
-cleanup() {
-  ip netns del "$nsa" 2>/dev/null || true
-  ip netns del "$nsb" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
 set -e
-ip netns add "$nsa"
-ip netns add "$nsb"
-ip link add "$va" type veth peer name "$vb"
-ip link set "$va" netns "$nsa"
-ip link set "$vb" netns "$nsb"
-ip -n "$nsa" addr add "$ha/24" dev "$va"
-ip -n "$nsb" addr add "$hb/24" dev "$vb"
-for ns in "$nsa" "$nsb"; do ip -n "$ns" link set lo up; done
-ip -n "$nsa" link set "$va" up
-ip -n "$nsb" link set "$vb" up
+source "$(dirname "${BASH_SOURCE[0]}")/../common/netns_pair.sh" chorus_t 10.232
 set +e
 
 # Two ranks per host. Rank 1 reaches rank 0 through loopback (as a host
