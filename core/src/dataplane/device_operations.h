@@ -1,0 +1,39 @@
+#pragma once
+// The GPU side of the data plane as the runtime sees it: runs one Response
+// whose tensors live on a CUDA device. No CUDA or NCCL type appears here, so
+// the runtime compiles without the toolkit. Implementations live in
+// core/src/gpu/: NCCL (the default) and staged through pinned host memory
+// and the CPU data plane (CHORUS_GPU_OPERATIONS=staged). Which one runs is a
+// job-wide agreed setting, so every rank issues the same device work.
+
+#include <vector>
+
+#include "chorus/status.h"
+#include "negotiation/messages.h"
+#include "runtime/tensor_entry.h"
+
+namespace chorus::detail {
+
+class DeviceOperations {
+ public:
+  virtual ~DeviceOperations() = default;
+
+  /// On the background thread, and must return without waiting for the
+  /// device: makes the device's stream wait on each input's ready point,
+  /// enqueues the work, and hands the batch to a completion thread that
+  /// completes each entry (its handle, group, callback) once the work has
+  /// finished on the device, or fails them with the error naming the
+  /// tensors. The entries (and so their tensors) stay referenced until then.
+  virtual void execute(const Response& response, std::vector<TensorEntry> entries) = 0;
+
+  /// The first asynchronous fault seen (an NCCL error, an operation past
+  /// CHORUS_GPU_OP_TIMEOUT_SECONDS), or OK. The background loop checks it
+  /// every cycle and shuts the runtime down with it on every rank.
+  virtual Status fault() const = 0;
+
+  /// Fails everything still pending with `why`, aborts the communicators,
+  /// and returns once nothing of this rank's is left running on the device.
+  virtual void abort(const Status& why) = 0;
+};
+
+}  // namespace chorus::detail
