@@ -1,7 +1,7 @@
 /* The C ABI from a plain C program, under mpirun: lifecycle, topology,
  * allreduce and broadcast values, error codes with messages (a mismatch
  * across ranks, bad arguments, unknown handles), process sets, join,
- * shared-host memory, re-init. Exits non-zero
+ * shared-host memory, device buffers refused without a GPU, re-init. Exits non-zero
  * on the first failure, naming it. */
 #include <chorus/c_api.h>
 
@@ -350,6 +350,40 @@ static void test_shared_host(void) {
   g_shared_block = b;
 }
 
+/* Device buffers (ABI 6). Without GPU support in the build, or without a
+ * usable CUDA device (this test's machines), the call itself fails with a
+ * message naming the tensor and why; with a GPU, a zero-length allreduce on
+ * the default stream completes. */
+static void test_device_buffers(void) {
+  int64_t h = 0;
+  int64_t shape[1] = {2};
+  int rc = chorus_allreduce_async_on_device(0, "c.gpu", NULL, NULL, 0, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, 0, NULL, &h);
+  if (rc == CHORUS_OK) {
+    CHECK(chorus_wait(h) == 0);
+  } else {
+    CHECK(rc == CHORUS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(chorus_last_error(), "allreduce of tensor 'c.gpu'") != NULL);
+    CHECK(strstr(chorus_last_error(), "CUDA device 0") != NULL);
+    CHECK(strstr(chorus_last_error(), "no GPU support") != NULL ||
+          strstr(chorus_last_error(), "no usable CUDA device") != NULL);
+  }
+  CHECK(chorus_allreduce_async_on_device(0, "c.gpu", NULL, NULL, 0, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, -1, NULL, &h) ==
+        CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "device -1 is not a CUDA device index") != NULL);
+  CHECK(chorus_broadcast_async_on_device(0, "c.gpu", NULL, 2, CHORUS_FLOAT32, 0, 0, NULL, &h) ==
+        CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "chorus_broadcast_async_on_device('c.gpu'): buffer is NULL") != NULL);
+  CHECK(chorus_allgather_async_on_device(0, "c.gpu", NULL, shape, 1, CHORUS_FLOAT32, 0, NULL, NULL, NULL, &h) ==
+        CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "the allocation callback is NULL") != NULL);
+  CHECK(chorus_alltoall_async_on_device(0, "c.gpu", NULL, shape, 1, CHORUS_FLOAT32, NULL, 1, 0, NULL, refuse, NULL,
+                                        &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "input is NULL") != NULL);
+  CHECK(chorus_reducescatter_async_on_device(0, "c.gpu", &h, shape, 1, CHORUS_FLOAT32, (chorus_reduce_op)7, 1, 1, 0,
+                                             NULL, refuse, NULL, &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "unknown reduce op 7") != NULL);
+}
+
 int main(void) {
   test_before_init();
   CHECK(chorus_init() == 0);
@@ -360,6 +394,7 @@ int main(void) {
   test_broadcast();
   test_allgather_and_barrier();
   test_errors();
+  test_device_buffers();
   test_process_sets();
   test_join();
   test_shared_host();

@@ -21,11 +21,14 @@ TEST_CASE("RequestList survives a serialize/parse round trip", "[messages]") {
   a.root_rank = 2;
   a.group = "g";
   a.group_size = 5;
+  a.device = 3;  // a CUDA tensor on this rank's GPU 3
+  a.device_kind = DeviceKind::kCuda;
   Request b;
   b.name = "";  // empty strings and shapes are legal on the wire
   b.shape = {};
   b.shape.push_back(int64_t{1} << 40);  // 64-bit dims
   in.requests = {a, b};
+  in.shutdown_reason = "the GPU operations failed: cudaMemcpyAsync failed";
 
   RequestList out;
   REQUIRE(RequestList::parse(in.serialize(), &out).is_ok());
@@ -44,7 +47,11 @@ TEST_CASE("ResponseList survives a serialize/parse round trip", "[messages]") {
   err.type = ResponseType::kError;
   err.names = {"x"};
   err.error_message = "Mismatched allreduce of tensor 'x': dtype differs";
-  in.responses = {fused, err};
+  Response on_gpu;
+  on_gpu.type = ResponseType::kAllgather;
+  on_gpu.names = {"g"};
+  on_gpu.device_kind = DeviceKind::kCuda;
+  in.responses = {fused, err, on_gpu};
 
   ResponseList out;
   REQUIRE(ResponseList::parse(in.serialize(), &out).is_ok());
@@ -101,6 +108,9 @@ TEST_CASE("Decoded requests with impossible values are refused, saying what is w
       {"bad rank -2", [](Request& r, RequestList&) { r.rank = -2; }},
       {"bad root rank -7", [](Request& r, RequestList&) { r.root_rank = -7; }},
       {"bad device -3", [](Request& r, RequestList&) { r.device = -3; }},
+      {"bad device kind 2", [](Request& r, RequestList&) { r.device_kind = static_cast<DeviceKind>(2); }},
+      {"bad device kind for device 1", [](Request& r, RequestList&) { r.device = 1; }},  // a GPU, kind CPU
+      {"bad device kind for device -1", [](Request& r, RequestList&) { r.device_kind = DeviceKind::kCuda; }},
       {"bad group size -1", [](Request& r, RequestList&) { r.group_size = -1; }},
       {"bad split 1 is -1", [](Request& r, RequestList&) { r.splits = {2, -1}; }},
       {"bad splits overflow 64 bits", [](Request& r, RequestList&) { r.splits = {INT64_MAX, 1}; }},
@@ -120,6 +130,10 @@ TEST_CASE("Decoded requests with impossible values are refused, saying what is w
   REQUIRE(parse_spoiled_request([](Request& r, RequestList&) {
             r.device = kCpuDevice;
             r.root_rank = -1;
+          }).is_ok());
+  REQUIRE(parse_spoiled_request([](Request& r, RequestList&) {
+            r.device = 7;
+            r.device_kind = DeviceKind::kCuda;
           }).is_ok());
 }
 
@@ -147,6 +161,7 @@ TEST_CASE("Decoded responses with impossible values are refused, saying what is 
       {"bad first dimension 1 is -2", [](ResponseList& l) { l.responses[0].first_dims = {1, -2}; }},
       {"bad split 0 is -3", [](ResponseList& l) { l.responses[0].splits = {-3}; }},
       {"bad last joined rank -2", [](ResponseList& l) { l.responses[0].last_joined_rank = -2; }},
+      {"bad device kind 5", [](ResponseList& l) { l.responses[0].device_kind = static_cast<DeviceKind>(5); }},
       {"joined spec 0: dimension 0 is -1", [](ResponseList& l) {
          Request q;
          q.shape = {-1};

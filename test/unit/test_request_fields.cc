@@ -31,6 +31,7 @@ Request every_field_set() {
   a.group_size = 5;
   a.splits = {1, 2, 3};
   a.process_set_ranks = {0, 2, 7};
+  a.device_kind = DeviceKind::kCuda;  // on GPU 2
   return a;
 }
 
@@ -59,15 +60,17 @@ T changed(const T& v) {
 
 }  // namespace
 
-TEST_CASE("The wire form of a request is the one every earlier build wrote", "[messages][fields]") {
+TEST_CASE("The wire form of a request stays byte for byte what it is (CRQ3)", "[messages][fields]") {
   RequestList l;
   l.requests = {every_field_set(), Request()};
   l.cached.add(70);
   l.cache_epoch = 0x0102030405060708ULL;
   l.shutdown = true;
-  // Written by the field-by-field encoder before the rows existed.
+  // Written by the field-by-field encoder before the rows existed, then with
+  // "CRQ3": the shutdown reason after the flag (4 zero bytes: empty) and the
+  // device kind after each request's member ranks (01000000: CUDA, then 0).
   REQUIRE(hex(l.serialize()) ==
-          "32515243010200000003000000010000000d0000006c61796572312e776569676874050000000300000011000000000000000000000000000000000000000001000003000000000000000000e03f00000000000011c0ffffffff0900000002000000020000006731050000000300000001000000000000000200000000000000030000000000000003000000000000000000000002000000000000000700000000000000000000000000000000000000060000000000000000000000000000000000f03f000000000000f03f0000000000000000ffffffff00000000000000000000000000000000010000000100000040000000000000000807060504030201");
+          "3351524301000000000200000003000000010000000d0000006c61796572312e776569676874050000000300000011000000000000000000000000000000000000000001000003000000000000000000e03f00000000000011c0ffffffff090000000200000002000000673105000000030000000100000000000000020000000000000003000000000000000300000000000000000000000200000000000000070000000000000001000000000000000000000000000000060000000000000000000000000000000000f03f000000000000f03f0000000000000000ffffffff0000000000000000000000000000000000000000010000000100000040000000000000000807060504030201");
   RequestList back;
   REQUIRE(RequestList::parse(l.serialize(), &back).is_ok());
   REQUIRE(back == l);
@@ -81,6 +84,9 @@ TEST_CASE("Every row round-trips, and its change is seen by equality and (when a
     const Request base = every_field_set();
     Request other = base;
     other.*f.member = changed(base.*f.member);
+    if constexpr (std::is_same_v<typename std::decay_t<decltype(f)>::Type, DeviceKind>) {
+      other.device = kCpuDevice;  // a CPU tensor: the index follows the kind
+    }
     INFO("row " << rows);
     REQUIRE_FALSE(other == base);
     RequestList in, out;
@@ -94,9 +100,9 @@ TEST_CASE("Every row round-trips, and its change is seen by equality and (when a
     REQUIRE((!f.fused_alike || must_agree));  // what fused tensors share, all ranks share
     REQUIRE(same_signature(base, other) == !must_agree);
   });
-  REQUIRE(rows == 15);
-  REQUIRE(agreed == 12);      // all but rank, name and alltoall splits
-  REQUIRE(fused_alike == 6);  // collective, dtype, op, both scale factors, device
+  REQUIRE(rows == 16);
+  REQUIRE(agreed == 12);      // all but rank, name, device index (ranks sit on different GPUs) and alltoall splits
+  REQUIRE(fused_alike == 6);  // collective, dtype, op, both scale factors, device kind
 }
 
 TEST_CASE("A shape whose first dimension may vary agrees on the rest only", "[messages][fields]") {

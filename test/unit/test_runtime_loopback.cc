@@ -252,8 +252,8 @@ TEST_CASE("Local bad input is refused at once, on that rank only", "[runtime][er
       threw = std::string(e.what()).find("root rank 3") != std::string::npos;
     }
     RANK_CHECK(threw);
-    // Device memory: refused with the tensor and the device named, before
-    // the host data plane could read it.
+    // A device that is neither the CPU nor a CUDA index: refused, naming
+    // the tensor and the device (CUDA tensors: test_device_tensors.cc).
     struct OnDevice : Tensor {
       explicit OnDevice(std::vector<float>& v) : v_(v) {}
       DataType dtype() const override { return DataType::kFloat32; }
@@ -261,7 +261,7 @@ TEST_CASE("Local bad input is refused at once, on that rank only", "[runtime][er
       const void* data() const override { return v_.data(); }
       void* mutable_data() override { return v_.data(); }
       int64_t size_bytes() const override { return static_cast<int64_t>(v_.size() * sizeof(float)); }
-      int device() const override { return 0; }
+      int device() const override { return -2; }
       std::vector<float>& v_;
     };
     auto on_device = std::make_shared<OnDevice>(a);
@@ -272,7 +272,7 @@ TEST_CASE("Local bad input is refused at once, on that rank only", "[runtime][er
         if (op == 1) rt.broadcast_async("gpu", on_device, 0);
       } catch (const InvalidArgumentError& e) {
         const std::string m = e.what();
-        threw = m.find("'gpu'") != std::string::npos && m.find("device 0") != std::string::npos;
+        threw = m.find("'gpu'") != std::string::npos && m.find("device -2") != std::string::npos;
       }
       RANK_CHECK(threw);
     }

@@ -20,8 +20,9 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 5  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
-                                4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL */
+#define CHORUS_ABI_VERSION 6  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+                                4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL;
+                                6: device buffers (*_on_device) */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -160,6 +161,37 @@ CHORUS_API int chorus_alltoall_async_in_set(int process_set_id, const char* name
                                             int ndim, chorus_dtype dtype, const int64_t* splits, int nsplits,
                                             chorus_alloc_fn alloc, void* user_data, int64_t* handle);
 CHORUS_API int chorus_barrier_in_set(int process_set_id);
+
+/* Device buffers (ABI version 6). `input`, `output` and `buffer` are device
+ * pointers on CUDA device `device` (>= 0), written by work queued on `stream`
+ * (a cudaStream_t; NULL: the default stream). When called, Chorus records the
+ * buffers' ready point on `stream`; its own device work waits for that point
+ * on the device, never blocking the caller. Read the results after
+ * chorus_wait (or chorus_poll returning 1): the handle completes once they
+ * are on the device. `process_set_id` 0 is the global set. Outputs sized by
+ * the negotiation come from `alloc`, which must return memory on `device`.
+ * A build of Chorus without GPU support fails with
+ * CHORUS_ERR_INVALID_ARGUMENT and a message naming the tensor. */
+CHORUS_API int chorus_allreduce_async_on_device(int process_set_id, const char* name, const void* input,
+                                                void* output, int64_t count, chorus_dtype dtype,
+                                                chorus_reduce_op op, double prescale, double postscale, int device,
+                                                void* stream, int64_t* handle);
+CHORUS_API int chorus_broadcast_async_on_device(int process_set_id, const char* name, void* buffer, int64_t count,
+                                                chorus_dtype dtype, int root_rank, int device, void* stream,
+                                                int64_t* handle);
+CHORUS_API int chorus_allgather_async_on_device(int process_set_id, const char* name, const void* input,
+                                                const int64_t* shape, int ndim, chorus_dtype dtype, int device,
+                                                void* stream, chorus_alloc_fn alloc, void* user_data,
+                                                int64_t* handle);
+CHORUS_API int chorus_reducescatter_async_on_device(int process_set_id, const char* name, const void* input,
+                                                    const int64_t* shape, int ndim, chorus_dtype dtype,
+                                                    chorus_reduce_op op, double prescale, double postscale,
+                                                    int device, void* stream, chorus_alloc_fn alloc,
+                                                    void* user_data, int64_t* handle);
+CHORUS_API int chorus_alltoall_async_on_device(int process_set_id, const char* name, const void* input,
+                                               const int64_t* shape, int ndim, chorus_dtype dtype,
+                                               const int64_t* splits, int nsplits, int device, void* stream,
+                                               chorus_alloc_fn alloc, void* user_data, int64_t* handle);
 
 /* This rank is out of data (ABI version 4): blocks until every rank called
  * chorus_join, and returns the rank that joined last (>= 0), or an error

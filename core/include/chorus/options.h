@@ -26,6 +26,13 @@ enum class AllreduceAlgorithm : int {
   kSharedMemory = 3,  ///< always shared memory (every rank must be on one host)
 };
 
+/// What the collectives of CUDA tensors run through. CHORUS_GPU_OPERATIONS.
+enum class GpuOperations : int {
+  kAuto = 0,   ///< NCCL when it loads on every rank, else staged
+  kNccl = 1,   ///< NCCL on the device (an error where it does not load)
+  kStaged = 2  ///< device -> pinned host -> the CPU data plane -> device
+};
+
 /// How the ranks of a job reach each other. CHORUS_TRANSPORT.
 enum class Transport : int {
   kAuto = 0,  ///< MPI when an MPI launcher started the process or no rendezvous
@@ -100,6 +107,14 @@ struct CHORUS_API RuntimeOptions {
   /// many seconds (a peer whose process ended: at once).
   /// CHORUS_PEER_TIMEOUT_SECONDS.
   double peer_timeout_seconds = 30.0;
+  /// What CUDA tensors' collectives run through (job-wide).
+  /// CHORUS_GPU_OPERATIONS: auto (NCCL when it loads on every rank, else
+  /// staged), nccl, staged (pinned host memory and the CPU data plane).
+  GpuOperations gpu_operations = GpuOperations::kAuto;
+  /// A device operation not finished after this many seconds faults the
+  /// runtime (its handles fail, every rank shuts down); 0: no limit.
+  /// CHORUS_GPU_OP_TIMEOUT_SECONDS.
+  double gpu_op_timeout_seconds = 600.0;
   /// Write a Chrome-trace timeline of every tensor to this file (rank r > 0
   /// appends ".rank<r>"); empty: off. CHORUS_TIMELINE.
   std::string timeline_path;

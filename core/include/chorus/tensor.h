@@ -4,9 +4,10 @@
 /// tensors without knowing the framework. See docs/adapters.md.
 ///
 /// The core never allocates framework memory itself; it asks the adapter's
-/// OpContext. This build moves host memory only: a tensor on a device is
-/// refused at enqueue; what a device data plane needs from an adapter
-/// (device buffers, stream readiness) joins the contract with it.
+/// OpContext. A tensor on a CUDA device (device() >= 0) names the stream its
+/// producer wrote it on (stream()); Chorus orders its own device work after
+/// that point without blocking any host thread. A build without GPU support
+/// refuses such a tensor at enqueue, naming it.
 
 #include <cstdint>
 #include <memory>
@@ -30,8 +31,17 @@ class CHORUS_API Tensor {
   virtual void* mutable_data() = 0;
   /// Size in bytes (elements x element size).
   virtual int64_t size_bytes() const = 0;
-  /// Device that holds the memory; kCpuDevice for host memory.
+  /// Device that holds the memory: kCpuDevice for host memory, else the
+  /// CUDA device index (data() is then a device pointer).
   virtual int device() const { return kCpuDevice; }
+  /// CUDA tensors: the cudaStream_t (as void*) the producer wrote this
+  /// tensor on; nullptr is the legacy default stream. At enqueue, on the
+  /// calling thread, Chorus records an event on it (the tensor's ready
+  /// point) and its own device work waits on that event on the device:
+  /// never a host-side synchronize. The producer may keep queueing work on
+  /// the stream; only what was queued before the enqueue is waited for.
+  /// Ignored for host tensors.
+  virtual void* stream() const { return nullptr; }
 };
 
 /// Per-operation services the adapter provides: allocation in the
@@ -64,6 +74,30 @@ class CHORUS_API HostTensorView final : public Tensor {
   void* data_;
   DataType dtype_;
   TensorShape shape_;
+};
+
+/// A Tensor over device memory the caller owns (the C ABI, tests): `data`
+/// on CUDA device `device`, written by work queued on `stream` (a
+/// cudaStream_t; nullptr: the default stream). The caller keeps the memory
+/// alive until the operation completes.
+class CHORUS_API DeviceTensorView final : public Tensor {
+ public:
+  DeviceTensorView(void* data, DataType dtype, TensorShape shape, int device, void* stream)
+      : data_(data), dtype_(dtype), shape_(std::move(shape)), device_(device), stream_(stream) {}
+  DataType dtype() const override { return dtype_; }
+  TensorShape shape() const override { return shape_; }
+  const void* data() const override { return data_; }
+  void* mutable_data() override { return data_; }
+  int64_t size_bytes() const override { return shape_.num_elements() * dtype_size(dtype_); }
+  int device() const override { return device_; }
+  void* stream() const override { return stream_; }
+
+ private:
+  void* data_;
+  DataType dtype_;
+  TensorShape shape_;
+  int device_;
+  void* stream_;
 };
 
 /// An OpContext that allocates host memory the tensor itself owns.

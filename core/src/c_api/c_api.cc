@@ -11,61 +11,26 @@
 
 #include "c_api/c_arguments.h"
 #include "c_api/c_guard.h"
+#include "c_api/c_handles.h"
 #include "c_api/callback_op_context.h"
 #include "chorus/chorus.h"
 
 namespace {
 
 using chorus::Status;
+using chorus::detail::check_allreduce_arguments;
 using chorus::detail::check_dtype;
 using chorus::detail::check_reduce_op;
 using chorus::detail::CallbackOpContext;
 using chorus::detail::fail;
 using chorus::detail::guarded;
+using chorus::detail::handles;
+using chorus::detail::in_set;
 using chorus::detail::last_error;
-
-class HandleTable {
- public:
-  int64_t add(chorus::Handle h) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const int64_t id = next_++;
-    handles_.emplace(id, std::move(h));
-    return id;
-  }
-  bool find(int64_t id, chorus::Handle* out) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = handles_.find(id);
-    if (it == handles_.end()) return false;
-    *out = it->second;
-    return true;
-  }
-  void erase(int64_t id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    handles_.erase(id);
-  }
-
- private:
-  std::mutex mu_;
-  int64_t next_ = 1;
-  std::unordered_map<int64_t, chorus::Handle> handles_;
-};
-
-HandleTable& handles() {
-  static HandleTable* table = new HandleTable();  // leaked: outlives static destructors
-  return *table;
-}
 
 int unknown_handle(int64_t id) {
   return fail(CHORUS_ERR_UNKNOWN_HANDLE, "unknown chorus handle " + std::to_string(id) +
                                              " (never returned, or already waited for)");
-}
-
-// Hooks that run an operation in the registered set with this id (0: global);
-// throws InvalidArgumentError for an unknown id.
-chorus::OpHooks in_set(int process_set_id) {
-  chorus::OpHooks hooks;
-  hooks.process_set = chorus::current_runtime()->process_set(process_set_id);
-  return hooks;
 }
 
 template <class Getter>
@@ -115,12 +80,7 @@ int chorus_allreduce_async_in_set(int process_set_id, const char* name, const vo
     if (name == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_allreduce_async: name is NULL");
     const std::string what = std::string("chorus_allreduce_async('") + name + "'): ";
     if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
-    if (count < 0) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "count " + std::to_string(count) + " is negative");
-    if (count > 0 && (input == nullptr || output == nullptr)) {
-      return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input or output is NULL");
-    }
-    if (Status s = check_dtype(dtype, what); !s.is_ok()) return fail(s);
-    if (Status s = check_reduce_op(op, what); !s.is_ok()) return fail(s);
+    if (Status s = check_allreduce_arguments(what, input, output, count, dtype, op); !s.is_ok()) return fail(s);
     const auto dt = static_cast<chorus::DataType>(dtype);
     auto in = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), dt, chorus::TensorShape{count});
     auto out = input == output ? in : std::make_shared<chorus::HostTensorView>(output, dt, chorus::TensorShape{count});

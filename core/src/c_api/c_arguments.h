@@ -34,4 +34,14 @@ inline Status check_reduce_op(chorus_reduce_op op, const std::string& what) {
                                   std::to_string(static_cast<int>(chorus::ReduceOp::kProduct)) + ")");
 }
 
+// The checks of an allreduce's arguments (host or device): `what` names the
+// call and the tensor.
+inline Status check_allreduce_arguments(const std::string& what, const void* input, const void* output, int64_t count,
+                                        chorus_dtype dtype, chorus_reduce_op op) {
+  if (count < 0) return Status::invalid_argument(what + "count " + std::to_string(count) + " is negative");
+  if (count > 0 && (input == nullptr || output == nullptr)) return Status::invalid_argument(what + "input or output is NULL");
+  if (Status s = check_dtype(dtype, what); !s.is_ok()) return s;
+  return check_reduce_op(op, what);
+}
+
 }  // namespace chorus::detail

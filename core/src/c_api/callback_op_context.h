@@ -14,9 +14,11 @@
 namespace chorus::detail {
 
 // OpContext over a C allocation callback: the memory belongs to the caller.
+// `device` >= 0: the callback allocates on that CUDA device.
 class CallbackOpContext final : public chorus::OpContext {
  public:
-  CallbackOpContext(chorus_alloc_fn alloc, void* user) : alloc_(alloc), user_(user) {}
+  CallbackOpContext(chorus_alloc_fn alloc, void* user, int device = chorus::kCpuDevice)
+      : alloc_(alloc), user_(user), device_(device) {}
   chorus::Status allocate_output(const chorus::TensorShape& shape, chorus::DataType dtype,
                                  std::shared_ptr<chorus::Tensor>* out) override {
     const int64_t bytes = shape.num_elements() * chorus::dtype_size(dtype);
@@ -26,11 +28,17 @@ class CallbackOpContext final : public chorus::OpContext {
       return chorus::Status::invalid_argument("the allocation callback returned NULL for " + std::to_string(bytes) +
                                               " bytes");
     }
-    *out = std::make_shared<chorus::HostTensorView>(p, dtype, shape);
+    if (device_ == chorus::kCpuDevice) {
+      *out = std::make_shared<chorus::HostTensorView>(p, dtype, shape);
+    } else {
+      *out = std::make_shared<chorus::DeviceTensorView>(p, dtype, shape, device_, nullptr);
+    }
     return chorus::Status::ok();
   }
+  // Host memory only: a joined rank's zeros (CPU allreduces only).
   chorus::Status allocate_zeros(const chorus::TensorShape& shape, chorus::DataType dtype,
                                 std::shared_ptr<chorus::Tensor>* out) override {
+    if (device_ != chorus::kCpuDevice) return chorus::Status::internal("zeros asked of a device allocation callback");
     chorus::Status s = allocate_output(shape, dtype, out);
     if (s.is_ok() && (*out)->size_bytes() > 0) std::memset((*out)->mutable_data(), 0, static_cast<size_t>((*out)->size_bytes()));
     return s;
@@ -39,6 +47,7 @@ class CallbackOpContext final : public chorus::OpContext {
  private:
   chorus_alloc_fn alloc_;
   void* user_;
+  int device_;
 };
 
 }  // namespace chorus::detail

@@ -154,6 +154,7 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 // The values are the enums' (chorus/options.h).
 constexpr KnobChoice kAlgorithms[] = {{"auto", 0}, {"ring", 1}, {"mpi", 2}, {"shm", 3}};
 constexpr KnobChoice kTransports[] = {{"auto", 0}, {"mpi", 1}, {"tcp", 2}};
+constexpr KnobChoice kGpuOperations[] = {{"auto", 0}, {"nccl", 1}, {"staged", 2}};
 constexpr KnobChoice kLogLevels[] = {{"trace", 0}, {"debug", 1}, {"info", 2}, {"warning", 3},
                                      {"error", 4}, {"fatal", 5}, {"warn", 3}};
 
@@ -223,6 +224,12 @@ std::vector<Knob> make_knobs() {
                 "how the ranks reach each other: `auto` (MPI when an MPI launcher started the process or no "
                 "rendezvous variables are set; TCP when they are: torchrun's, Slurm's or `CHORUS_MASTER_ADDR`), "
                 "`mpi`, or `tcp` ([launcher.md](launcher.md))"),
+      choice<GpuOperations, &O::gpu_operations>("GPU_OPERATIONS", "auto", kGpuOperations, kJob,
+                "what CUDA tensors' collectives run through: `nccl` (on the device), `staged` (pinned host memory and "
+                "the CPU data plane: no NCCL, or several ranks on one GPU), or `auto`: `nccl` where it loads on every "
+                "rank, else `staged`"),
+      decimal<&O::gpu_op_timeout_seconds>("GPU_OP_TIMEOUT_SECONDS", "600", 0, kMaxStallSeconds, "seconds",
+                "a device operation not done after this long fails its tensors and ends the job; 0: no limit"),
       decimal<&O::rendezvous_timeout_seconds>("RENDEZVOUS_TIMEOUT_SECONDS", "300", 1, kMaxStallSeconds, "seconds",
                 "TCP: a rendezvous not complete after this long fails on every rank that came, naming the ranks "
                 "that did not"),

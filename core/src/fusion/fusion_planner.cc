@@ -18,7 +18,7 @@ bool fusable(ResponseType type) {
 }
 
 // The rows of Request marked fused_alike (negotiation/request_fields.h):
-// the collective, dtype and device, and the op and scale factors where the
+// the collective, dtype and device kind, and the op and scale factors where the
 // collective reduces (allgather only moves bytes).
 bool fusable_together(const Request& a, const Request& b) {
   if (a.type != b.type) return false;
@@ -120,6 +120,7 @@ std::vector<Response> plan_fusion(const std::vector<int32_t>& slots, const Respo
     if (at[i] == plan.size()) {
       plan.emplace_back();
       plan.back().type = items[i].type;
+      plan.back().device_kind = items[i].spec->device_kind;
     }
     Response& r = plan[at[i]];
     r.slots.push_back(slots[i]);

@@ -1,7 +1,8 @@
 #pragma once
 // Packs ready allreduces, and ready allgathers, into fused responses.
-// Allreduces fuse when they share (dtype, op, prescale, postscale, device);
-// allgathers when they share (dtype, device). A bucket holds at most
+// Allreduces fuse when they share (dtype, op, prescale, postscale, device
+// kind); allgathers when they share (dtype, device kind): CPU and CUDA
+// tensors never fuse. A bucket holds at most
 // `threshold_bytes` (for an allgather: its whole output, every rank's rows);
 // a single larger tensor gets a bucket of its own. The planner looks ahead:
 // a tensor joins the first open bucket it fits, so interleaved dtypes still

@@ -100,6 +100,11 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
         std::string(collective_name(rank0->type)) + " of tensor '" + name + "' cannot run: rank(s) " +
         ranks_text(absent_joined) +
         " called join(); until every rank joined, only allreduce runs (with zeros from the joined ranks)");
+  } else if (error.is_ok() && !absent_joined.empty() && rank0->device_kind != DeviceKind::kCpu) {
+    // A joined rank has no device of the tensor's to put its zeros on.
+    error = Status::invalid_argument("allreduce of CUDA tensor '" + name + "' cannot run: rank(s) " +
+                                     ranks_text(absent_joined) +
+                                     " called join(); joined ranks take part in CPU allreduces only");
   }
   if (!error.is_ok()) {
     out.request = *rank0;
@@ -108,6 +113,7 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
     return out;
   }
   out.response.type = response_type_of(rank0->type);
+  out.response.device_kind = rank0->device_kind;
   out.response.total_bytes = rank0->num_elements() * dtype_size(rank0->dtype);
   if (!absent_joined.empty()) out.response.joined_specs = {*rank0};  // the joined ranks add zeros of this shape
   if (rank0->type == CollectiveType::kAlltoall) {

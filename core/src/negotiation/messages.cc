@@ -12,13 +12,21 @@ namespace chorus::detail {
 
 namespace {
 // Guards against parsing bytes of another protocol version.
-constexpr uint32_t kRequestMagic = 0x43525132;   // "CRQ2": cache bits, not keys
-constexpr uint32_t kResponseMagic = 0x43525332;  // "CRS2": cached slots
+constexpr uint32_t kRequestMagic = 0x43525133;   // "CRQ3": the device kind
+constexpr uint32_t kResponseMagic = 0x43525333;  // "CRS3": the device kind
 }  // namespace
 
 const char* collective_name(CollectiveType type) {
   const int32_t t = static_cast<int32_t>(type);
   return t >= 0 && t <= kLastCollectiveType ? traits_of(type).name : "unknown";
+}
+
+const char* device_kind_name(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kCpu: return "CPU";
+    case DeviceKind::kCuda: return "CUDA";
+  }
+  return "unknown";
 }
 
 ResponseType response_type_of(CollectiveType type) { return traits_of(type).response; }
@@ -104,6 +112,7 @@ std::string RequestList::serialize() const {
   WireWriter w;
   w.put(kRequestMagic);
   w.put<uint8_t>(shutdown ? 1 : 0);
+  w.put_string(shutdown_reason);
   w.put<uint32_t>(static_cast<uint32_t>(requests.size()));
   for (const Request& r : requests) put_request(w, r);
   cached.write(w);
@@ -117,6 +126,7 @@ Status RequestList::parse(const std::string& bytes, RequestList* out, size_t max
   uint8_t shutdown = 0;
   if (!r.get(&magic) || magic != kRequestMagic) return malformed("request list", "bad header");
   r.get(&shutdown);
+  r.get_string(&out->shutdown_reason);
   r.get(&count);
   out->shutdown = shutdown != 0;
   out->requests.clear();
@@ -155,6 +165,7 @@ std::string ResponseList::serialize() const {
     w.put<uint32_t>(static_cast<uint32_t>(r.joined_specs.size()));
     for (const Request& q : r.joined_specs) put_request(w, q);
     w.put(r.last_joined_rank);
+    w.put(static_cast<int32_t>(r.device_kind));
   }
   w.put<uint32_t>(static_cast<uint32_t>(resend.size()));
   for (const Resend& x : resend) {
@@ -171,6 +182,7 @@ namespace {
 Status get_response(WireReader& r, size_t max_slots, Response* p) {
   int32_t type = 0;
   uint32_t names = 0, slots = 0, specs = 0;
+  int32_t kind = 0;
   r.get(&type);
   r.get(&names);
   for (uint32_t k = 0; k < names && r.ok(); ++k) r.get_string(&p->names.emplace_back());
@@ -194,9 +206,12 @@ Status get_response(WireReader& r, size_t max_slots, Response* p) {
     if (!bad.is_ok()) return wrong_value("joined spec " + std::to_string(k) + ": " + bad.message());
   }
   r.get(&p->last_joined_rank);
+  r.get(&kind);
   if (!r.ok()) return Status::ok();  // truncated: the caller reports it
   if (type < 0 || type > kLastResponseType) return wrong_value("type " + std::to_string(type));
   p->type = static_cast<ResponseType>(type);
+  if (kind < 0 || kind > kLastDeviceKind) return wrong_value("device kind " + std::to_string(kind));
+  p->device_kind = static_cast<DeviceKind>(kind);
   if (p->total_bytes < 0) return wrong_value("total bytes " + std::to_string(p->total_bytes));
   Status bad = request_field::check_counts("first dimension", p->first_dims, false);
   if (bad.is_ok()) bad = request_field::check_counts("split", p->splits, true);

@@ -18,6 +18,14 @@ enum class CollectiveType : int32_t {
 };
 constexpr int32_t kLastCollectiveType = 7;
 
+/// Where a tensor's memory is, as far as the ranks must agree: ranks sit on
+/// different GPUs, so they agree on the kind, never on the device index.
+enum class DeviceKind : int32_t { kCpu = 0, kCuda = 1 };
+constexpr int32_t kLastDeviceKind = 1;
+const char* device_kind_name(DeviceKind kind);  ///< "CPU", "CUDA"
+/// The kind of a Tensor::device() value (kCpuDevice or a CUDA index).
+inline DeviceKind device_kind_of(int device) { return device == kCpuDevice ? DeviceKind::kCpu : DeviceKind::kCuda; }
+
 /// The name every rank's join request carries.
 inline const char* join_tensor_name() { return "chorus.join"; }
 const char* collective_name(CollectiveType type);
@@ -40,6 +48,7 @@ struct Request {
   /// wait for it.
   int32_t root_rank = 0;
   int32_t named_root = 0;
+  /// This rank's device index (its own: ranks sit on different GPUs).
   int32_t device = kCpuDevice;
   /// Tensors of a grouped allreduce share a group name and know the group size.
   std::string group;
@@ -48,6 +57,9 @@ struct Request {
   std::vector<int64_t> splits;
   /// Process-set registration: the members' global ranks, ascending.
   std::vector<int64_t> process_set_ranks;
+  /// CPU or CUDA: the same on every rank (a mismatch is an error naming
+  /// both sets of ranks), and part of the fusion key and cache signature.
+  DeviceKind device_kind = DeviceKind::kCpu;
 
   int64_t num_elements() const;
   bool operator==(const Request& o) const;
@@ -77,6 +89,9 @@ struct RequestList {
   /// ...set against the sender's cache at this epoch.
   uint64_t cache_epoch = 0;
   bool shutdown = false;  ///< this rank is leaving
+  /// Why, when not its own shutdown() (a fault of its device operations):
+  /// rank 0 tells every rank this message.
+  std::string shutdown_reason;
 
   std::string serialize() const;
   /// Validates everything it reads: enums, dimensions (non-negative, and
@@ -85,7 +100,8 @@ struct RequestList {
   /// make the reader allocate more).
   static Status parse(const std::string& bytes, RequestList* out, size_t max_slots = size_t{1} << 30);
   bool operator==(const RequestList& o) const {
-    return requests == o.requests && cached == o.cached && cache_epoch == o.cache_epoch && shutdown == o.shutdown;
+    return requests == o.requests && cached == o.cached && cache_epoch == o.cache_epoch && shutdown == o.shutdown &&
+           shutdown_reason == o.shutdown_reason;
   }
 };
 
@@ -123,9 +139,12 @@ struct Response {
   std::vector<Request> joined_specs;
   /// Join: the last rank to join.
   int32_t last_joined_rank = -1;
+  /// Where the tensors are: CUDA responses run through the device
+  /// operations (runtime/device_operations.h), never the CPU data plane.
+  DeviceKind device_kind = DeviceKind::kCpu;
 
   bool operator==(const Response& o) const {
-    return type == o.type && names == o.names && slots == o.slots && error_message == o.error_message &&
+    return type == o.type && device_kind == o.device_kind && names == o.names && slots == o.slots && error_message == o.error_message &&
            total_bytes == o.total_bytes && first_dims == o.first_dims && splits == o.splits &&
            joined_specs == o.joined_specs && last_joined_rank == o.last_joined_rank;
   }

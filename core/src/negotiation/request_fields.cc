@@ -74,6 +74,13 @@ Status check_op(const Request& r) {
 Status check_root(const Request& r) { return r.root_rank >= -1 ? Status::ok() : bad("root rank", r.root_rank); }
 Status check_device(const Request& r) { return r.device >= kCpuDevice ? Status::ok() : bad("device", r.device); }
 
+// The index must say the same as the kind: a CUDA request names its GPU.
+Status check_device_kind(const Request& r) {
+  const int32_t kind = static_cast<int32_t>(r.device_kind);
+  if (kind < 0 || kind > kLastDeviceKind) return bad("device kind", kind);
+  return r.device_kind == device_kind_of(r.device) ? Status::ok() : bad("device kind for device", r.device);
+}
+
 Status check_group_size(const Request& r) {
   return r.group_size >= 0 ? Status::ok() : bad("group size", r.group_size);
 }
@@ -114,9 +121,7 @@ std::string show_root(const Request& r, const MismatchContext& c) {
          (c.scope.id == 0 ? " (outside 0.." + std::to_string(c.world_size - 1) + ")" : " (not a member)");
 }
 
-std::string show_device(const Request& r, const MismatchContext&) {
-  return r.device == kCpuDevice ? std::string("cpu") : "device " + std::to_string(r.device);
-}
+std::string show_device_kind(const Request& r, const MismatchContext&) { return device_kind_name(r.device_kind); }
 
 std::string show_group(const Request& r, const MismatchContext&) {
   return r.group.empty() ? std::string("none") : r.group + " of " + std::to_string(r.group_size);

@@ -87,6 +87,7 @@ Status check_shape(const Request& r);
 Status check_op(const Request& r);
 Status check_root(const Request& r);
 Status check_device(const Request& r);
+Status check_device_kind(const Request& r);
 Status check_group_size(const Request& r);
 Status check_splits(const Request& r);
 Status check_members(const Request& r);
@@ -97,7 +98,7 @@ std::string show_op(const Request& r, const MismatchContext& c);
 std::string show_prescale(const Request& r, const MismatchContext& c);
 std::string show_postscale(const Request& r, const MismatchContext& c);
 std::string show_root(const Request& r, const MismatchContext& c);
-std::string show_device(const Request& r, const MismatchContext& c);
+std::string show_device_kind(const Request& r, const MismatchContext& c);
 std::string show_group(const Request& r, const MismatchContext& c);
 std::string show_members(const Request& r, const MismatchContext& c);
 bool reduces(CollectiveType type);
@@ -121,12 +122,13 @@ inline constexpr auto kRequestFields = [] {
       fused_alike(field(&Request::postscale, A::kSame, nullptr, {"postscale factor", f::show_postscale, f::reduces})),
       field(&Request::root_rank, A::kSame, f::check_root, {"root rank", f::show_root, f::is_broadcast}),
       field(&Request::named_root, A::kSame),  // shown with the root rank
-      fused_alike(field(&Request::device, A::kSame, f::check_device, {"device", f::show_device})),
+      field(&Request::device, A::kOwn, f::check_device),  // the kind is agreed (last row), not the index
       field(&Request::group, A::kSame, nullptr, {"group", f::show_group}),
       field(&Request::group_size, A::kSame, f::check_group_size),  // shown with the group
       field(&Request::splits, A::kOwn, f::check_splits),
       field(&Request::process_set_ranks, A::kSame, f::check_members, {"member ranks", f::show_members,
-                                                                        f::is_registration}));
+                                                                        f::is_registration}),
+      fused_alike(field(&Request::device_kind, A::kSame, f::check_device_kind, {"device", f::show_device_kind})));
 }();
 
 // Enums travel as their 32-bit values.

@@ -16,14 +16,14 @@ std::unique_ptr<LoopSide> make_side(Backend& backend, const ResponseCache& cache
 }  // namespace
 
 BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const RuntimeOptions& options,
-                               const Logger& logger, SharedStats& stats, Timeline& timeline)
+                               const Logger& logger, SharedStats& stats, Timeline& timeline, DeviceSupport device)
     : backend_(backend),
       queue_(queue),
       logger_(logger),
       stats_(stats),
       timeline_(timeline),
       topo_(backend.topology()),
-      executor_(backend, options, stats, timeline, logger),
+      executor_(backend, options, stats, timeline, logger, std::move(device)),
       waiter_(options, queue),
       watchdog_(options, logger, [&backend](int exit_code) { backend.end_job(exit_code); }),
       cache_(static_cast<size_t>(options.cache_capacity)),
@@ -47,6 +47,7 @@ void BackgroundLoop::run() {
 
 bool BackgroundLoop::run_round() {
   bool progressed = false;
+  check_device_fault();
   Status s = submit_local_requests(&progressed);
   if (s.is_ok()) s = run_due_lists(&progressed);
   if (s.is_ok()) s = backend_.control().failure();  // a peer the transport found gone
@@ -58,12 +59,24 @@ bool BackgroundLoop::run_round() {
   return progressed;
 }
 
+// A device fault ends the job on every rank with its message: this rank
+// asks rank 0 to shut down with it (RequestList::shutdown_reason).
+void BackgroundLoop::check_device_fault() {
+  if (!device_fault_.empty()) return;
+  const Status fault = executor_.device_fault();
+  if (fault.is_ok()) return;
+  device_fault_ = "the GPU operations failed: " + fault.message();
+  CHORUS_LOG(logger_, kError) << device_fault_ << "; shutting down";
+  request_shutdown();
+}
+
 Status BackgroundLoop::submit_local_requests(bool* progressed) {
   RequestList mine;
   mine.requests = queue_.take_new_requests();
   side_->take_resends(&mine.requests);
   if (shutdown_requested_.load() && !shutdown_sent_) {
     mine.shutdown = true;
+    mine.shutdown_reason = device_fault_;
     shutdown_sent_ = true;
   }
   if (mine.requests.empty() && !mine.shutdown) return Status::ok();
@@ -176,6 +189,7 @@ void BackgroundLoop::run_response(const Response& response) {
 void BackgroundLoop::finish(const Status& reason) {
   finished_ = true;
   end_reason_ = reason.message();
+  executor_.abort_device(reason);  // device work still queued fails with the reason
   CompletionBatch batch;
   for (TensorEntry& e : queue_.close(reason)) {
     const Status failed(reason.code(), collective_name(e.request.type) + std::string(" of tensor '") +

@@ -12,6 +12,9 @@
 //      the response cache, and hand the side what changed.
 // A shutdown anywhere travels the same way, so every rank stops at the same
 // point of the response order and fails what is left with a clear reason.
+// So does a fault of the device operations (an NCCL error, a device
+// operation past CHORUS_GPU_OP_TIMEOUT_SECONDS): the rank that sees it asks
+// rank 0 to shut down with that message, and rank 0 tells every rank.
 // All calls into the Backend (MPI) happen on this thread.
 
 #include <atomic>
@@ -34,7 +37,7 @@ namespace chorus::detail {
 class BackgroundLoop {
  public:
   BackgroundLoop(Backend& backend, TensorQueue& queue, const RuntimeOptions& options,
-                 const Logger& logger, SharedStats& stats, Timeline& timeline);
+                 const Logger& logger, SharedStats& stats, Timeline& timeline, DeviceSupport device = {});
 
   /// Runs rounds until the shutdown response was executed (or a fatal
   /// control-plane error), then fails what is left in the queue.
@@ -48,6 +51,7 @@ class BackgroundLoop {
  private:
   bool run_round();
   Status submit_local_requests(bool* progressed);
+  void check_device_fault();
   Status run_due_lists(bool* progressed);
   Status name_cached_slots(ResponseList& list) const;
   void execute(ResponseList& list);
@@ -71,6 +75,7 @@ class BackgroundLoop {
   bool shutdown_sent_ = false;
   bool finished_ = false;
   bool stall_shutdown_ = false;
+  std::string device_fault_;  // set once the device operations reported a fault
   std::string end_reason_;
 };
 

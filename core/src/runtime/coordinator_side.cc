@@ -69,14 +69,18 @@ void CoordinatorSide::add_requests(int from_rank, const RequestList& list) {
     }
   });
   if (hits > 0 && from_rank != topo_.rank) stats_.update([&](RuntimeStats& st) { st.cache_hits += hits; });
-  if (list.shutdown) note_shutdown(from_rank);
+  if (list.shutdown) note_shutdown(from_rank, list.shutdown_reason);
 }
 
-void CoordinatorSide::note_shutdown(int from_rank) {
+void CoordinatorSide::note_shutdown(int from_rank, const std::string& reason) {
   if (!global_shutdown_reason_.empty()) return;
   const std::string who = "rank " + std::to_string(topo_.scope.world_rank(from_rank));
-  global_shutdown_reason_ = topo_.scope.id == 0 ? who + " called shutdown()"
-                                                : who + " removed " + topo_.scope.describe() + " or shut down";
+  if (!reason.empty()) {
+    global_shutdown_reason_ = who + ": " + reason;  // a device fault: every rank reports it
+  } else {
+    global_shutdown_reason_ = topo_.scope.id == 0 ? who + " called shutdown()"
+                                                  : who + " removed " + topo_.scope.describe() + " or shut down";
+  }
 }
 
 // A full request takes along what other ranks sent for the same tensor by

@@ -47,7 +47,7 @@ class CoordinatorSide final : public LoopSide {
   void add_cached(int rank, int32_t slot);
   void leave_fast_path(int32_t slot, const Request& spec);
   void leave_fast_path(int32_t slot);
-  void note_shutdown(int from_rank);
+  void note_shutdown(int from_rank, const std::string& reason);
   std::vector<Response> take_fusable_burst();
 
   ControlChannel& control_;

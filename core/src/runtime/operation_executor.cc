@@ -8,6 +8,14 @@
 
 namespace chorus::detail {
 
+namespace {
+// Responses that move tensor bytes; errors, barriers and joins move none.
+bool moves_data(ResponseType type) {
+  return type == ResponseType::kAllreduce || type == ResponseType::kAllgather || type == ResponseType::kBroadcast ||
+         type == ResponseType::kReducescatter || type == ResponseType::kAlltoall;
+}
+}  // namespace
+
 void OperationExecutor::execute(const Response& response, std::vector<TensorEntry> entries) {
   if (timeline_.enabled()) {
     const auto now = Clock::now();
@@ -15,6 +23,50 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
       timeline_.record(e.name(), std::string("NEGOTIATE ") + collective_name(e.request.type), e.enqueued, now);
     }
   }
+  if (response.device_kind == DeviceKind::kCuda && moves_data(response.type)) {
+    run_on_device(response, std::move(entries));
+    return;
+  }
+  const std::vector<Status> each = run(response, entries);
+  int64_t failed = 0;
+  for (const Status& s : each) failed += !s.is_ok();
+  if (failed > 0) stats_.update([&](RuntimeStats& st) { st.errors += failed; });
+  CompletionBatch batch;  // wakes every waiter once all are complete
+  for (size_t i = 0; i < entries.size(); ++i) finish_entry(std::move(entries[i]), each[i], batch);
+}
+
+// The first CUDA response makes the device operations: here, on the
+// background thread, at the same place of the response order on every rank
+// (making them may be a collective). A failure fails this and every later
+// CUDA response with the same message on every rank.
+void OperationExecutor::run_on_device(const Response& response, std::vector<TensorEntry> entries) {
+  if (!device_ops_ && device_error_.is_ok()) {
+    StatusOr<std::unique_ptr<DeviceOperations>> made =
+        make_device_operations(device_, {backend_, options_, logger_, stats_, device_.memory});
+    if (made.is_ok()) {
+      device_ops_ = std::move(made).value();
+    } else {
+      device_error_ = made.status();
+    }
+  }
+  if (device_ops_) {
+    device_ops_->execute(response, std::move(entries));
+    return;
+  }
+  stats_.update([&](RuntimeStats& st) { st.errors += static_cast<int64_t>(entries.size()); });
+  CompletionBatch batch;
+  for (TensorEntry& e : entries) {
+    const Status failed(device_error_.code(), std::string(collective_name(e.request.type)) + " of CUDA tensor '" +
+                                                  e.name() + "': " + device_error_.message());
+    finish_entry(std::move(e), failed, batch);
+  }
+}
+
+void OperationExecutor::abort_device(const Status& why) {
+  if (device_ops_) device_ops_->abort(why);
+}
+
+std::vector<Status> OperationExecutor::run(const Response& response, std::vector<TensorEntry>& entries) {
   Status status;
   std::vector<Status> each;  // set when tensors of one response may fail apart
   switch (response.type) {
@@ -54,11 +106,7 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
       break;
   }
   if (each.empty()) each.assign(entries.size(), status);
-  int64_t failed = 0;
-  for (const Status& s : each) failed += !s.is_ok();
-  if (failed > 0) stats_.update([&](RuntimeStats& st) { st.errors += failed; });
-  CompletionBatch batch;  // wakes every waiter once all are complete
-  for (size_t i = 0; i < entries.size(); ++i) finish_entry(std::move(entries[i]), each[i], batch);
+  return each;
 }
 
 void OperationExecutor::record_allgather(size_t tensors, const std::vector<Status>& each) {

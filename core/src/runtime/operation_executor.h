@@ -2,7 +2,9 @@
 // Runs one Response on this rank: hands its tensors to the data plane
 // (dataplane/data_plane.h), which decides how the bytes move, allocates
 // outputs, and completes the entries. Allgathers have their own executor
-// (runtime/allgather_executor.h).
+// (runtime/allgather_executor.h). Responses on CUDA tensors go to the device
+// operations (runtime/device_operations.h), made on the first one, never to
+// the CPU data plane.
 
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "common/logging.h"
 #include "dataplane/data_plane.h"
 #include "runtime/allgather_executor.h"
+#include "runtime/device_support.h"
 #include "negotiation/messages.h"
 #include "runtime/shared_stats.h"
 #include "runtime/tensor_entry.h"
@@ -22,8 +25,11 @@ class OperationExecutor {
  public:
   /// After `backend.start()`, on its background thread.
   OperationExecutor(Backend& backend, const RuntimeOptions& options, SharedStats& stats, Timeline& timeline,
-                    const Logger& logger)
-      : data_(backend, options),
+                    const Logger& logger, DeviceSupport device = {})
+      : backend_(backend),
+        options_(options),
+        device_(std::move(device)),
+        data_(backend, options),
         rank_(backend.topology().rank),
         world_size_(backend.topology().size),
         stats_(stats),
@@ -35,7 +41,19 @@ class OperationExecutor {
   /// completes each one, successfully or with the error.
   void execute(const Response& response, std::vector<TensorEntry> entries);
 
+  /// Runs a response on host tensors and returns each entry's result,
+  /// completing none (the staged device path completes the device entries
+  /// after its copy back).
+  std::vector<Status> run(const Response& response, std::vector<TensorEntry>& entries);
+
+  /// The device operations' first asynchronous fault, or OK.
+  Status device_fault() const { return device_ops_ ? device_ops_->fault() : Status::ok(); }
+  /// At the end of the loop: fails what the device operations still hold
+  /// with `why` and waits until nothing of this rank's runs on the device.
+  void abort_device(const Status& why);
+
  private:
+  void run_on_device(const Response& response, std::vector<TensorEntry> entries);
   Status allreduce(std::vector<TensorEntry>& entries);
   Status broadcast(TensorEntry& entry);
   Status reducescatter(TensorEntry& entry);
@@ -44,6 +62,11 @@ class OperationExecutor {
   using Clock = std::chrono::steady_clock;
   void record_allreduce(size_t tensors, int64_t bytes, const AllreduceOutcome& outcome, Clock::time_point start);
 
+  Backend& backend_;
+  const RuntimeOptions& options_;
+  DeviceSupport device_;
+  std::unique_ptr<DeviceOperations> device_ops_;  // made on the first CUDA response
+  Status device_error_;                           // why they could not be made
   DataPlane data_;
   FusedAllreduce fused_;
   int rank_;

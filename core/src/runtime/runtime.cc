@@ -28,11 +28,12 @@ void check_name(const std::string& name, const char* what) {
 detail::TensorEntry tensor_entry(detail::CollectiveType type, const std::string& name,
                                  const std::shared_ptr<Tensor>& tensor, int rank, OpHooks hooks,
                                  const TensorShape& shape) {
-  if (tensor->device() != kCpuDevice) {
-    // The data plane would read device memory from the host.
-    invalid(std::string(detail::collective_name(type)) + " of tensor '" + name + "': the tensor is on device " +
-            std::to_string(tensor->device()) + "; this build of Chorus moves host memory only (no GPU data plane)");
+  if (tensor->device() < kCpuDevice) {
+    invalid(std::string(detail::collective_name(type)) + " of tensor '" + name + "': device " +
+            std::to_string(tensor->device()) + " is neither kCpuDevice (-1) nor a CUDA device index");
   }
+  // A CUDA tensor is checked against the build, and its ready point
+  // recorded, when its engine queues it (RuntimeImpl::prepare_device).
   detail::TensorEntry e;
   e.request.rank = rank;
   e.request.type = type;
@@ -40,6 +41,7 @@ detail::TensorEntry tensor_entry(detail::CollectiveType type, const std::string&
   e.request.dtype = tensor->dtype();
   e.request.shape = shape.dim_sizes();
   e.request.device = tensor->device();
+  e.request.device_kind = detail::device_kind_of(tensor->device());
   e.input = tensor;
   e.hooks = std::move(hooks);
   return e;
@@ -121,6 +123,12 @@ std::unique_ptr<Runtime> RuntimeAccess::make(std::unique_ptr<Backend> backend, R
   return std::unique_ptr<Runtime>(new Runtime(std::make_shared<RuntimeImpl>(std::move(backend), checked(options))));
 }
 
+std::unique_ptr<Runtime> RuntimeAccess::make(std::unique_ptr<Backend> backend, RuntimeOptions options,
+                                             std::shared_ptr<const DeviceSupport> device) {
+  return std::unique_ptr<Runtime>(
+      new Runtime(std::make_shared<RuntimeImpl>(std::move(backend), checked(options), nullptr, std::move(device))));
+}
+
 InternalStats RuntimeAccess::stats(const Runtime& runtime) { return runtime.impl_->shared_stats()->internal(); }
 
 }  // namespace detail
@@ -185,6 +193,12 @@ std::vector<Handle> Runtime::grouped_allreduce_async(const std::vector<std::stri
   std::vector<detail::TensorEntry> entries;
   for (size_t i = 0; i < names.size(); ++i) {
     entries.push_back(allreduce_entry(names[i], inputs[i], outputs.empty() ? inputs[i] : outputs[i], options, rank));
+    if (entries.back().request.device_kind != entries.front().request.device_kind) {
+      // The group completes on one thread: the CPU data plane's or the device operations'.
+      invalid("grouped allreduce '" + names.front() + "', ...: tensor '" + names[i] + "' is on " +
+              detail::device_kind_name(entries.back().request.device_kind) + " but '" + names.front() + "' on " +
+              detail::device_kind_name(entries.front().request.device_kind) + "; a group is on one kind of device");
+    }
     entries.back().request.group = group;
     entries.back().request.group_size = static_cast<int32_t>(names.size());
     entries.back().group = completion;
@@ -319,7 +333,7 @@ ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
   std::shared_ptr<detail::RuntimeImpl> set_engine;
   if (split->backend) {
     set_engine = std::make_shared<detail::RuntimeImpl>(std::move(split->backend), set_options(options(), id),
-                                                       impl_->shared_stats());
+                                                       impl_->shared_stats(), impl_->device_support());
   }
   ProcessSet set(id, ranks);
   sets_->add(set, std::move(set_engine));
@@ -352,6 +366,7 @@ Handle Runtime::broadcast_async(const std::string& name, std::shared_ptr<Tensor>
     invalid(what + "input is " + dtype_name(input->dtype()) + " " + input->shape().to_string() + " but output is " +
             dtype_name(output->dtype()) + " " + output->shape().to_string());
   }
+  if (input->device() != output->device()) invalid(what + "input and output are on different devices");
   auto target = engine(hooks.process_set, what);
   const detail::Topology& topo = target->topology();
   // A root outside the set is negotiated, not thrown here: the other ranks

@@ -8,6 +8,7 @@
 
 #include "chorus/runtime.h"
 #include "comm/backend.h"
+#include "runtime/device_support.h"
 #include "runtime/shared_stats.h"
 
 namespace chorus::detail {
@@ -17,6 +18,10 @@ class RuntimeAccess {
   /// A runtime over `backend` (e.g. make_loopback_backend); throws
   /// chorus::Error as Runtime's constructor does.
   static std::unique_ptr<Runtime> make(std::unique_ptr<Backend> backend, RuntimeOptions options);
+  /// The same with `device` as what CUDA tensors go through (a fake device
+  /// memory, a test's device operations) instead of the build's.
+  static std::unique_ptr<Runtime> make(std::unique_ptr<Backend> backend, RuntimeOptions options,
+                                       std::shared_ptr<const DeviceSupport> device);
   /// The counters of every set's collectives together, with the route each
   /// data-plane allreduce took.
   static InternalStats stats(const Runtime& runtime);

@@ -12,11 +12,13 @@
 
 namespace chorus::detail {
 
-RuntimeImpl::RuntimeImpl(std::unique_ptr<Backend> backend, RuntimeOptions options, std::shared_ptr<SharedStats> stats)
+RuntimeImpl::RuntimeImpl(std::unique_ptr<Backend> backend, RuntimeOptions options, std::shared_ptr<SharedStats> stats,
+                         std::shared_ptr<const DeviceSupport> device)
     : options_(options),
       logger_(options.log_level),
       backend_(std::move(backend)),
-      stats_(stats ? std::move(stats) : std::make_shared<SharedStats>()) {
+      stats_(stats ? std::move(stats) : std::make_shared<SharedStats>()),
+      device_(device ? std::move(device) : std::make_shared<const DeviceSupport>(build_device_support())) {
   queue_.set_wake_on_add(options_.wake_on_enqueue);
   std::promise<Status> started;
   auto ready = started.get_future();
@@ -54,7 +56,7 @@ void RuntimeImpl::thread_main(std::promise<Status>* started) {
   }
   {
     std::lock_guard<std::mutex> lock(loop_mu_);
-    loop_ = std::make_unique<BackgroundLoop>(*backend_, queue_, options_, logger_, *stats_, timeline_);
+    loop_ = std::make_unique<BackgroundLoop>(*backend_, queue_, options_, logger_, *stats_, timeline_, *device_);
   }
   running_.store(true);
   started->set_value(Status::ok());  // `started` is gone after this line
@@ -107,6 +109,7 @@ std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
   handles.reserve(entries.size());
   const auto now = std::chrono::steady_clock::now();
   for (auto& e : entries) {
+    if (e.request.device_kind != DeviceKind::kCpu) prepare_device(e);
     e.enqueued = now;
     e.handle = std::make_shared<HandleState>();
     handles.push_back(Handle(e.handle));
@@ -116,11 +119,35 @@ std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
 }
 
 Handle RuntimeImpl::enqueue(TensorEntry entry) {
+  if (entry.request.device_kind != DeviceKind::kCpu) prepare_device(entry);
   entry.enqueued = std::chrono::steady_clock::now();
   entry.handle = std::make_shared<HandleState>();
   Handle handle(entry.handle);
   throw_if_error(queue_.add(std::move(entry)));
   return handle;
+}
+
+void RuntimeImpl::prepare_device(TensorEntry& e) const {
+  const std::string what = std::string(collective_name(e.request.type)) + " of tensor '" + e.name() + "': ";
+  const int device = e.input->device();
+  if (!device_->memory) {
+    throw_if_error(Status::invalid_argument(
+        what + "the tensor is on CUDA device " + std::to_string(device) +
+        ", but this build of Chorus has no GPU support (built without CUDA: CHORUS_WITH_CUDA)"));
+  }
+  const CollectiveType t = e.request.type;
+  const bool output_after_negotiation =
+      t == CollectiveType::kAllgather || t == CollectiveType::kAlltoall || t == CollectiveType::kReducescatter;
+  if (output_after_negotiation && !e.hooks.context) {
+    throw_if_error(Status::invalid_argument(
+        what + "its output is allocated after negotiation, on CUDA device " + std::to_string(device) +
+        ": pass an OpContext that allocates there (OpHooks::context)"));
+  }
+  StatusOr<std::shared_ptr<DeviceMark>> ready = device_->memory->record(device, e.input->stream());
+  if (!ready.is_ok()) {
+    throw_if_error(Status(ready.status().code(), what + ready.status().message()));
+  }
+  e.ready = std::move(ready).value();
 }
 
 }  // namespace chorus::detail

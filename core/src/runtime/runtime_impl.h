@@ -14,6 +14,7 @@
 #include "comm/backend.h"
 #include "common/logging.h"
 #include "runtime/background_loop.h"
+#include "runtime/device_support.h"
 #include "runtime/shared_stats.h"
 #include "runtime/tensor_queue.h"
 #include "timeline/timeline.h"
@@ -23,7 +24,10 @@ namespace chorus::detail {
 class RuntimeImpl {
  public:
   /// `stats` is shared with the Runtime's other engines; nullptr: its own.
-  RuntimeImpl(std::unique_ptr<Backend> backend, RuntimeOptions options, std::shared_ptr<SharedStats> stats = nullptr);
+  /// `device`: what tensors on a GPU go through; nullptr: this build's
+  /// (build_device_support()).
+  RuntimeImpl(std::unique_ptr<Backend> backend, RuntimeOptions options, std::shared_ptr<SharedStats> stats = nullptr,
+              std::shared_ptr<const DeviceSupport> device = nullptr);
   ~RuntimeImpl();
 
   void shutdown();
@@ -32,6 +36,7 @@ class RuntimeImpl {
   const RuntimeOptions& options() const { return options_; }
   RuntimeStats stats() const { return stats_->get(); }
   const std::shared_ptr<SharedStats>& shared_stats() const { return stats_; }
+  const std::shared_ptr<const DeviceSupport>& device_support() const { return device_; }
 
   /// Validates locally and queues; throws chorus::Error on bad input or
   /// after shutdown.
@@ -44,12 +49,16 @@ class RuntimeImpl {
 
  private:
   void thread_main(std::promise<Status>* started);
+  /// A CUDA tensor: checked against this build and its ready point recorded
+  /// on the producer's stream; throws chorus::Error naming the tensor.
+  void prepare_device(TensorEntry& entry) const;
 
   RuntimeOptions options_;
   Logger logger_;
   std::unique_ptr<Backend> backend_;
   TensorQueue queue_;
   std::shared_ptr<SharedStats> stats_;
+  std::shared_ptr<const DeviceSupport> device_;
   Timeline timeline_;
   Topology topo_;
   std::unique_ptr<BackgroundLoop> loop_;  // created on the background thread

@@ -15,6 +15,8 @@ struct InternalStats : RuntimeStats {
   int64_t ring_allreduce_ops = 0;  ///< allreduce calls the pipelined ring ran
   int64_t shm_allreduce_ops = 0;   ///< allreduce calls run through shared memory
   int64_t shm_single_copy_ops = 0; ///< of those, read and written across processes
+  int64_t staged_device_ops = 0;   ///< CUDA responses run through pinned host memory (staged path)
+  int64_t staging_allocations = 0; ///< pinned staging buffers the staged path allocated (reuse keeps it low)
 };
 
 class SharedStats {

@@ -10,6 +10,7 @@
 #include "chorus/tensor.h"
 #include "comm/backend.h"
 #include "negotiation/messages.h"
+#include "runtime/device_memory.h"
 #include "runtime/handle_state.h"
 
 namespace chorus::detail {
@@ -30,6 +31,9 @@ struct TensorEntry {
   std::chrono::steady_clock::time_point enqueued;  ///< for the timeline
   std::shared_ptr<Tensor> input;
   std::shared_ptr<Tensor> output;
+  /// CUDA tensors: the input's ready point, recorded on the producer's
+  /// stream at enqueue; device work on the input waits on it (on the device).
+  std::shared_ptr<DeviceMark> ready;
   OpHooks hooks;
   std::shared_ptr<HandleState> handle;
   /// Set for members of a grouped allreduce: they complete together.
@@ -52,7 +56,9 @@ class CompletionBatch {
 };
 
 /// Holds back the completion of a group's members until the last one ran.
-/// Only the background thread touches it.
+/// Only the thread that completes its members touches it: the background
+/// thread, or the device operations' completion thread (a group's tensors
+/// share one device kind, checked at enqueue).
 class GroupCompletion {
  public:
   explicit GroupCompletion(size_t members) : remaining_(members) {}

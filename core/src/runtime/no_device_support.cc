@@ -1,0 +1,9 @@
+// A build without CUDA (CHORUS_WITH_CUDA=OFF or no toolkit found): no device
+// memory, so a CUDA tensor is refused at enqueue with a message naming it.
+#include "runtime/device_support.h"
+
+namespace chorus::detail {
+
+DeviceSupport build_device_support() { return {}; }
+
+}  // namespace chorus::detail

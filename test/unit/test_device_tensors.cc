@@ -1,0 +1,370 @@
+// CUDA tensors without a GPU: negotiation of device kinds across in-process
+// ranks, and the staged path end to end over fake device memory
+// (fake_device_memory.h), whose copies run only when their marks are polled.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+#include "chorus/error.h"
+#include "fake_device_memory.h"
+#include "fusion/fusion_planner.h"
+#include "loopback_job.h"
+
+using namespace chorus;
+using namespace chorus::detail;
+using chorus::test::FakeDeviceContext;
+using chorus::test::FakeDeviceMemory;
+using chorus::test::FakeDeviceTensor;
+using chorus::test::FakeGate;
+using chorus::test::FakeProducer;
+
+namespace {
+
+// run_ranks with each rank's own fake device memory (nullptr support: a
+// build without GPU support).
+template <class Body>
+void run_device_ranks(int size, Body body, RuntimeOptions options = chorus::test::quiet_options(),
+                      bool gpu_support = true) {
+  auto world = make_loopback_world(size, 0);
+  std::vector<std::shared_ptr<FakeDeviceMemory>> memories;
+  std::vector<std::unique_ptr<Runtime>> runtimes;
+  for (int r = 0; r < size; ++r) {
+    memories.push_back(std::make_shared<FakeDeviceMemory>());
+    auto support = std::make_shared<DeviceSupport>();
+    if (gpu_support) support->memory = memories.back();
+    runtimes.push_back(RuntimeAccess::make(make_loopback_backend(world, r), options, support));
+  }
+  std::exception_ptr failure;
+  try {
+    chorus::test::on_thread_ranks_rethrowing(size, [&](int r) {
+      body(*runtimes[static_cast<size_t>(r)], r, *memories[static_cast<size_t>(r)]);
+    });
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  runtimes.clear();
+  if (failure) std::rethrow_exception(failure);
+}
+
+std::shared_ptr<FakeDeviceTensor> device_floats(std::vector<float> values, int device, FakeProducer* producer = nullptr) {
+  auto t = std::make_shared<FakeDeviceTensor>(DataType::kFloat32, TensorShape{static_cast<int64_t>(values.size())},
+                                              device, producer);
+  std::copy(values.begin(), values.end(), t->as<float>());
+  return t;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+#define RANK_CHECK_OK(status)                                                          \
+  do {                                                                                 \
+    const Status _s = (status);                                                        \
+    if (!_s.is_ok()) throw std::runtime_error(std::string(#status) + ": " + _s.message()); \
+  } while (0)
+
+}  // namespace
+
+TEST_CASE("A CPU tensor and a CUDA tensor under one name: an error naming both sets of ranks", "[device]") {
+  run_device_ranks(3, [](Runtime& rt, int rank, FakeDeviceMemory&) {
+    std::vector<float> host(4, 1.0f);
+    std::shared_ptr<Tensor> t = rank == 1 ? std::shared_ptr<Tensor>(device_floats({1, 1, 1, 1}, 0))
+                                          : std::make_shared<HostTensorView>(host.data(), DataType::kFloat32,
+                                                                             TensorShape{4});
+    const Status s = rt.allreduce_async("w", t, t).wait_status();
+    RANK_CHECK(!s.is_ok());
+    RANK_CHECK(contains(s.message(), "tensor 'w'"));
+    RANK_CHECK(contains(s.message(), "device differs: CPU on ranks 0, 2; CUDA on rank 1"));
+  });
+}
+
+TEST_CASE("A CUDA tensor in a build without GPU support is refused at enqueue, naming it", "[device]") {
+  run_device_ranks(
+      1,
+      [](Runtime& rt, int, FakeDeviceMemory& memory) {
+        auto t = device_floats({1, 2}, 0);
+        try {
+          rt.allreduce_async("grad.w", t, t);
+          throw std::runtime_error("a CUDA tensor was accepted without GPU support");
+        } catch (const InvalidArgumentError& e) {
+          RANK_CHECK(contains(e.what(), "tensor 'grad.w'"));
+          RANK_CHECK(contains(e.what(), "CUDA device 0"));
+          RANK_CHECK(contains(e.what(), "no GPU support"));
+        }
+        RANK_CHECK(memory.records == 0);
+      },
+      chorus::test::quiet_options(), false);
+}
+
+TEST_CASE("Outputs sized by the negotiation need an OpContext on the device", "[device]") {
+  run_device_ranks(1, [](Runtime& rt, int, FakeDeviceMemory&) {
+    try {
+      rt.allgather_async("g", device_floats({1, 2}, 0));
+      throw std::runtime_error("an allgather of a CUDA tensor without an OpContext was accepted");
+    } catch (const InvalidArgumentError& e) {
+      RANK_CHECK(contains(e.what(), "allgather of tensor 'g'") && contains(e.what(), "OpHooks::context"));
+    }
+  });
+}
+
+TEST_CASE("A grouped allreduce is on one kind of device", "[device]") {
+  run_device_ranks(1, [](Runtime& rt, int, FakeDeviceMemory&) {
+    std::vector<float> host(2, 1.0f);
+    auto cpu = std::make_shared<HostTensorView>(host.data(), DataType::kFloat32, TensorShape{2});
+    try {
+      rt.grouped_allreduce_async({"a", "b"}, {cpu, device_floats({1, 2}, 0)}, {});
+      throw std::runtime_error("a group of CPU and CUDA tensors was accepted");
+    } catch (const InvalidArgumentError& e) {
+      RANK_CHECK(contains(e.what(), "tensor 'b' is on CUDA but 'a' on CPU"));
+    }
+  });
+}
+
+TEST_CASE("CPU and CUDA allreduces never fuse, by names or by cache slots", "[device][fusion]") {
+  auto ready = [](const std::string& name, DeviceKind kind) {
+    ReadyTensor t;
+    t.request.name = name;
+    t.request.shape = {4};
+    t.request.device_kind = kind;
+    t.request.device = kind == DeviceKind::kCpu ? kCpuDevice : 0;
+    t.response.names = {name};
+    t.response.total_bytes = 16;
+    t.response.device_kind = kind;
+    return t;
+  };
+  const std::vector<Response> plan = plan_fusion(
+      {ready("a", DeviceKind::kCpu), ready("b", DeviceKind::kCuda), ready("c", DeviceKind::kCpu),
+       ready("d", DeviceKind::kCuda)},
+      1 << 20);
+  REQUIRE(plan.size() == 2);
+  CHECK(plan[0].names == std::vector<std::string>{"a", "c"});
+  CHECK(plan[0].device_kind == DeviceKind::kCpu);
+  CHECK(plan[1].names == std::vector<std::string>{"b", "d"});
+  CHECK(plan[1].device_kind == DeviceKind::kCuda);
+
+  ResponseCache cache(8);
+  Request on_gpu = ready("g", DeviceKind::kCuda).request, on_cpu = ready("h", DeviceKind::kCpu).request;
+  cache.put(on_gpu);
+  cache.put(on_cpu);
+  const std::vector<Response> slots = plan_fusion({0, 1}, cache, 1 << 20);
+  REQUIRE(slots.size() == 2);
+  CHECK(slots[0].device_kind == DeviceKind::kCuda);
+  CHECK(slots[1].device_kind == DeviceKind::kCpu);
+  // The signature holds the kind: a slot whose kind changes is another tensor.
+  Request moved = on_gpu;
+  moved.device_kind = DeviceKind::kCpu;
+  moved.device = kCpuDevice;
+  CHECK_FALSE(same_signature(on_gpu, moved));
+  Request other_gpu = on_gpu;
+  other_gpu.device = 3;  // ranks sit on different GPUs: the index is each rank's own
+  CHECK(same_signature(on_gpu, other_gpu));
+}
+
+TEST_CASE("Staged allreduce: fused, in place and out of place, ranks on different GPUs", "[device][staged]") {
+  run_device_ranks(3, [](Runtime& rt, int rank, FakeDeviceMemory&) {
+    const int gpu = rank;  // each rank on its own GPU: the kind is agreed, not the index
+    for (int step = 0; step < 3; ++step) {
+      auto a = device_floats({1.0f * rank, 2, 3, 4, 5}, gpu);
+      std::vector<float> seventeen(17);
+      std::iota(seventeen.begin(), seventeen.end(), static_cast<float>(rank));
+      auto b = device_floats(seventeen, gpu);
+      auto b_out = device_floats(std::vector<float>(17, -1.0f), gpu);
+      auto c = device_floats({static_cast<float>(rank * 10)}, gpu);
+      AllreduceOptions sum;
+      sum.op = ReduceOp::kSum;
+      std::vector<Handle> handles = rt.grouped_allreduce_async({"a", "b", "c"}, {a, b, c}, {a, b_out, c}, sum);
+      for (Handle& h : handles) h.wait();
+      RANK_CHECK(a->as<float>()[0] == 0 + 1 + 2);
+      RANK_CHECK(a->as<float>()[4] == 15);
+      for (int i = 0; i < 17; ++i) RANK_CHECK(b_out->as<float>()[i] == 3.0f * i + 3);
+      RANK_CHECK(b->as<float>()[16] == 16.0f + rank);  // out of place: the input is left alone
+      RANK_CHECK(c->as<float>()[0] == 30);
+      // Average and scaling, alone (not grouped).
+      auto d = device_floats({2.0f * (rank + 1), 6}, gpu);
+      AllreduceOptions scaled;
+      scaled.postscale_factor = 0.5;
+      rt.allreduce_async("d", d, d, scaled).wait();
+      RANK_CHECK(d->as<float>()[0] == 2.0f);  // mean of 2, 4, 6 is 4; halved
+      RANK_CHECK(d->as<float>()[1] == 3.0f);
+    }
+    const InternalStats st = RuntimeAccess::stats(rt);
+    RANK_CHECK(st.staged_device_ops >= 6);
+    // The staging buffers are reused: a few, not one per operation.
+    RANK_CHECK(st.staging_allocations >= 1 && st.staging_allocations <= 4);
+  });
+}
+
+TEST_CASE("Staged allgather, alltoall, reducescatter and broadcast size and place their outputs",
+          "[device][staged]") {
+  run_device_ranks(3, [](Runtime& rt, int rank, FakeDeviceMemory&) {
+    OpHooks on_gpu;
+    on_gpu.context = std::make_shared<FakeDeviceContext>(rank);
+    // Allgather with a first dimension that differs per rank: rank r has r+1 rows of 2.
+    auto in = std::make_shared<FakeDeviceTensor>(DataType::kInt32, TensorShape{rank + 1, 2}, rank);
+    for (int i = 0; i < (rank + 1) * 2; ++i) in->as<int32_t>()[i] = rank * 100 + i;
+    Handle g = rt.allgather_async("gathered", in, on_gpu);
+    g.wait();
+    auto out = std::static_pointer_cast<FakeDeviceTensor>(g.output());
+    RANK_CHECK(out->device() == rank);
+    RANK_CHECK(out->shape() == (TensorShape{6, 2}));
+    const int32_t expect[] = {0, 1, 100, 101, 102, 103, 200, 201, 202, 203, 204, 205};
+    for (int i = 0; i < 12; ++i) RANK_CHECK(out->as<int32_t>()[i] == expect[i]);
+
+    // Alltoall with splits: rank r sends r+1 rows to every rank (3(r+1) rows).
+    auto send = std::make_shared<FakeDeviceTensor>(DataType::kFloat64, TensorShape{3 * (rank + 1)}, rank);
+    for (int i = 0; i < 3 * (rank + 1); ++i) send->as<double>()[i] = rank * 1000 + i;
+    const int64_t k = rank + 1;
+    Handle t = rt.alltoall_async("swapped", send, {k, k, k}, on_gpu);
+    t.wait();
+    RANK_CHECK(t.received_splits() == (std::vector<int64_t>{1, 2, 3}));
+    auto got = std::static_pointer_cast<FakeDeviceTensor>(t.output());
+    RANK_CHECK(got->shape() == TensorShape{6});
+    // From rank s: its block for this rank, rows [rank*(s+1), +s+1).
+    std::vector<double> want;
+    for (int s = 0; s < 3; ++s) {
+      for (int i = 0; i < s + 1; ++i) want.push_back(s * 1000 + rank * (s + 1) + i);
+    }
+    for (int i = 0; i < 6; ++i) RANK_CHECK(got->as<double>()[i] == want[static_cast<size_t>(i)]);
+
+    // Reducescatter of 4 rows: ranks get 2, 1, 1 rows.
+    auto whole = device_floats({1, 2, 3, 4}, rank);
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    Handle rs = rt.reducescatter_async("scattered", whole, sum, on_gpu);
+    rs.wait();
+    auto part = std::static_pointer_cast<FakeDeviceTensor>(rs.output());
+    const int rows = rank == 0 ? 2 : 1;
+    RANK_CHECK(part->shape() == TensorShape{rows});
+    const int first = rank == 0 ? 0 : rank + 1;
+    for (int i = 0; i < rows; ++i) RANK_CHECK(part->as<float>()[i] == 3.0f * (first + i + 1));
+
+    // Broadcast out of place from rank 2.
+    auto src = device_floats({7.0f + rank, 8.0f + rank}, rank);
+    auto dst = device_floats({0, 0}, rank);
+    rt.broadcast_async("b", src, dst, 2).wait();
+    RANK_CHECK(dst->as<float>()[0] == 9.0f && dst->as<float>()[1] == 10.0f);
+    RANK_CHECK(src->as<float>()[0] == 7.0f + rank);
+  });
+}
+
+TEST_CASE("Staged: the copy in waits for the producer's ready point, completion for the copy back",
+          "[device][staged]") {
+  run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
+    FakeProducer producer;
+    auto t = device_floats({0, 0}, 0, &producer);
+    memory.gate = std::make_shared<FakeGate>();  // holds the copies back to the device
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    Handle h = rt.allreduce_async("late", t, t, sum);
+    // The producer's kernel "writes" after the enqueue, before its ready
+    // point: that is what must be reduced.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    t->as<float>()[0] = 1.0f + rank;
+    t->as<float>()[1] = 10.0f;
+    RANK_CHECK(!h.status().is_ok());  // nothing can run before the ready point
+    producer.ready->release();
+    // Reduced by now on the host, but not copied back: not complete.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    RANK_CHECK(h.status().code() == StatusCode::kInProgress);
+    RANK_CHECK(t->as<float>()[0] == 1.0f + rank);
+    memory.gate->release();
+    h.wait();
+    RANK_CHECK(t->as<float>()[0] == 3.0f);
+    RANK_CHECK(t->as<float>()[1] == 20.0f);
+    RANK_CHECK(memory.records == 1 && memory.waits == 1);
+  });
+}
+
+TEST_CASE("Staged: a failed copy on one rank fails the tensor on every rank and ends the job with its message",
+          "[device][staged][faults]") {
+  run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
+    if (rank == 1) memory.fail_copies_to_host = true;
+    auto t = device_floats({1, 2}, 0);
+    const Status s = rt.allreduce_async("broken", t, t).wait_status();
+    RANK_CHECK(!s.is_ok());
+    RANK_CHECK(contains(s.message(), "staged allreduce of tensor(s) 'broken'"));
+    RANK_CHECK(contains(s.message(), rank == 1 ? "fake failure" : "another rank's copy to the host failed"));
+    RANK_CHECK(t->as<float>()[0] == 1.0f);  // nothing stale was written back
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (rt.is_running() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    RANK_CHECK(!rt.is_running());
+    std::vector<float> host(2, 1.0f);
+    auto cpu = std::make_shared<HostTensorView>(host.data(), DataType::kFloat32, TensorShape{2});
+    try {
+      rt.allreduce_async("after", cpu, cpu);
+      throw std::runtime_error("the runtime took a tensor after a device fault");
+    } catch (const Error& e) {
+      // The same message on every rank: who failed, and how.
+      RANK_CHECK(contains(e.what(), "rank 1: the GPU operations failed: staged allreduce of tensor(s) 'broken'"));
+      RANK_CHECK(contains(e.what(), "fake failure"));
+    }
+  });
+}
+
+TEST_CASE("Staged: a ready point that never comes times out (CHORUS_GPU_OP_TIMEOUT_SECONDS)",
+          "[device][staged][faults]") {
+  RuntimeOptions options = chorus::test::quiet_options();
+  options.gpu_op_timeout_seconds = 0.3;
+  run_device_ranks(
+      2,
+      [](Runtime& rt, int rank, FakeDeviceMemory&) {
+        FakeProducer stuck;
+        auto t = device_floats({1, 2}, 0, rank == 0 ? &stuck : nullptr);
+        const Status s = rt.allreduce_async("hung", t, t).wait_status();
+        RANK_CHECK(!s.is_ok());
+        if (rank == 0) {
+          RANK_CHECK(s.code() == StatusCode::kTimeout);
+          RANK_CHECK(contains(s.message(), "staged allreduce of tensor(s) 'hung': the copy to the host did not "
+                                           "finish within 0.3 s (CHORUS_GPU_OP_TIMEOUT_SECONDS)"));
+        } else {
+          RANK_CHECK(contains(s.message(), "another rank's copy to the host failed"));
+        }
+        stuck.ready->release();  // the fake's queue may still hold the wait
+      },
+      options);
+}
+
+TEST_CASE("CHORUS_GPU_OPERATIONS=nccl where NCCL is not available fails on every rank, naming them",
+          "[device]") {
+  RuntimeOptions options = chorus::test::quiet_options();
+  options.gpu_operations = GpuOperations::kNccl;
+  run_device_ranks(
+      2,
+      [](Runtime& rt, int, FakeDeviceMemory&) {
+        auto t = device_floats({1, 2}, 0);
+        const Status s = rt.allreduce_async("w", t, t).wait_status();
+        RANK_CHECK(contains(s.message(), "CUDA tensor 'w'"));
+        RANK_CHECK(contains(s.message(), "CHORUS_GPU_OPERATIONS=nccl, but the NCCL device operations are not "
+                                         "available on ranks 0, 1"));
+        // Staged does not change what a CPU tensor does.
+        std::vector<float> host(2, 1.0f);
+        auto cpu = std::make_shared<HostTensorView>(host.data(), DataType::kFloat32, TensorShape{2});
+        rt.allreduce_async("cpu", cpu, cpu).wait();
+        RANK_CHECK(host[0] == 1.0f);
+      },
+      options);
+}
+
+TEST_CASE("One name moves between CPU and CUDA on every rank: the cached slot leaves the fast path",
+          "[device][cache]") {
+  run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory&) {
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    for (int step = 0; step < 6; ++step) {
+      const float mine = static_cast<float>(step + rank);
+      if (step % 3 == 2) {
+        auto t = device_floats({mine}, rank);
+        rt.allreduce_async("moving", t, t, sum).wait();
+        RANK_CHECK(t->as<float>()[0] == 2.0f * step + 1);
+      } else {
+        std::vector<float> host{mine};
+        auto cpu = std::make_shared<HostTensorView>(host.data(), DataType::kFloat32, TensorShape{1});
+        rt.allreduce_async("moving", cpu, cpu, sum).wait();
+        RANK_CHECK(host[0] == 2.0f * step + 1);
+      }
+    }
+    RANK_CHECK(RuntimeAccess::stats(rt).staged_device_ops == 2);
+  });
+}
