@@ -368,3 +368,38 @@ TEST_CASE("One name moves between CPU and CUDA on every rank: the cached slot le
     RANK_CHECK(RuntimeAccess::stats(rt).staged_device_ops == 2);
   });
 }
+
+TEST_CASE("Staged: a normal shutdown lets negotiated device work finish", "[device][staged]") {
+  run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
+    memory.gate = std::make_shared<FakeGate>();  // the copy back waits
+    auto t = device_floats({1.0f + rank}, rank);
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    Handle h = rt.allreduce_async("last", t, t, sum);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // negotiated and reduced, not copied back
+    RANK_CHECK(h.status().code() == StatusCode::kInProgress);
+    std::thread opener([&memory] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      memory.gate->release();
+    });
+    rt.shutdown();  // returns once the staged worker drained
+    opener.join();
+    RANK_CHECK_OK(h.status());
+    RANK_CHECK(t->as<float>()[0] == 3.0f);
+  });
+}
+
+TEST_CASE("Staged in a process set: the set's own staged path", "[device][staged][process_sets]") {
+  run_device_ranks(3, [](Runtime& rt, int rank, FakeDeviceMemory&) {
+    const ProcessSet evens = rt.add_process_set({0, 2});
+    if (rank == 1) return;
+    OpHooks in_set;
+    in_set.process_set = evens;
+    auto t = device_floats({1.0f + rank, 2}, 0);
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    rt.allreduce_async("in.set", t, t, sum, in_set).wait();
+    RANK_CHECK(t->as<float>()[0] == 1.0f + 3.0f);
+    RANK_CHECK(t->as<float>()[1] == 4.0f);
+  });
+}

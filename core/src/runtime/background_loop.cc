@@ -189,7 +189,7 @@ void BackgroundLoop::run_response(const Response& response) {
 void BackgroundLoop::finish(const Status& reason) {
   finished_ = true;
   end_reason_ = reason.message();
-  executor_.abort_device(reason);  // device work still queued fails with the reason
+  executor_.end_device(reason);  // device work negotiated before the end finishes, or fails after a fault
   CompletionBatch batch;
   for (TensorEntry& e : queue_.close(reason)) {
     const Status failed(reason.code(), collective_name(e.request.type) + std::string(" of tensor '") +

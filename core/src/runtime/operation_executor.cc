@@ -62,8 +62,10 @@ void OperationExecutor::run_on_device(const Response& response, std::vector<Tens
   }
 }
 
-void OperationExecutor::abort_device(const Status& why) {
-  if (device_ops_) device_ops_->abort(why);
+void OperationExecutor::end_device(const Status& why) {
+  if (!device_ops_) return;
+  if (!device_ops_->fault().is_ok()) device_ops_->abort(why);
+  device_ops_.reset();  // drains: the other ranks wait in the collectives already negotiated
 }
 
 std::vector<Status> OperationExecutor::run(const Response& response, std::vector<TensorEntry>& entries) {

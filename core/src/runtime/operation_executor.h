@@ -48,9 +48,11 @@ class OperationExecutor {
 
   /// The device operations' first asynchronous fault, or OK.
   Status device_fault() const { return device_ops_ ? device_ops_->fault() : Status::ok(); }
-  /// At the end of the loop: fails what the device operations still hold
-  /// with `why` and waits until nothing of this rank's runs on the device.
-  void abort_device(const Status& why);
+  /// At the end of the loop: after a device fault on this rank, fails what
+  /// the device operations still hold with `why` (abort); otherwise lets
+  /// them finish what every rank negotiated. Either way returns once nothing
+  /// of this rank's runs on the device.
+  void end_device(const Status& why);
 
  private:
   void run_on_device(const Response& response, std::vector<TensorEntry> entries);

@@ -189,7 +189,11 @@ void StagedDeviceOperations::run_job(StagedJob& job, OperationExecutor* host, co
     aborted = aborted_;
   }
   if (!aborted.is_ok()) {
-    each.assign(job.entries.size(), aborted);  // the runtime is ending: nothing more goes to the device
+    // The runtime is ending after a fault: nothing more goes to the device;
+    // a tensor that failed already keeps its own reason.
+    for (Status& s : each) {
+      if (s.is_ok()) s = aborted;
+    }
   } else if (in.is_ok()) {
     StatusOr<std::vector<std::shared_ptr<DeviceMark>>> back = stage_out(job, each, *memory_, logger_);
     Status out = back.is_ok() ? await(back.value(), what + ": the copy back to the device")
