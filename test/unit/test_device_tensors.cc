@@ -11,6 +11,7 @@
 #include "fake_device_memory.h"
 #include "fusion/fusion_planner.h"
 #include "loopback_job.h"
+#include "stderr_capture.h"
 
 using namespace chorus;
 using namespace chorus::detail;
@@ -402,4 +403,30 @@ TEST_CASE("Staged in a process set: the set's own staged path", "[device][staged
     RANK_CHECK(t->as<float>()[0] == 1.0f + 3.0f);
     RANK_CHECK(t->as<float>()[1] == 4.0f);
   });
+}
+
+TEST_CASE("Staged: a rank waiting inside a host collective is reported by the staged worker's watchdog",
+          "[device][staged][stall]") {
+  RuntimeOptions options = chorus::test::quiet_options();
+  options.log_level = LogLevel::kWarning;
+  options.stall_check_seconds = 0.2;
+  options.gpu_op_timeout_seconds = 0;  // no device timeout: rank 1's copy is only late
+  chorus::test::StderrCapture captured;
+  run_device_ranks(
+      2,
+      [](Runtime& rt, int rank, FakeDeviceMemory&) {
+        FakeProducer late;
+        auto t = device_floats({1, 2}, 0, rank == 1 ? &late : nullptr);
+        AllreduceOptions sum;
+        sum.op = ReduceOp::kSum;
+        Handle h = rt.allreduce_async("slow", t, t, sum);
+        if (rank == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(800));  // rank 0's worker waits in the collective
+          late.ready->release();
+        }
+        h.wait();
+        RANK_CHECK(t->as<float>()[0] == 2.0f);
+      },
+      options);
+  CHECK_THAT(captured.text(), Catch::Contains("this rank has been inside the collective of tensor 'slow'"));
 }

@@ -8,12 +8,27 @@
 #include <sstream>
 #include <thread>
 
+#include "runtime/collective_watchdog.h"
 #include "runtime/operation_executor.h"
 #include "runtime/staged_job.h"
 
 namespace chorus::detail {
 
 namespace {
+
+// The worker is inside the host collectives of one job while this lives.
+class Inside {
+ public:
+  Inside(CollectiveWatchdog& watchdog, const std::vector<std::string>& names) : watchdog_(watchdog) {
+    watchdog_.entered(names);
+  }
+  ~Inside() { watchdog_.left(); }
+  Inside(const Inside&) = delete;
+  Inside& operator=(const Inside&) = delete;
+
+ private:
+  CollectiveWatchdog& watchdog_;
+};
 
 class StagedDeviceOperations final : public DeviceOperations {
  public:
@@ -83,6 +98,7 @@ class StagedDeviceOperations final : public DeviceOperations {
   StagingPool pool_;
   std::shared_ptr<OpContext> host_outputs_;
   Timeline timeline_;  // never opened: the engine's timeline belongs to its background thread
+  CollectiveWatchdog* watchdog_ = nullptr;  // the worker's own, while it runs
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<StagedJob> jobs_;
@@ -102,6 +118,10 @@ void StagedDeviceOperations::worker_main() {
   }
   std::optional<OperationExecutor> host;
   if (started.is_ok()) host.emplace(*backend_, options_, stats_, timeline_, logger_);
+  // A rank stopped inside a host collective: warned about and ended like
+  // one inside the background thread's (runtime/collective_watchdog.h).
+  CollectiveWatchdog watchdog(options_, logger_, [this](int exit_code) { backend_->end_job(exit_code); });
+  watchdog_ = &watchdog;
   for (;;) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return closing_ || !jobs_.empty(); });
@@ -111,6 +131,7 @@ void StagedDeviceOperations::worker_main() {
     lock.unlock();
     run_job(job, host ? &*host : nullptr, unusable);
   }
+  watchdog_ = nullptr;
   host.reset();
   if (started.is_ok()) backend_->stop();
 }
@@ -163,6 +184,7 @@ std::vector<Status> StagedDeviceOperations::host_collective(StagedJob& job, Oper
   if (host == nullptr) return std::vector<Status>(n, in);
   const int32_t mine = in.is_ok() ? 1 : 0;
   int32_t all = 0;
+  Inside inside(*watchdog_, job.response.names);
   const Status agreed = backend_->collectives().allreduce(&mine, &all, 1, DataType::kInt32, ReduceOp::kMin);
   if (!agreed.is_ok()) {
     const Status s(agreed.code(), what + ": agreeing that every rank's copy to the host succeeded failed: " +
