@@ -149,8 +149,10 @@ struct OpHooks {
   ProcessSet process_set;
   /// Allocation services; nullptr uses host memory.
   std::shared_ptr<OpContext> context;
-  /// Runs on the background thread once the operation completed, before the
-  /// handle reports completion. Must not block or call back into Chorus.
+  /// Runs on the background thread once the operation completed (CUDA
+  /// tensors: on the device operations' completion thread, once the result
+  /// is on the device), before the handle reports completion. Must not block
+  /// or call back into Chorus.
   StatusCallback on_complete;
 };
 
