@@ -430,3 +430,25 @@ TEST_CASE("Staged: a rank waiting inside a host collective is reported by the st
       options);
   CHECK_THAT(captured.text(), Catch::Contains("this rank has been inside the collective of tensor 'slow'"));
 }
+
+TEST_CASE("A cached tensor that moves to the GPU on one rank only: the mismatch, not a stale fast path",
+          "[device][cache]") {
+  run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory&) {
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    for (int step = 0; step < 5; ++step) {
+      std::vector<float> host{1.0f};
+      std::shared_ptr<Tensor> t = std::make_shared<HostTensorView>(host.data(), DataType::kFloat32, TensorShape{1});
+      const bool moved = step == 3 && rank == 1;  // steps 1-2 went by cache bits
+      if (moved) t = device_floats({1.0f}, 0);
+      const Status s = rt.allreduce_async("w", t, t, sum).wait_status();
+      if (step == 3) {
+        RANK_CHECK(contains(s.message(), "device differs: CPU on rank 0; CUDA on rank 1"));
+      } else {
+        RANK_CHECK_OK(s);
+        RANK_CHECK(host[0] == 2.0f);
+      }
+    }
+    RANK_CHECK(RuntimeAccess::stats(rt).cache_hits > 0);  // the cache was in use before the move
+  });
+}
