@@ -83,6 +83,7 @@ Status plan_allreduce_fused(NcclPlan& plan, const std::vector<Request>& requests
   std::string error;
   if (!plan_copies(counts, dtype_size(r.dtype), kMaxCopiesPerLaunch, &plan.copies, &error))
     return Status::internal("fusion layout of a device allreduce: " + error);
+  plan.piece_counts = counts;
   PlanStep pack = marker(StepKind::kPack), unpack = marker(StepKind::kUnpack);
   for (size_t t = 0; t < requests.size(); ++t) pack.tensors.push_back(int32_t(t));
   unpack.tensors = pack.tensors;

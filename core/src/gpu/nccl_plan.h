@@ -60,8 +60,10 @@ struct PlanStep {
 struct NcclPlan {
   DataType dtype = DataType::kFloat32;
   std::vector<PlanStep> steps;
-  /// Layout of the fusion buffer for kPack / kUnpack.
+  /// Layout of the fusion buffer for kPack / kUnpack, and the elements of
+  /// each tensor it holds (every tensor of the response, in order).
   CopyPlan copies;
+  std::vector<int64_t> piece_counts;
   /// Bytes of device fusion buffer the steps use (0: none).
   int64_t fusion_bytes = 0;
   /// Per tensor: the shape of the output this collective allocates

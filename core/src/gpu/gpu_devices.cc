@@ -1,0 +1,48 @@
+#include "gpu/gpu_devices.h"
+
+#include <cuda_runtime_api.h>
+
+#include "gpu/gpu_errors.h"
+
+namespace chorus::detail::gpu {
+
+Status GpuDevice::ensure_fusion(int64_t bytes) {
+  if (bytes <= fusion_bytes) return Status::ok();
+  cudaStream_t s = stream.get();
+  if (fusion != nullptr) {
+    Status freed = cuda_status(cudaFreeAsync(fusion, s), "cudaFreeAsync(fusion buffer)");
+    fusion = nullptr;
+    fusion_bytes = 0;
+    if (!freed.is_ok()) return freed;
+  }
+  const int64_t grown = bytes + bytes / 4;  // some headroom: fewer regrowths as batches vary
+  Status made = cuda_status(cudaMallocAsync(&fusion, static_cast<size_t>(grown), s),
+                            "cudaMallocAsync(fusion buffer, " + std::to_string(grown) + " bytes, GPU " +
+                                std::to_string(device) + ")");
+  if (!made.is_ok()) return made;
+  fusion_bytes = grown;
+  return Status::ok();
+}
+
+GpuDevice::~GpuDevice() {
+  if (fusion != nullptr) {
+    cudaFreeAsync(fusion, stream.get());
+    cudaStreamSynchronize(stream.get());  // at process teardown: nothing else waits on it
+  }
+}
+
+Status GpuDevices::get(int device, GpuDevice** out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = devices_.find(device);
+  if (it == devices_.end()) {
+    auto d = std::make_unique<GpuDevice>();
+    d->device = device;
+    Status s = DeviceStream::create(device, &d->stream);
+    if (!s.is_ok()) return s;
+    it = devices_.emplace(device, std::move(d)).first;
+  }
+  *out = it->second.get();
+  return Status::ok();
+}
+
+}  // namespace chorus::detail::gpu

@@ -1,0 +1,261 @@
+#include "gpu/nccl_device_operations.h"
+
+#include <mutex>
+#include <thread>
+
+#include "gpu/completion_poller.h"
+#include "gpu/device_stream.h"
+#include "gpu/gpu_devices.h"
+#include "gpu/gpu_errors.h"
+#include "gpu/nccl_comm.h"
+#include "gpu/nccl_launcher.h"
+#include "gpu/nccl_plan.h"
+#include "gpu/nccl_symbols.h"
+
+namespace chorus::detail::gpu {
+
+std::shared_ptr<GpuDevices> make_gpu_devices() { return std::make_shared<GpuDevices>(); }
+
+Status nccl_available() {
+  NcclSymbols symbols;
+  return load_nccl(&symbols);
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// A batch's done event as the completion thread polls it.
+class EventSignal final : public DoneSignal {
+ public:
+  explicit EventSignal(DeviceEvent event) : event_(std::move(event)) {}
+  Status poll() override { return event_.query(); }
+
+ private:
+  DeviceEvent event_;
+};
+
+/// What one launch needs besides the plan: the buffers, and device scratch
+/// standing in for outputs whose allocation failed (the rank still takes
+/// part, then fails those tensors alone).
+struct Launch {
+  PlanBuffers buffers;
+  std::vector<void*> scratch;
+  std::vector<Status> alloc_errors;
+};
+
+void fail_entries(std::vector<TensorEntry>& entries, const Status& s) {
+  CompletionBatch wake;
+  for (auto& e : entries) finish_entry(std::move(e), s, wake);
+  entries.clear();
+}
+
+class NcclDeviceOperations final : public DeviceOperations {
+ public:
+  NcclDeviceOperations(Backend& backend, NcclOperationsSettings settings, std::shared_ptr<GpuDevices> devices)
+      : backend_(backend), settings_(std::move(settings)), devices_(std::move(devices)),
+        topology_(backend.topology()), poller_(std::make_unique<CompletionPoller>()) {}
+
+  ~NcclDeviceOperations() override {
+    poller_.reset();  // waits for what is pending, fails what never finishes
+    if (!comm_) return;
+    if (fault().is_ok()) {
+      comm_->finalize_and_destroy();
+    } else {
+      comm_->abort();
+    }
+  }
+
+  void execute(const Response& response, std::vector<TensorEntry> entries) override;
+
+  Status fault() const override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!fault_.is_ok()) return fault_;
+    }
+    return poller_ ? poller_->fault() : Status::ok();
+  }
+
+  void abort(const Status& why) override {
+    set_fault(why);
+    if (poller_) poller_->fail_all(why);  // after this nothing polls the communicator
+    if (comm_) comm_->abort();            // ends its kernels, so the events complete
+    for (int i = 0; i < 10000 && poller_ && poller_->draining() > 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+
+ private:
+  Status prepare(const std::vector<TensorEntry>& entries, GpuDevice** gpu);
+  Status allocate_outputs(const NcclPlan& plan, std::vector<TensorEntry>& entries, Launch& launch);
+  Status wait_ready(const std::vector<TensorEntry>& entries, cudaStream_t stream);
+  Status launch_device_work(const NcclPlan& plan, GpuDevice& gpu, std::vector<TensorEntry>& entries, Launch& launch,
+                            DeviceEvent* done);
+  void set_fault(const Status& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fault_.is_ok()) fault_ = s;
+  }
+
+  Backend& backend_;
+  const NcclOperationsSettings settings_;
+  std::shared_ptr<GpuDevices> devices_;
+  const Topology topology_;
+  std::unique_ptr<NcclComm> comm_;
+  int device_ = -1;
+  mutable std::mutex mu_;
+  Status fault_;
+  std::unique_ptr<CompletionPoller> poller_;
+};
+
+// The communicator first, before any local check can fail: its creation is
+// collective, and a rank that skipped it would leave the others waiting.
+Status NcclDeviceOperations::prepare(const std::vector<TensorEntry>& entries, GpuDevice** gpu) {
+  const int device = entries.front().input->device();
+  if (!comm_) {
+    Status s = NcclComm::create(backend_.collectives(), topology_.rank, topology_.size, device,
+                                "chorus." + std::to_string(topology_.scope.id), &comm_);
+    if (!s.is_ok()) return Status(s.code(), "creating the NCCL communicator of " + topology_.scope.describe() + ": " + s.message());
+    device_ = device;
+  }
+  for (const auto& e : entries) {
+    const int in = e.input->device(), out = e.output ? e.output->device() : device_;
+    if (in != device_ || out != device_)
+      return Status::invalid_argument("GPU " + std::string(collective_name(e.request.type)) + " of tensor '" + e.name() +
+                                      "': its input is on GPU " + std::to_string(in) + " and its output on GPU " +
+                                      std::to_string(out) + ", but this rank's NCCL communicator of " +
+                                      topology_.scope.describe() + " is on GPU " + std::to_string(device_) +
+                                      " (one GPU per rank)");
+  }
+  Status s = devices_->claims().claim(device_, topology_.scope.id, entries.front().name());
+  if (!s.is_ok()) return s;
+  return devices_->get(device_, gpu);
+}
+
+Status NcclDeviceOperations::allocate_outputs(const NcclPlan& plan, std::vector<TensorEntry>& entries, Launch& launch) {
+  for (size_t t = 0; t < entries.size(); ++t) {
+    TensorEntry& e = entries[t];
+    launch.buffers.inputs.push_back(e.input->data());
+    if (plan.output_shapes.empty()) {
+      launch.buffers.outputs.push_back(e.output->mutable_data());
+      continue;
+    }
+    TensorShape shape(plan.output_shapes[t]);
+    std::shared_ptr<Tensor> out;
+    Status s = e.hooks.context ? e.hooks.context->allocate_output(shape, e.request.dtype, &out)
+                               : Status::invalid_argument("no OpContext to allocate a device output with");
+    if (s.is_ok() && out->device() != device_)
+      s = Status::invalid_argument("the OpContext allocated it on device " + std::to_string(out->device()) +
+                                   ", not on GPU " + std::to_string(device_));
+    if (s.is_ok()) {
+      e.output = out;
+      if (e.handle) e.handle->set_output(out, plan.received_splits);
+      launch.buffers.outputs.push_back(out->mutable_data());
+      continue;
+    }
+    launch.alloc_errors.resize(entries.size());
+    launch.alloc_errors[t] = Status(s.code(), "allocating the output " + shape.to_string() + " of tensor '" +
+                                                  e.name() + "': " + s.message());
+    void* scratch = nullptr;  // this rank still takes part, into scratch
+    const int64_t bytes = std::max<int64_t>(shape.num_elements() * dtype_size(e.request.dtype), 1);
+    Status m = cuda_status(cudaMalloc(&scratch, size_t(bytes)), "cudaMalloc(scratch output of '" + e.name() + "')");
+    if (!m.is_ok()) return m;
+    launch.scratch.push_back(scratch);
+    launch.buffers.outputs.push_back(scratch);
+  }
+  return Status::ok();
+}
+
+// The launch stream waits on the device for each input's producer: never a
+// host-side synchronize (Horovod's PR 363 bug was not waiting at all).
+Status NcclDeviceOperations::wait_ready(const std::vector<TensorEntry>& entries, cudaStream_t stream) {
+  bool legacy = false;
+  for (const auto& e : entries) {
+    void* event = settings_.ready_event ? settings_.ready_event(e) : nullptr;
+    if (event == nullptr) {
+      legacy = true;
+      continue;
+    }
+    Status s = cuda_status(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(event), 0),
+                           "cudaStreamWaitEvent(ready point of '" + e.name() + "')");
+    if (!s.is_ok()) return s;
+  }
+  if (!legacy) return Status::ok();
+  DeviceEvent mark;
+  Status s = DeviceEvent::create(device_, &mark);
+  if (s.is_ok()) s = mark.record(cudaStreamLegacy);
+  if (s.is_ok()) s = mark.make_wait(stream);
+  return s;  // destroying a waited-on event is fine: the wait keeps its point
+}
+
+Status NcclDeviceOperations::launch_device_work(const NcclPlan& plan, GpuDevice& gpu,
+                                                std::vector<TensorEntry>& entries, Launch& launch, DeviceEvent* done) {
+  std::lock_guard<std::mutex> lock(gpu.launch_mu);  // one launch point per device, for every set
+  Status s = cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
+  if (s.is_ok()) s = wait_ready(entries, gpu.stream.get());
+  if (s.is_ok()) s = gpu.ensure_fusion(plan.fusion_bytes);
+  launch.buffers.fusion = gpu.fusion;
+  if (s.is_ok()) s = launch_plan(plan, launch.buffers, comm_->get(), gpu.stream.get());
+  for (void* p : launch.scratch) cudaFreeAsync(p, gpu.stream.get());  // in stream order: after the collective
+  if (s.is_ok()) s = DeviceEvent::create(device_, done);
+  if (s.is_ok()) s = done->record(gpu.stream.get());
+  return s;
+}
+
+void NcclDeviceOperations::execute(const Response& response, std::vector<TensorEntry> entries) {
+  if (entries.empty()) return;
+  if (response.type == ResponseType::kError) return fail_entries(entries, Status::invalid_argument(response.error_message));
+  Status s = fault();
+  if (!s.is_ok()) return fail_entries(entries, s);
+  const std::string what = "GPU " + std::string(collective_name(entries.front().request.type)) + " of '" +
+                           entries.front().name() + "'" + (entries.size() > 1 ? " and " + std::to_string(entries.size() - 1) + " more" : "");
+  GpuDevice* gpu = nullptr;
+  s = prepare(entries, &gpu);
+  if (!s.is_ok()) {  // local to this rank: the runtime ends the job on every rank with it
+    set_fault(Status(s.code(), what + ": " + s.message()));
+    return fail_entries(entries, fault());
+  }
+  std::vector<Request> requests;
+  for (const auto& e : entries) requests.push_back(e.request);
+  StatusOr<NcclPlan> plan = plan_nccl(response, requests, topology_.rank, topology_.size);
+  if (!plan.is_ok()) {  // agreed input, so the same refusal on every rank; a broken invariant is a fault
+    if (plan.status().code() == StatusCode::kInternal) set_fault(plan.status());
+    return fail_entries(entries, Status(plan.status().code(), what + ": " + plan.status().message()));
+  }
+  Launch launch;
+  DeviceEvent done;
+  s = allocate_outputs(plan.value(), entries, launch);
+  if (s.is_ok()) s = launch_device_work(plan.value(), *gpu, entries, launch, &done);
+  if (!s.is_ok()) {
+    set_fault(Status(s.code(), what + ": " + s.message()));
+    return fail_entries(entries, fault());
+  }
+  PendingBatch batch;
+  batch.what = "GPU " + std::string(collective_name(entries.front().request.type));
+  batch.done = std::make_unique<EventSignal>(std::move(done));
+  batch.errors = comm_->error_source();
+  if (settings_.op_timeout_seconds > 0) {
+    batch.timeout_seconds = settings_.op_timeout_seconds;
+    batch.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(settings_.op_timeout_seconds));
+  }
+  auto held = std::make_shared<std::vector<std::shared_ptr<Tensor>>>();  // inputs of tensors failed alone
+  CompletionBatch wake;
+  for (size_t t = 0; t < entries.size(); ++t) {
+    if (t < launch.alloc_errors.size() && !launch.alloc_errors[t].is_ok()) {
+      held->push_back(entries[t].input);
+      finish_entry(std::move(entries[t]), launch.alloc_errors[t], wake);
+    } else {
+      batch.entries.push_back(std::move(entries[t]));
+    }
+  }
+  batch.resources = held;
+  poller_->submit(std::move(batch));
+}
+
+}  // namespace
+
+std::unique_ptr<DeviceOperations> make_nccl_device_operations(Backend& backend, NcclOperationsSettings settings,
+                                                               std::shared_ptr<GpuDevices> devices) {
+  return std::make_unique<NcclDeviceOperations>(backend, std::move(settings), std::move(devices));
+}
+
+}  // namespace chorus::detail::gpu
