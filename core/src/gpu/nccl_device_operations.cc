@@ -223,7 +223,11 @@ void NcclDeviceOperations::execute(const Response& response, std::vector<TensorE
   Launch launch;
   DeviceEvent done;
   s = allocate_outputs(plan.value(), entries, launch);
-  if (s.is_ok()) s = launch_device_work(plan.value(), *gpu, entries, launch, &done);
+  if (s.is_ok()) {
+    s = launch_device_work(plan.value(), *gpu, entries, launch, &done);  // frees the scratch in stream order
+  } else {
+    for (void* p : launch.scratch) cudaFree(p);  // nothing was queued on it
+  }
   if (!s.is_ok()) {
     set_fault(Status(s.code(), what + ": " + s.message()));
     return fail_entries(entries, fault());
