@@ -247,3 +247,20 @@ TEST_CASE("A batch's description names at most a few tensors", "[host][poller]")
   for (int i = 0; i < 10; ++i) b.entries.push_back(entry("t" + std::to_string(i), nullptr));
   CHECK(describe_batch(b, 3) == "broadcast of t0, t1, t2 and 7 more");
 }
+
+TEST_CASE("A grouped allreduce's members complete together on the completion thread", "[host][poller]") {
+  CompletionPoller poller;
+  auto group = std::make_shared<GroupCompletion>(2);
+  Order order;
+  auto a = entry("g.a", &order), b = entry("g.b", &order);
+  a.group = b.group = group;
+  auto ha = a.handle, hb = b.handle;
+  auto w = std::make_shared<FakeWork>();
+  poller.submit(batch({a, b}, w));
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK_FALSE(ha->done());
+  w->state = 1;
+  CHECK(wait(ha).is_ok());
+  CHECK(wait(hb).is_ok());
+  CHECK(order.get() == std::vector<std::string>{"g.a", "g.b"});
+}
