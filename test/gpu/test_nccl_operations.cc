@@ -4,6 +4,7 @@
 // place, a slow producer stream, and an operation past its timeout -> fault -> abort.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -150,7 +151,12 @@ TEST_CASE("Allreduce at one rank: every dtype and op, scaled, in and out of plac
 }
 
 TEST_CASE("Fused (packed) and grouped (no copy) allreduces", "[device][nccl_ops]") {
-  OneRank rank;
+  std::atomic<int64_t> finished_tensors{0};
+  gpu::NcclOperationsSettings settings;
+  settings.on_finish = [&](ResponseType type, size_t tensors, int64_t, const Status& s) {
+    if (type == ResponseType::kAllreduce && s.is_ok()) finished_tensors += int64_t(tensors);
+  };
+  OneRank rank(settings);
   std::mt19937_64 rng(6);
   for (int64_t size : {int64_t{37}, gpu::kNoCopyMinBytes / 4 + 3}) {  // packed, then grouped
     std::vector<TensorEntry> entries;
@@ -167,6 +173,7 @@ TEST_CASE("Fused (packed) and grouped (no copy) allreduces", "[device][nccl_ops]
     REQUIRE(run(*rank.ops, response_for(ResponseType::kAllreduce, entries), entries).is_ok());
     for (int t = 0; t < 5; ++t) CHECK(outs[size_t(t)]->download() == expected_allreduce(hosts[size_t(t)], DataType::kFloat32, 1.0, 2.0));
   }
+  CHECK(finished_tensors.load() == 10);  // on_finish ran before the handles completed
 }
 
 TEST_CASE("Broadcast, allgather, alltoall and reducescatter at one rank", "[device][nccl_ops]") {

@@ -252,6 +252,13 @@ void NcclDeviceOperations::execute(const Response& response, std::vector<TensorE
     }
   }
   batch.resources = held;
+  if (settings_.on_finish) {
+    int64_t bytes = 0;
+    for (const auto& r : requests) bytes += r.num_elements() * dtype_size(r.dtype);
+    batch.on_finish = [f = settings_.on_finish, type = response.type, n = entries.size(), bytes](const Status& st) {
+      f(type, n, bytes, st);
+    };
+  }
   poller_->submit(std::move(batch));
 }
 

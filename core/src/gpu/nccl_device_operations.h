@@ -6,7 +6,17 @@
 // global set's and every process set's operations; each engine makes its
 // own operations on its first device response, on its background thread,
 // at the same place of the response order on every rank (the NCCL
-// communicator is created there, collectively).
+// communicator is created there, collectively). For instance:
+//
+//   support.make_nccl = [devices = make_gpu_devices()](const DeviceOperationsContext& c)
+//       -> StatusOr<std::unique_ptr<DeviceOperations>> {
+//     Status s = nccl_available();
+//     if (!s.is_ok()) return s;
+//     NcclOperationsSettings settings;
+//     settings.op_timeout_seconds = c.options.gpu_op_timeout_seconds;
+//     settings.ready_event = [](const TensorEntry& e) { return e.ready ? e.ready->native() : nullptr; };
+//     return make_nccl_device_operations(c.backend, std::move(settings), devices);
+//   };
 
 #include <functional>
 #include <memory>
@@ -31,6 +41,9 @@ struct NcclOperationsSettings {
   /// nullptr. Without one, the launch stream waits for everything queued so
   /// far on the legacy default stream.
   std::function<void*(const TensorEntry&)> ready_event;
+  /// Runs on the completion thread once a response's device work finished
+  /// or failed (statistics: the runtime's SharedStats); may be empty.
+  std::function<void(ResponseType type, size_t tensors, int64_t bytes, const Status& status)> on_finish;
 };
 
 /// NCCL's device operations for `backend`'s ranks (its topology's scope is
