@@ -1,5 +1,8 @@
 #include "gpu/gpu_devices.h"
 
+#include <chrono>
+#include <thread>
+
 #include <cuda_runtime_api.h>
 
 #include "gpu/gpu_errors.h"
@@ -24,10 +27,18 @@ Status GpuDevice::ensure_fusion(int64_t bytes) {
   return Status::ok();
 }
 
+// Frees the fusion buffer once the stream's work has ended, waiting at most
+// 10 s: a stream stuck behind a producer that never finishes keeps it
+// (leaked) rather than hang the shutdown.
 GpuDevice::~GpuDevice() {
-  if (fusion != nullptr) {
-    cudaFreeAsync(fusion, stream.get());
-    cudaStreamSynchronize(stream.get());  // at process teardown: nothing else waits on it
+  if (fusion == nullptr) return;
+  for (int i = 0; i < 10000; ++i) {
+    const cudaError_t r = cudaStreamQuery(stream.get());
+    if (r != cudaErrorNotReady) {
+      if (r == cudaSuccess) cudaFree(fusion);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 

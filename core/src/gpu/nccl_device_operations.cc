@@ -56,14 +56,15 @@ class NcclDeviceOperations final : public DeviceOperations {
       : backend_(backend), settings_(std::move(settings)), devices_(std::move(devices)),
         topology_(backend.topology()), poller_(std::make_unique<CompletionPoller>()) {}
 
+  // Normal shutdown: the pending work finishes, then Finalize and Destroy.
+  // Work that does not finish in time (a dead peer) or a fault: Abort first,
+  // which ends the kernels, so neither step can wait forever.
   ~NcclDeviceOperations() override {
-    poller_.reset();  // waits for what is pending, fails what never finishes
-    if (!comm_) return;
-    if (fault().is_ok()) {
-      comm_->finalize_and_destroy();
-    } else {
-      comm_->abort();
-    }
+    for (int i = 0; i < 10000 && poller_->pending() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const bool clean = fault().is_ok() && poller_->pending() == 0;
+    if (comm_ && !clean) comm_->abort();
+    poller_.reset();  // fails what is still pending, naming the tensors
+    if (comm_ && clean) comm_->finalize_and_destroy();
   }
 
   void execute(const Response& response, std::vector<TensorEntry> entries) override;
