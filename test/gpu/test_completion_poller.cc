@@ -264,3 +264,70 @@ TEST_CASE("A grouped allreduce's members complete together on the completion thr
   CHECK(wait(hb).is_ok());
   CHECK(order.get() == std::vector<std::string>{"g.a", "g.b"});
 }
+
+TEST_CASE("A batch whose communicator broke never completes OK, even when its event completed", "[host][poller]") {
+  // An aborted communicator ends its kernels, so their done events complete:
+  // the error source, not the event, says whether the peers' data arrived.
+  CompletionPoller poller;
+  FakeErrors errors;
+  errors.error = Status::aborted("NCCL communicator chorus.0 was aborted");
+  auto w = std::make_shared<FakeWork>();
+  w->state = 1;  // already "done" when the poller first looks
+  auto a = entry("grad.a", nullptr);
+  auto ha = a.handle;
+  poller.submit(batch({a}, w, &errors));
+  const Status s = wait(ha);
+  CHECK(s.code() == StatusCode::kUnknownError);
+  CHECK_THAT(s.message(), Catch::Contains("was aborted"));
+  CHECK_THAT(s.message(), Catch::Contains("grad.a"));
+  CHECK(!poller.fault().is_ok());
+}
+
+TEST_CASE("A launch that failed part-way fails its tensors now and holds them until its event ends", "[host][poller]") {
+  CompletionPoller poller;
+  auto w = std::make_shared<FakeWork>();
+  auto input = std::make_shared<int>(7);
+  auto a = entry("grad.p", nullptr);
+  auto ha = a.handle;
+  PendingBatch b = batch({a}, w);
+  b.resources = input;
+  poller.submit_failed(std::move(b), Status::unknown_error("ncclAllReduce failed"));
+  CHECK(wait(ha).code() == StatusCode::kUnknownError);
+  CHECK(poller.draining() == 1);
+  CHECK(input.use_count() > 1);  // queued work may still read it
+  std::this_thread::sleep_for(20ms);
+  CHECK(poller.draining() == 1);
+  w->state = 1;
+  for (int i = 0; i < 500 && poller.draining() > 0; ++i) std::this_thread::sleep_for(1ms);
+  CHECK(poller.draining() == 0);
+  CHECK(input.use_count() == 1);
+  CHECK(poller.fault().is_ok());  // the launching thread reports its own failure
+}
+
+TEST_CASE("The first polls after a submit that follows an idle spell are spins, not sleeps", "[host][poller]") {
+  // A frozen fake clock: if the submit did not restart the spin phase, the
+  // time since the last progress (set 1 s back) would send the thread to sleep.
+  std::mutex mu;
+  auto now = std::chrono::steady_clock::time_point() + 1h;
+  PollBackoff backoff{std::chrono::microseconds(50), std::chrono::milliseconds(1), [&] {
+                        std::lock_guard<std::mutex> lock(mu);
+                        return now;
+                      }};
+  CompletionPoller poller(backoff);
+  std::this_thread::sleep_for(10ms);  // the thread is idle on its condition variable
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    now += 1s;
+  }
+  auto w = std::make_shared<FakeWork>();
+  auto a = entry("small", nullptr);
+  auto ha = a.handle;
+  poller.submit(batch({a}, w));
+  for (int i = 0; i < 1000 && w->polls.load() < 20; ++i) std::this_thread::sleep_for(1ms);
+  CHECK(w->polls.load() >= 20);
+  const PollWaits waits = poller.waits();
+  CHECK(waits.sleeps == 0);
+  CHECK(waits.spins >= 10);
+  w->state = 1;
+  CHECK(wait(ha).is_ok());
+}

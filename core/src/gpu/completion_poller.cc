@@ -10,7 +10,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string describe_pending(const std::deque<PendingBatch>& pending) {
+std::string describe_batches(const std::deque<PendingBatch>& pending) {
   std::string out;
   for (const auto& b : pending) out += (out.empty() ? "" : "; ") + describe_batch(b);
   return out;
@@ -70,16 +70,33 @@ void CompletionPoller::submit(PendingBatch batch) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!fault_.is_ok() || stop_) {
     const Status why = !fault_.is_ok() ? fault_ : Status::aborted("the GPU data plane is shutting down");
-    PendingBatch keep = draining_part(batch);
     lock.unlock();
-    finish_batch(batch, why);
-    lock.lock();
-    draining_.push_back(std::move(keep));
-  } else {
-    pending_.push_back(std::move(batch));
+    return submit_failed(std::move(batch), why);
   }
+  pending_.push_back(std::move(batch));
+  ++submitted_;
   lock.unlock();
   cv_.notify_all();
+}
+
+void CompletionPoller::submit_failed(PendingBatch batch, const Status& why) {
+  PendingBatch keep = draining_part(batch);
+  finish_batch(batch, why);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_.push_back(std::move(keep));
+  }
+  cv_.notify_all();
+}
+
+std::string CompletionPoller::describe_pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return gpu::describe_batches(pending_);
+}
+
+PollWaits CompletionPoller::waits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waits_;
 }
 
 Status CompletionPoller::fault() const {
@@ -121,23 +138,27 @@ void CompletionPoller::drop_drained_locked() {
   draining_.erase(std::remove_if(draining_.begin(), draining_.end(), ended), draining_.end());
 }
 
+Status CompletionPoller::check_errors(AsyncErrorSource* source) {
+  const Status s = source ? source->poll() : Status::ok();
+  if (s.is_ok()) return s;
+  return Status::unknown_error("GPU data plane: the communicator reported an asynchronous error (" + s.message() +
+                               "); failing the pending GPU operations: " + describe_batches(pending_));
+}
+
 Status CompletionPoller::check_faults(Clock::time_point now) {
   std::set<AsyncErrorSource*> sources;
   for (const auto& b : pending_)
     if (b.errors) sources.insert(b.errors);
   for (AsyncErrorSource* source : sources) {
-    const Status s = source->poll();
-    if (!s.is_ok())
-      return Status::unknown_error("GPU data plane: the communicator reported an asynchronous error (" +
-                                   s.message() + "); failing the pending GPU operations: " +
-                                   describe_pending(pending_));
+    const Status s = check_errors(source);
+    if (!s.is_ok()) return s;
   }
   for (const auto& b : pending_) {
     if (now < b.deadline) continue;
     std::ostringstream msg;
     msg << "GPU data plane: " << describe_batch(b) << " did not finish within " << b.timeout_seconds
         << " s (CHORUS_GPU_OP_TIMEOUT_SECONDS): a rank or the device is stuck; failing the pending GPU operations: "
-        << describe_pending(pending_);
+        << describe_batches(pending_);
     return Status::timeout(msg.str());
   }
   return Status::ok();
@@ -153,9 +174,17 @@ bool CompletionPoller::poll_once(std::unique_lock<std::mutex>& lock) {
       const Status why = Status::unknown_error("GPU data plane: " + describe_batch(pending_.front()) +
                                                " failed on the device (" + s.message() +
                                                "); failing the pending GPU operations: " +
-                                               describe_pending(pending_));
+                                               describe_batches(pending_));
       if (fault_.is_ok()) fault_ = why;
       fail_pending_locked(why, lock);
+      return true;
+    }
+    // Its events also complete when the communicator was aborted or broke:
+    // the error source decides whether the data really arrived.
+    const Status broken = check_errors(pending_.front().errors);
+    if (!broken.is_ok()) {
+      if (fault_.is_ok()) fault_ = broken;
+      fail_pending_locked(broken, lock);
       return true;
     }
     PendingBatch batch = std::move(pending_.front());
@@ -186,7 +215,8 @@ void CompletionPoller::wait_for_work(std::unique_lock<std::mutex>& lock, std::ch
     sleep = std::chrono::nanoseconds(0);
     return;
   }
-  if (Clock::now() - last_progress < backoff_.spin) {
+  if (backoff_.now() - last_progress < backoff_.spin) {
+    ++waits_.spins;
     lock.unlock();
     std::this_thread::yield();
     lock.lock();
@@ -194,26 +224,31 @@ void CompletionPoller::wait_for_work(std::unique_lock<std::mutex>& lock, std::ch
   }
   sleep = std::min<std::chrono::nanoseconds>(backoff_.max_sleep,
                                              std::max<std::chrono::nanoseconds>(sleep * 2, std::chrono::microseconds(1)));
+  ++waits_.sleeps;
   cv_.wait_for(lock, sleep);
 }
 
 void CompletionPoller::run() {
   std::unique_lock<std::mutex> lock(mu_);
-  auto last_progress = Clock::now();
+  auto last_progress = backoff_.now();
+  uint64_t seen = submitted_;
   std::chrono::nanoseconds sleep(0);
   for (;;) {
-    const size_t before = pending_.size();
     if (poll_once(lock)) {
-      last_progress = Clock::now();
+      last_progress = backoff_.now();
       sleep = std::chrono::nanoseconds(0);
     }
     const auto now = Clock::now();
     if (stop_ && now >= stop_deadline_ && !pending_.empty())
       fail_pending_locked(Status::aborted("GPU data plane: shut down before the device finished: " +
-                                          describe_pending(pending_)),
+                                          describe_batches(pending_)),
                           lock);
     if (finished_locked(Clock::now())) return;
-    if (pending_.size() > before) last_progress = Clock::now();  // new work: spin for it
+    if (submitted_ != seen) {  // new work (maybe after an idle wait): spin for it
+      seen = submitted_;
+      last_progress = backoff_.now();
+      sleep = std::chrono::nanoseconds(0);
+    }
     wait_for_work(lock, sleep, last_progress);
   }
 }

@@ -13,6 +13,7 @@
 // with fakes (test/gpu/test_completion_poller.cc).
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -59,9 +60,19 @@ struct PendingBatch {
 /// How the thread waits while batches are pending: busy-polls (yielding)
 /// for `spin` after the last completion, then sleeps in doubling steps up
 /// to `max_sleep`. With nothing pending it sleeps on a condition variable.
+/// Every submit restarts the spin phase, so a batch handed over after an
+/// idle spell is polled at once, not after a doubling sleep.
 struct PollBackoff {
   std::chrono::nanoseconds spin = std::chrono::microseconds(50);
   std::chrono::nanoseconds max_sleep = std::chrono::milliseconds(1);
+  /// The clock of the spin/sleep decision (a fake one in tests).
+  std::function<std::chrono::steady_clock::time_point()> now = [] { return std::chrono::steady_clock::now(); };
+};
+
+/// How the thread has waited while batches were pending.
+struct PollWaits {
+  uint64_t spins = 0;   ///< yields within the spin phase
+  uint64_t sleeps = 0;  ///< timed sleeps after it
 };
 
 class CompletionPoller {
@@ -78,6 +89,10 @@ class CompletionPoller {
   /// Hands over a launched batch, after every batch launched before it.
   /// After a fault the batch fails at once with the fault's message.
   void submit(PendingBatch batch);
+  /// A batch whose launch failed part-way: its entries fail now with `why`,
+  /// while its tensors and resources stay held until `batch.done` (recorded
+  /// after whatever was queued) reports the device work ended.
+  void submit_failed(PendingBatch batch, const Status& why);
   /// The first fault (an asynchronous error, a batch past its deadline), or OK.
   Status fault() const;
   /// Fails every pending batch with `why` (and records it as the fault if
@@ -87,6 +102,9 @@ class CompletionPoller {
   size_t pending() const;
   /// Failed batches whose device work has not ended yet.
   size_t draining() const;
+  PollWaits waits() const;
+  /// "allreduce of a, b; broadcast of c": the pending batches, for messages.
+  std::string describe_pending() const;
   /// How long the destructor waits for unfinished device work.
   void set_drain_wait(std::chrono::milliseconds wait) { drain_wait_ = wait; }
 
@@ -96,6 +114,7 @@ class CompletionPoller {
   /// deadlines. Returns true when something completed.
   bool poll_once(std::unique_lock<std::mutex>& lock);
   Status check_faults(std::chrono::steady_clock::time_point now);
+  Status check_errors(AsyncErrorSource* source);
   void fail_pending_locked(const Status& why, std::unique_lock<std::mutex>& lock);
   void drop_drained_locked();
   void wait_for_work(std::unique_lock<std::mutex>& lock, std::chrono::nanoseconds& sleep,
@@ -109,6 +128,8 @@ class CompletionPoller {
   std::vector<PendingBatch> draining_;
   Status fault_;
   bool stop_ = false;
+  uint64_t submitted_ = 0;  ///< batches handed over: a new one restarts the spin
+  PollWaits waits_;
   std::chrono::steady_clock::time_point stop_deadline_;
   std::chrono::milliseconds drain_wait_{10000};
   std::thread thread_;
