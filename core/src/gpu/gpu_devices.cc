@@ -30,7 +30,10 @@ Status GpuDevice::ensure_fusion(int64_t bytes) {
 // Frees the fusion buffer once the stream's work has ended, waiting at most
 // 10 s: a stream stuck behind a producer that never finishes keeps it
 // (leaked) rather than hang the shutdown.
+// It may run on any thread (the last owner of GpuDevices): the device is set
+// first, so neither this nor the stream's destruction makes a context on GPU 0.
 GpuDevice::~GpuDevice() {
+  if (device < 0 || cudaSetDevice(device) != cudaSuccess) return;  // the fusion buffer is leaked then
   if (fusion == nullptr) return;
   for (int i = 0; i < 10000; ++i) {
     const cudaError_t r = cudaStreamQuery(stream.get());

@@ -1,9 +1,11 @@
 #include "gpu/nccl_comm.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "gpu/device_stream.h"
 #include "gpu/gpu_errors.h"
+#include "gpu/nccl_wait.h"
 
 namespace chorus::detail::gpu {
 
@@ -15,8 +17,22 @@ std::string explain_init_failure(const Status& s, int device) {
   return msg;
 }
 
+/// Bootstrap and topology discovery take seconds on a big node: the
+/// creation gets at least a minute, whatever short operation timeout is set.
+double init_seconds(double op_timeout_seconds) {
+  return op_timeout_seconds > 0 ? std::max(op_timeout_seconds, 60.0) : 0;
+}
+
+Status nccl_comm_state(ncclComm_t comm, const std::string& name) {
+  ncclResult_t result = ncclSuccess;
+  const ncclResult_t r = ncclCommGetAsyncError(comm, &result);
+  if (r != ncclSuccess) return nccl_status(r, "ncclCommGetAsyncError(" + name + ")", comm);
+  if (result == ncclInProgress) return Status::in_progress();
+  return nccl_status(result, "NCCL communicator " + name, comm);
+}
+
 Status NcclComm::create(Communicator& control, int rank, int size, int device, const std::string& name,
-                        std::unique_ptr<NcclComm>* out) {
+                        double timeout_seconds, std::unique_ptr<NcclComm>* out) {
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
   Status made = Status::ok();
@@ -36,11 +52,17 @@ Status NcclComm::create(Communicator& control, int rank, int size, int device, c
   comm->rank_ = rank;
   comm->size_ = size;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 1;  // non-blocking init hung with NCCL 2.26 (PyTorch made it opt-in)
+  // Non-blocking: no NCCL call may wait for peers without a deadline
+  // (gpu/nccl_wait.h). Every call that returns ncclInProgress is waited for.
+  config.blocking = 0;
   config.commName = comm->name_.c_str();
-  s = nccl_status(ncclCommInitRankConfig(&comm->comm_, size, id, rank, &config), "ncclCommInitRankConfig(" + name + ")");
+  const std::string call = "ncclCommInitRankConfig(" + name + ")";
+  const ncclResult_t r = ncclCommInitRankConfig(&comm->comm_, size, id, rank, &config);
+  s = r == ncclInProgress ? Status::ok() : nccl_status(r, call, comm->comm_);
+  if (s.is_ok() && r == ncclInProgress)
+    s = wait_in_progress([&] { return nccl_comm_state(comm->comm_, name); }, OpDeadline::after(init_seconds(timeout_seconds)), call);
   if (!s.is_ok()) {
-    comm->comm_ = nullptr;
+    comm->abort();  // a half-made communicator: Abort frees it (null is a no-op)
     return Status(s.code(), explain_init_failure(s, device));
   }
   *out = std::move(comm);
@@ -50,17 +72,19 @@ Status NcclComm::create(Communicator& control, int rank, int size, int device, c
 NcclComm::~NcclComm() { abort(); }
 
 Status NcclComm::async_error() const {
+  if (aborted_.load()) return Status::aborted("NCCL communicator " + name_ + " was aborted");
   if (comm_ == nullptr) return Status::ok();
-  ncclResult_t result = ncclSuccess;
-  const ncclResult_t r = ncclCommGetAsyncError(comm_, &result);
-  if (r != ncclSuccess) return nccl_status(r, "ncclCommGetAsyncError(" + name_ + ")", comm_);
-  if (result == ncclSuccess || result == ncclInProgress) return Status::ok();
-  return nccl_status(result, "NCCL communicator " + name_ + " (asynchronous error)", comm_);
+  const Status s = nccl_comm_state(comm_, name_ + " (asynchronous error)");
+  return s.code() == StatusCode::kInProgress ? Status::ok() : s;  // a call still connecting is no error
 }
 
-Status NcclComm::finalize_and_destroy() {
+Status NcclComm::finalize_and_destroy(double timeout_seconds) {
   if (comm_ == nullptr) return Status::ok();
-  Status s = nccl_status(ncclCommFinalize(comm_), "ncclCommFinalize(" + name_ + ")", comm_);
+  const std::string call = "ncclCommFinalize(" + name_ + ")";
+  const ncclResult_t r = ncclCommFinalize(comm_);
+  Status s = r == ncclInProgress ? Status::ok() : nccl_status(r, call, comm_);
+  if (s.is_ok() && r == ncclInProgress)
+    s = wait_in_progress([&] { return nccl_comm_state(comm_, name_); }, OpDeadline::after(timeout_seconds), call);
   if (!s.is_ok()) {
     abort();
     return s;
@@ -71,6 +95,7 @@ Status NcclComm::finalize_and_destroy() {
 }
 
 void NcclComm::abort() {
+  aborted_ = true;
   if (comm_ == nullptr) return;
   ncclCommAbort(comm_);  // nothing to report: the communicator is gone either way
   comm_ = nullptr;

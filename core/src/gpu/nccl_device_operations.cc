@@ -3,6 +3,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/logging.h"
 #include "gpu/completion_poller.h"
 #include "gpu/device_stream.h"
 #include "gpu/gpu_devices.h"
@@ -11,6 +12,7 @@
 #include "gpu/nccl_launcher.h"
 #include "gpu/nccl_plan.h"
 #include "gpu/nccl_symbols.h"
+#include "gpu/nccl_wait.h"
 
 namespace chorus::detail::gpu {
 
@@ -23,16 +25,24 @@ Status nccl_available() {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-/// A batch's done event as the completion thread polls it.
+/// A batch's done event as the completion thread polls it. That thread has
+/// no current device of its own: without setting it, cudaEventQuery would
+/// make a primary context on GPU 0 for every rank (PyTorch's watchdog bug).
 class EventSignal final : public DoneSignal {
  public:
-  explicit EventSignal(DeviceEvent event) : event_(std::move(event)) {}
-  Status poll() override { return event_.query(); }
+  EventSignal(DeviceEvent event, int device) : event_(std::move(event)), device_(device) {}
+  Status poll() override {
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess || current != device_) {
+      Status s = cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ") on the completion thread");
+      if (!s.is_ok()) return s;
+    }
+    return event_.query();
+  }
 
  private:
   DeviceEvent event_;
+  int device_;
 };
 
 /// What one launch needs besides the plan: the buffers, and device scratch
@@ -40,6 +50,7 @@ class EventSignal final : public DoneSignal {
 /// part, then fails those tensors alone).
 struct Launch {
   PlanBuffers buffers;
+  std::vector<std::pair<size_t, int64_t>> scratch_bytes;  ///< tensor, bytes: made on the stream at launch
   std::vector<void*> scratch;
   std::vector<Status> alloc_errors;
 };
@@ -59,12 +70,18 @@ class NcclDeviceOperations final : public DeviceOperations {
   // Normal shutdown: the pending work finishes, then Finalize and Destroy.
   // Work that does not finish in time (a dead peer) or a fault: Abort first,
   // which ends the kernels, so neither step can wait forever.
+  // The poller fails what is pending before the Abort, as in abort(): the
+  // aborted kernels' events complete, and must not read as success.
   ~NcclDeviceOperations() override {
     for (int i = 0; i < 10000 && poller_->pending() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const bool clean = fault().is_ok() && poller_->pending() == 0;
-    if (comm_ && !clean) comm_->abort();
-    poller_.reset();  // fails what is still pending, naming the tensors
-    if (comm_ && clean) comm_->finalize_and_destroy();
+    if (!clean) {
+      poller_->fail_all(Status::aborted("GPU data plane of " + topology_.scope.describe() +
+                                        ": shut down before the device finished: " + poller_->describe_pending()));
+      if (comm_) comm_->abort();
+    }
+    poller_.reset();  // waits for the draining work (the Abort ended it)
+    if (comm_ && clean) comm_->finalize_and_destroy(settings_.op_timeout_seconds);
   }
 
   void execute(const Response& response, std::vector<TensorEntry> entries) override;
@@ -87,10 +104,14 @@ class NcclDeviceOperations final : public DeviceOperations {
 
  private:
   Status prepare(const std::vector<TensorEntry>& entries, GpuDevice** gpu);
-  Status allocate_outputs(const NcclPlan& plan, std::vector<TensorEntry>& entries, Launch& launch);
+  void allocate_outputs(const NcclPlan& plan, std::vector<TensorEntry>& entries, Launch& launch);
+  Status allocate_scratch(Launch& launch, cudaStream_t stream);
   Status wait_ready(const std::vector<TensorEntry>& entries, cudaStream_t stream);
-  Status launch_device_work(const NcclPlan& plan, GpuDevice& gpu, std::vector<TensorEntry>& entries, Launch& launch,
-                            DeviceEvent* done);
+  Status launch_device_work(const NcclPlan& plan, GpuDevice& gpu, const std::vector<TensorEntry>& entries,
+                            Launch& launch, const std::string& what, DeviceEvent* done, bool* queued);
+  void launch_failed(std::vector<TensorEntry> entries, DeviceEvent done, bool queued, const Status& why);
+  void submit(const Response& response, const std::vector<Request>& requests, std::vector<TensorEntry> entries,
+              Launch& launch, DeviceEvent done);
   void set_fault(const Status& s) {
     std::lock_guard<std::mutex> lock(mu_);
     if (fault_.is_ok()) fault_ = s;
@@ -113,7 +134,7 @@ Status NcclDeviceOperations::prepare(const std::vector<TensorEntry>& entries, Gp
   const int device = entries.front().input->device();
   if (!comm_) {
     Status s = NcclComm::create(backend_.collectives(), topology_.rank, topology_.size, device,
-                                "chorus." + std::to_string(topology_.scope.id), &comm_);
+                                "chorus." + std::to_string(topology_.scope.id), settings_.op_timeout_seconds, &comm_);
     if (!s.is_ok()) return Status(s.code(), "creating the NCCL communicator of " + topology_.scope.describe() + ": " + s.message());
     device_ = device;
   }
@@ -131,7 +152,7 @@ Status NcclDeviceOperations::prepare(const std::vector<TensorEntry>& entries, Gp
   return devices_->get(device_, gpu);
 }
 
-Status NcclDeviceOperations::allocate_outputs(const NcclPlan& plan, std::vector<TensorEntry>& entries, Launch& launch) {
+void NcclDeviceOperations::allocate_outputs(const NcclPlan& plan, std::vector<TensorEntry>& entries, Launch& launch) {
   for (size_t t = 0; t < entries.size(); ++t) {
     TensorEntry& e = entries[t];
     launch.buffers.inputs.push_back(e.input->data());
@@ -155,12 +176,23 @@ Status NcclDeviceOperations::allocate_outputs(const NcclPlan& plan, std::vector<
     launch.alloc_errors.resize(entries.size());
     launch.alloc_errors[t] = Status(s.code(), "allocating the output " + shape.to_string() + " of tensor '" +
                                                   e.name() + "': " + s.message());
-    void* scratch = nullptr;  // this rank still takes part, into scratch
-    const int64_t bytes = std::max<int64_t>(shape.num_elements() * dtype_size(e.request.dtype), 1);
-    Status m = cuda_status(cudaMalloc(&scratch, size_t(bytes)), "cudaMalloc(scratch output of '" + e.name() + "')");
-    if (!m.is_ok()) return m;
+    // This rank still takes part, into scratch made at launch (allocate_scratch).
+    launch.scratch_bytes.emplace_back(t, std::max<int64_t>(shape.num_elements() * dtype_size(e.request.dtype), 1));
+    launch.buffers.outputs.push_back(nullptr);
+  }
+}
+
+// With the launch lock held and the device set: stream-ordered, so the
+// cudaFreeAsync after the plan frees it once the collective is done.
+Status NcclDeviceOperations::allocate_scratch(Launch& launch, cudaStream_t stream) {
+  for (const auto& [t, bytes] : launch.scratch_bytes) {
+    void* scratch = nullptr;
+    Status s = cuda_status(cudaMallocAsync(&scratch, size_t(bytes), stream),
+                           "cudaMallocAsync(scratch output of tensor " + std::to_string(t) + ", " +
+                               std::to_string(bytes) + " bytes)");
+    if (!s.is_ok()) return s;
     launch.scratch.push_back(scratch);
-    launch.buffers.outputs.push_back(scratch);
+    launch.buffers.outputs[t] = scratch;
   }
   return Status::ok();
 }
@@ -187,20 +219,61 @@ Status NcclDeviceOperations::wait_ready(const std::vector<TensorEntry>& entries,
   return s;  // destroying a waited-on event is fine: the wait keeps its point
 }
 
+// Queues the plan; `*done` marks the end of everything queued, recorded
+// even when a step failed (then `*queued` says the stream may hold work on
+// the tensors, and the caller keeps them until that event).
 Status NcclDeviceOperations::launch_device_work(const NcclPlan& plan, GpuDevice& gpu,
-                                                std::vector<TensorEntry>& entries, Launch& launch, DeviceEvent* done) {
+                                                const std::vector<TensorEntry>& entries, Launch& launch,
+                                                const std::string& what, DeviceEvent* done, bool* queued) {
   std::lock_guard<std::mutex> lock(gpu.launch_mu);  // one launch point per device, for every set
+  const cudaStream_t stream = gpu.stream.get();
   Status s = cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
-  if (s.is_ok()) s = wait_ready(entries, gpu.stream.get());
+  if (s.is_ok()) s = wait_ready(entries, stream);
+  if (!s.is_ok()) return s;  // only waits are queued: nothing uses the tensors yet
+  *queued = true;
+  s = allocate_scratch(launch, stream);
   if (s.is_ok()) s = gpu.ensure_fusion(plan.fusion_bytes);
   launch.buffers.fusion = gpu.fusion;
-  if (s.is_ok()) s = launch_plan(plan, launch.buffers, comm_->get(), gpu.stream.get());
-  for (void* p : launch.scratch) cudaFreeAsync(p, gpu.stream.get());  // in stream order: after the collective
-  if (s.is_ok()) s = DeviceEvent::create(device_, done);
-  if (s.is_ok()) s = done->record(gpu.stream.get());
-  return s;
+  if (s.is_ok())
+    s = launch_plan(plan, launch.buffers, comm_->get(), stream, OpDeadline::after(settings_.op_timeout_seconds), what);
+  for (void* p : launch.scratch) cudaFreeAsync(p, stream);  // in stream order: after the collective
+  Status recorded = DeviceEvent::create(device_, done);
+  if (recorded.is_ok()) recorded = done->record(stream);
+  if (!recorded.is_ok()) *done = DeviceEvent();  // none: the caller must not free what the stream uses
+  return s.is_ok() ? recorded : s;
 }
 
+// A launch that failed after work may have been queued: the tensors stay
+// held until the recorded event says that work ended (the poller's draining
+// list). Without an event nothing tells when it ends, so their references
+// are leaked, never dropped under a running kernel.
+void NcclDeviceOperations::launch_failed(std::vector<TensorEntry> entries, DeviceEvent done, bool queued,
+                                         const Status& why) {
+  set_fault(why);
+  const Status f = fault();
+  if (queued && done.get() != nullptr) {
+    PendingBatch batch;
+    batch.what = "GPU " + std::string(collective_name(entries.front().request.type));
+    batch.entries = std::move(entries);
+    batch.done = std::make_unique<EventSignal>(std::move(done), device_);
+    poller_->submit_failed(std::move(batch), f);
+  } else {
+    if (queued) {
+      auto* leaked = new std::vector<std::shared_ptr<Tensor>>();  // NOLINT: deliberate leak, see above
+      for (const auto& e : entries) leaked->insert(leaked->end(), {e.input, e.output});
+      Logger log;
+      log.set_rank(topology_.rank);
+      CHORUS_LOG(log, kWarning) << "GPU data plane: no event could be recorded after a failed launch ("
+                                << f.message() << "); keeping its " << entries.size()
+                                << " tensors alive for the rest of the process";
+    }
+    fail_entries(entries, f);
+  }
+  if (why.code() == StatusCode::kTimeout) abort(f);  // a peer never joined: end the stuck NCCL work
+}
+
+// Refusals that depend only on the (agreed) response come before prepare():
+// it creates the communicator, a collective every rank must reach together.
 void NcclDeviceOperations::execute(const Response& response, std::vector<TensorEntry> entries) {
   if (entries.empty()) return;
   if (response.type == ResponseType::kError) return fail_entries(entries, Status::invalid_argument(response.error_message));
@@ -208,12 +281,6 @@ void NcclDeviceOperations::execute(const Response& response, std::vector<TensorE
   if (!s.is_ok()) return fail_entries(entries, s);
   const std::string what = "GPU " + std::string(collective_name(entries.front().request.type)) + " of '" +
                            entries.front().name() + "'" + (entries.size() > 1 ? " and " + std::to_string(entries.size() - 1) + " more" : "");
-  GpuDevice* gpu = nullptr;
-  s = prepare(entries, &gpu);
-  if (!s.is_ok()) {  // local to this rank: the runtime ends the job on every rank with it
-    set_fault(Status(s.code(), what + ": " + s.message()));
-    return fail_entries(entries, fault());
-  }
   std::vector<Request> requests;
   for (const auto& e : entries) requests.push_back(e.request);
   StatusOr<NcclPlan> plan = plan_nccl(response, requests, topology_.rank, topology_.size);
@@ -221,26 +288,30 @@ void NcclDeviceOperations::execute(const Response& response, std::vector<TensorE
     if (plan.status().code() == StatusCode::kInternal) set_fault(plan.status());
     return fail_entries(entries, Status(plan.status().code(), what + ": " + plan.status().message()));
   }
-  Launch launch;
-  DeviceEvent done;
-  s = allocate_outputs(plan.value(), entries, launch);
-  if (s.is_ok()) {
-    s = launch_device_work(plan.value(), *gpu, entries, launch, &done);  // frees the scratch in stream order
-  } else {
-    for (void* p : launch.scratch) cudaFree(p);  // nothing was queued on it
-  }
-  if (!s.is_ok()) {
+  GpuDevice* gpu = nullptr;
+  s = prepare(entries, &gpu);
+  if (!s.is_ok()) {  // local to this rank: the runtime ends the job on every rank with it
     set_fault(Status(s.code(), what + ": " + s.message()));
     return fail_entries(entries, fault());
   }
+  Launch launch;
+  DeviceEvent done;
+  bool queued = false;
+  allocate_outputs(plan.value(), entries, launch);
+  s = launch_device_work(plan.value(), *gpu, entries, launch, what, &done, &queued);
+  if (!s.is_ok()) return launch_failed(std::move(entries), std::move(done), queued, Status(s.code(), what + ": " + s.message()));
+  submit(response, requests, std::move(entries), launch, std::move(done));
+}
+
+void NcclDeviceOperations::submit(const Response& response, const std::vector<Request>& requests,
+                                  std::vector<TensorEntry> entries, Launch& launch, DeviceEvent done) {
   PendingBatch batch;
   batch.what = "GPU " + std::string(collective_name(entries.front().request.type));
-  batch.done = std::make_unique<EventSignal>(std::move(done));
+  batch.done = std::make_unique<EventSignal>(std::move(done), device_);
   batch.errors = comm_->error_source();
   if (settings_.op_timeout_seconds > 0) {
     batch.timeout_seconds = settings_.op_timeout_seconds;
-    batch.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(settings_.op_timeout_seconds));
+    batch.deadline = OpDeadline::after(settings_.op_timeout_seconds).at;
   }
   auto held = std::make_shared<std::vector<std::shared_ptr<Tensor>>>();  // inputs of tensors failed alone
   CompletionBatch wake;

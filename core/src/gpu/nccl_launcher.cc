@@ -2,6 +2,7 @@
 
 #include "gpu/device_fusion.h"
 #include "gpu/gpu_errors.h"
+#include "gpu/nccl_comm.h"
 
 namespace chorus::detail::gpu {
 
@@ -36,6 +37,8 @@ struct Walker {
   const PlanBuffers& b;
   ncclComm_t comm;
   cudaStream_t stream;
+  const OpDeadline& deadline;
+  const std::string& what;
 
   char* at(const BufferRef& r) const {
     char* base = nullptr;
@@ -88,24 +91,38 @@ struct Walker {
       case StepKind::kUnpack:
         return unpack_pieces(pieces(), plan.dtype, CopyScale{s.factor, s.divisor}, plan.copies, b.fusion, stream);
       case StepKind::kScale: return copies(s);
-      default: return nccl_status(nccl(s), describe_step(s, plan.dtype), comm);
+      default: return nccl_call(nccl(s), describe_step(s, plan.dtype));
     }
+  }
+
+  /// An NCCL call's result; ncclInProgress is waited for under the deadline.
+  Status nccl_call(ncclResult_t r, const std::string& call) const {
+    const std::string where = call + " (" + what + ")";
+    if (r != ncclInProgress) return nccl_status(r, where, comm);
+    return wait_in_progress([this] { return nccl_comm_state(comm, "of " + what); }, deadline, where);
   }
 };
 
 }  // namespace
 
-Status launch_plan(const NcclPlan& plan, const PlanBuffers& buffers, ncclComm_t comm, cudaStream_t stream) {
-  Walker w{plan, buffers, comm, stream};
+Status launch_plan(const NcclPlan& plan, const PlanBuffers& buffers, ncclComm_t comm, cudaStream_t stream,
+                   const OpDeadline& deadline, const std::string& what) {
+  Walker w{plan, buffers, comm, stream, deadline, what};
   int open_groups = 0;
   for (const PlanStep& s : plan.steps) {
     Status st = w.step(s);
+    if (s.kind == StepKind::kGroupStart && st.is_ok()) ++open_groups;
+    if (s.kind == StepKind::kGroupEnd) --open_groups;  // closed even when it failed
     if (!st.is_ok()) {
-      while (open_groups-- > 0) ncclGroupEnd();  // leave NCCL's group state balanced
+      // Leave NCCL's (per-thread) group state balanced. This may still queue
+      // the group's work; after a timeout the caller aborts the
+      // communicator, which ends it, so that close is not waited for.
+      for (; open_groups > 0; --open_groups) {
+        const ncclResult_t r = ncclGroupEnd();
+        if (st.code() != StatusCode::kTimeout) w.nccl_call(r, "ncclGroupEnd (closing after a failure)");
+      }
       return st;
     }
-    if (s.kind == StepKind::kGroupStart) ++open_groups;
-    if (s.kind == StepKind::kGroupEnd) --open_groups;
   }
   return Status::ok();
 }

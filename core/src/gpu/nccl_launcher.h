@@ -9,6 +9,7 @@
 
 #include "chorus/status.h"
 #include "gpu/nccl_plan.h"
+#include "gpu/nccl_wait.h"
 
 namespace chorus::detail::gpu {
 
@@ -22,8 +23,14 @@ struct PlanBuffers {
 ncclDataType_t nccl_dtype(DataType dtype);
 ncclRedOp_t nccl_op(ReduceOp op);  ///< never called with Average (the plan sums)
 
-/// Queues every step of `plan` on `stream` (returns at once). The first
-/// failure is returned; an open group is closed first.
-Status launch_plan(const NcclPlan& plan, const PlanBuffers& buffers, ncclComm_t comm, cudaStream_t stream);
+/// Queues every step of `plan` on `stream`. `comm` is non-blocking: a call
+/// that returns ncclInProgress (connection setup, ncclGroupEnd) is waited
+/// for until `deadline` (gpu/nccl_wait.h); `what` names the tensors in the
+/// messages. The first failure is returned (a timeout as kTimeout: the
+/// caller aborts the communicator); an open group is closed first, which may
+/// still queue work, so after any failure the caller must treat the stream
+/// as holding work on the buffers.
+Status launch_plan(const NcclPlan& plan, const PlanBuffers& buffers, ncclComm_t comm, cudaStream_t stream,
+                   const OpDeadline& deadline, const std::string& what);
 
 }  // namespace chorus::detail::gpu
