@@ -140,7 +140,9 @@ int main(int argc, char** argv) {
     Buffers b(mib << 18);
     chorus_time(*ops, {&b}, 3);  // warm-up (the first one makes the communicator)
     raw_time(raw, stream, b.in, b.out, b.count, 3);
+    CHECK_CUDA(cudaMemset(b.out, 0, size_t(b.count) * 4));  // each row checks its own result
     row("chorus", b.count * 4, chorus_time(*ops, {&b}, iterations), b.wrong());
+    CHECK_CUDA(cudaMemset(b.out, 0, size_t(b.count) * 4));
     row("nccl", b.count * 4, raw_time(raw, stream, b.in, b.out, b.count, iterations), b.wrong());
   }
 

@@ -127,6 +127,9 @@ const DataType kTypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32, 
 
 }  // namespace
 
+// At one rank every reduction is the identity (Average is Sum, Min is Max):
+// this checks each dtype/op reaches NCCL and the scaling, not the reduction,
+// which test_nccl_plan.cc and the multi-rank runs cover.
 TEST_CASE("Allreduce at one rank: every dtype and op, scaled, in and out of place", "[device][nccl_ops]") {
   OneRank rank;
   std::mt19937_64 rng(5);
@@ -168,10 +171,11 @@ TEST_CASE("Fused (packed) and grouped (no copy) allreduces", "[device][nccl_ops]
       outs.push_back(std::make_shared<DeviceTensor>(DataType::kFloat32, TensorShape{size + t}));
       entries.push_back(entry(CollectiveType::kAllreduce, "g" + std::to_string(t), in, outs.back()));
       entries.back().request.op = ReduceOp::kAverage;
+      entries.back().request.prescale = 0.5;  // the pack step scales (factor) as it copies
       entries.back().request.postscale = 2.0;
     }
     REQUIRE(run(*rank.ops, response_for(ResponseType::kAllreduce, entries), entries).is_ok());
-    for (int t = 0; t < 5; ++t) CHECK(outs[size_t(t)]->download() == expected_allreduce(hosts[size_t(t)], DataType::kFloat32, 1.0, 2.0));
+    for (int t = 0; t < 5; ++t) CHECK(outs[size_t(t)]->download() == expected_allreduce(hosts[size_t(t)], DataType::kFloat32, 0.5, 2.0));
   }
   CHECK(finished_tensors.load() == 10);  // on_finish ran before the handles completed
 }
@@ -242,7 +246,10 @@ TEST_CASE("The launch waits for a slow producer stream on the device", "[device]
   cudaStream_t producer = p.stream;
   cudaEvent_t ready = p.ready;
   OneRank rank(p.settings());
-  std::vector<char> host(4096 * 4, 0), later(4096 * 4, 9);
+  std::vector<char> host(4096 * 4, 0), later_bytes(4096 * 4, 9);
+  char* later = nullptr;  // pinned: a pageable source could make cudaMemcpyAsync wait on the host
+  REQUIRE(cudaMallocHost(reinterpret_cast<void**>(&later), later_bytes.size()) == cudaSuccess);
+  std::memcpy(later, later_bytes.data(), later_bytes.size());
   auto in = std::make_shared<DeviceTensor>(DataType::kFloat32, TensorShape{4096});
   in->upload(host);
   REQUIRE(cudaEventRecord(ready, producer) == cudaSuccess);
@@ -250,16 +257,19 @@ TEST_CASE("The launch waits for a slow producer stream on the device", "[device]
   REQUIRE(run(*rank.ops, response_for(ResponseType::kAllreduce, {warm}), {warm}).is_ok());
   static int delay = 300;
   REQUIRE(cudaLaunchHostFunc(producer, sleep_ms, &delay) == cudaSuccess);  // the producer is still busy...
-  REQUIRE(cudaMemcpyAsync(in->mutable_data(), later.data(), later.size(), cudaMemcpyHostToDevice, producer) == cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(in->mutable_data(), later, later_bytes.size(), cudaMemcpyHostToDevice, producer) == cudaSuccess);
   REQUIRE(cudaEventRecord(ready, producer) == cudaSuccess);  // ...when the tensor is enqueued
   auto out = std::make_shared<DeviceTensor>(DataType::kFloat32, TensorShape{4096});
   TensorEntry e = entry(CollectiveType::kAllreduce, "late", in, out);
   const auto start = std::chrono::steady_clock::now();
   auto h = e.handle;
+  REQUIRE(cudaEventQuery(ready) == cudaErrorNotReady);  // the producer really is behind
   rank.ops->execute(response_for(ResponseType::kAllreduce, {e}), {e});
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(100));  // execute never waits
   REQUIRE(h->wait(std::chrono::milliseconds(10000)).is_ok());
-  CHECK(out->download() == later);
+  CHECK(out->download() == later_bytes);
+  REQUIRE(cudaStreamSynchronize(producer) == cudaSuccess);
+  cudaFreeHost(later);
 }
 
 TEST_CASE("An operation past its timeout faults, fails naming the tensor, and abort returns", "[device][nccl_ops]") {
@@ -279,10 +289,13 @@ TEST_CASE("An operation past its timeout faults, fails naming the tensor, and ab
   CHECK_THAT(s.message(), Catch::Contains("stuck.grad"));
   CHECK_THAT(s.message(), Catch::Contains("CHORUS_GPU_OP_TIMEOUT_SECONDS"));
   CHECK(rank.ops->fault().message() == s.message());
+  // The producer finishes first, so the abort never meets a kernel still
+  // queued behind it (docs/architecture.md: a producer that never finishes
+  // is beyond what Chorus can end).
+  REQUIRE(cudaStreamSynchronize(producer) == cudaSuccess);
   rank.ops->abort(rank.ops->fault());
   TensorEntry after = entry(CollectiveType::kAllreduce, "after", in, in);
   auto ha = after.handle;
   rank.ops->execute(response_for(ResponseType::kAllreduce, {after}), {after});
   CHECK(ha->done());  // refused at once after a fault
-  REQUIRE(cudaStreamSynchronize(producer) == cudaSuccess);
 }

@@ -3,6 +3,7 @@
 // same collective calls and that every send meets its receive.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -135,24 +136,45 @@ TEST_CASE("Reducescatter keeps the CPU path's blocks: ReduceScatter when even, R
                      "Reduce(fusion+32 -> out0, 2 x int32, min, root 2)", "GroupEnd"});
 }
 
+// Each rank plans from its own requests, as real ranks do: allgather and
+// alltoall first dimensions differ between ranks; the calls may not.
 TEST_CASE("Every rank issues the same collective calls", "[host][nccl_plan]") {
+  using RequestsOf = std::function<std::vector<Request>(int rank)>;
   for (int size : {1, 2, 3, 4}) {
-    std::vector<std::pair<Response, std::vector<Request>>> cases;
-    cases.push_back({response(ResponseType::kAllreduce, 2), {request("a", {7}), request("b", {9})}});
-    cases.push_back({response(ResponseType::kReducescatter, 1),
-                     {request("r", {7, 2}, DataType::kFloat32, ReduceOp::kSum, CollectiveType::kReducescatter)}});
+    std::vector<std::pair<Response, RequestsOf>> cases;
+    cases.push_back({response(ResponseType::kAllreduce, 2), [](int) {
+                       return std::vector<Request>{request("a", {7}), request("b", {9})};
+                     }});
+    cases.push_back({response(ResponseType::kReducescatter, 1), [](int) {
+                       return std::vector<Request>{
+                           request("r", {7, 2}, DataType::kFloat32, ReduceOp::kSum, CollectiveType::kReducescatter)};
+                     }});
     Response bc = response(ResponseType::kBroadcast, 1);
-    Request br = request("bc", {3}, DataType::kUInt8, ReduceOp::kSum, CollectiveType::kBroadcast);
-    br.root_rank = size - 1;
-    cases.push_back({bc, {br}});
+    cases.push_back({bc, [size](int) {
+                       Request br = request("bc", {3}, DataType::kUInt8, ReduceOp::kSum, CollectiveType::kBroadcast);
+                       br.root_rank = size - 1;
+                       return std::vector<Request>{br};
+                     }});
     Response ag = response(ResponseType::kAllgather, 1);
     for (int r = 0; r < size; ++r) ag.first_dims.push_back(r % 2 + 1);
-    cases.push_back({ag, {request("g", {1, 2}, DataType::kFloat16, ReduceOp::kSum, CollectiveType::kAllgather)}});
-    for (const auto& [resp, reqs] : cases) {
-      auto first = plan_nccl(resp, reqs, 0, size);
+    cases.push_back({ag, [](int rank) {
+                       return std::vector<Request>{request("g", {rank % 2 + 1, 2}, DataType::kFloat16, ReduceOp::kSum,
+                                                           CollectiveType::kAllgather)};
+                     }});
+    Response aa = response(ResponseType::kAlltoall, 1);
+    for (int from = 0; from < size; ++from)
+      for (int to = 0; to < size; ++to) aa.splits.push_back((from + 2 * to) % 3);
+    cases.push_back({aa, [&aa, size](int rank) {
+                       Request r = request("x", {0, 4}, DataType::kInt32, ReduceOp::kSum, CollectiveType::kAlltoall);
+                       for (int to = 0; to < size; ++to) r.splits.push_back(aa.splits[size_t(rank * size + to)]);
+                       for (int64_t rows : r.splits) r.shape[0] += rows;
+                       return std::vector<Request>{r};
+                     }});
+    for (const auto& [resp, requests_of] : cases) {
+      auto first = plan_nccl(resp, requests_of(0), 0, size);
       REQUIRE(first.is_ok());
       for (int rank = 1; rank < size; ++rank) {
-        auto other = plan_nccl(resp, reqs, rank, size);
+        auto other = plan_nccl(resp, requests_of(rank), rank, size);
         REQUIRE(other.is_ok());
         CHECK(collectives(other.value()) == collectives(first.value()));
       }
