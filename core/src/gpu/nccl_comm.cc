@@ -58,7 +58,7 @@ Status NcclComm::create(Communicator& control, int rank, int size, int device, c
   config.commName = comm->name_.c_str();
   const std::string call = "ncclCommInitRankConfig(" + name + ")";
   const ncclResult_t r = ncclCommInitRankConfig(&comm->comm_, size, id, rank, &config);
-  s = r == ncclInProgress ? Status::ok() : nccl_status(r, call, comm->comm_);
+  s = r == ncclInProgress ? Status::ok() : nccl_status(r, call);  // no communicator to ask after a failed init
   if (s.is_ok() && r == ncclInProgress)
     s = wait_in_progress([&] { return nccl_comm_state(comm->comm_, name); }, OpDeadline::after(init_seconds(timeout_seconds)), call);
   if (!s.is_ok()) {
