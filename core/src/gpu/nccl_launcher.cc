@@ -91,15 +91,20 @@ struct Walker {
       case StepKind::kUnpack:
         return unpack_pieces(pieces(), plan.dtype, CopyScale{s.factor, s.divisor}, plan.copies, b.fusion, stream);
       case StepKind::kScale: return copies(s);
-      default: return nccl_call(nccl(s), describe_step(s, plan.dtype));
+      default: {
+        const ncclResult_t r = nccl(s);
+        return r == ncclSuccess ? Status::ok() : nccl_call(r, describe_step(s, plan.dtype));
+      }
     }
   }
 
   /// An NCCL call's result; ncclInProgress is waited for under the deadline.
+  /// (Strings are built only off the fast path: most calls return ncclSuccess.)
   Status nccl_call(ncclResult_t r, const std::string& call) const {
-    const std::string where = call + " (" + what + ")";
-    if (r != ncclInProgress) return nccl_status(r, where, comm);
-    return wait_in_progress([this] { return nccl_comm_state(comm, "of " + what); }, deadline, where);
+    if (r == ncclSuccess) return Status::ok();
+    if (r != ncclInProgress) return nccl_status(r, call, comm);  // the caller prefixes the tensors
+    const std::string state = "of " + what;
+    return wait_in_progress([this, &state] { return nccl_comm_state(comm, state); }, deadline, call);
   }
 };
 

@@ -26,7 +26,7 @@ ncclRedOp_t nccl_op(ReduceOp op);  ///< never called with Average (the plan sums
 /// Queues every step of `plan` on `stream`. `comm` is non-blocking: a call
 /// that returns ncclInProgress (connection setup, ncclGroupEnd) is waited
 /// for until `deadline` (gpu/nccl_wait.h); `what` names the tensors in the
-/// messages. The first failure is returned (a timeout as kTimeout: the
+/// communicator's error (the caller prefixes them to the rest). The first failure is returned (a timeout as kTimeout: the
 /// caller aborts the communicator); an open group is closed first, which may
 /// still queue work, so after any failure the caller must treat the stream
 /// as holding work on the buffers.
