@@ -81,7 +81,7 @@ class NcclDeviceOperations final : public DeviceOperations {
       if (comm_) comm_->abort();
     }
     poller_.reset();  // waits for the draining work (the Abort ended it)
-    if (comm_ && clean) comm_->finalize_and_destroy(settings_.op_timeout_seconds);
+    if (comm_ && clean) comm_->finalize_and_destroy(10.0);  // like the drain wait; Abort after it
   }
 
   void execute(const Response& response, std::vector<TensorEntry> entries) override;
