@@ -9,6 +9,7 @@
 
 #include "common/half.h"
 #include "device_buffer.h"
+#include "device_values.h"
 #include "gpu/device_fusion.h"
 #include "kernels/reduce_kernels.h"
 
@@ -16,29 +17,9 @@ using namespace chorus;
 using namespace chorus::detail;
 using namespace chorus::detail::gpu;
 using chorus::test::DeviceBuffer;
+using chorus::test::random_elements;
 
 namespace {
-
-// Finite values spanning the type (integers: the whole range, so divisions
-// of large int64 values are checked for exactness).
-std::vector<char> random_elements(DataType dtype, int64_t count, std::mt19937_64& rng) {
-  std::vector<char> out(static_cast<size_t>(count * dtype_size(dtype)));
-  std::uniform_real_distribution<double> real(-1000.0, 1000.0);
-  for (int64_t i = 0; i < count; ++i) {
-    char* at = out.data() + i * dtype_size(dtype);
-    const double r = real(rng);
-    const uint64_t bits = rng();
-    switch (dtype) {
-      case DataType::kFloat32: { float v = static_cast<float>(r); std::memcpy(at, &v, 4); break; }
-      case DataType::kFloat64: std::memcpy(at, &r, 8); break;
-      case DataType::kFloat16: { uint16_t h = float_to_fp16(static_cast<float>(r)); std::memcpy(at, &h, 2); break; }
-      case DataType::kBFloat16: { uint16_t h = float_to_bf16(static_cast<float>(r)); std::memcpy(at, &h, 2); break; }
-      case DataType::kBool: *at = static_cast<char>(bits & 1u); break;
-      default: std::memcpy(at, &bits, static_cast<size_t>(dtype_size(dtype))); break;
-    }
-  }
-  return out;
-}
 
 struct Batch {
   std::vector<int64_t> counts;

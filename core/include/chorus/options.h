@@ -126,7 +126,8 @@ struct CHORUS_API RuntimeOptions {
   static RuntimeOptions from_environment();
 };
 
-/// Called on the background thread when an operation completes.
+/// Called when an operation completes: on the background thread, or for CUDA
+/// tensors on the device operations' completion thread.
 using StatusCallback = std::function<void(const Status&)>;
 
 /// Options of one allreduce.

@@ -1,17 +1,31 @@
-// A build with CUDA: device memory through the CUDA runtime. The NCCL device
-// operations join here (make_nccl, nccl_loads) when they are built; until
-// then CHORUS_GPU_OPERATIONS=auto chooses staged and =nccl is an error
-// naming every rank (runtime/device_operations_choice.cc).
+// A build with CUDA: device memory through the CUDA runtime, and the NCCL
+// device operations (CHORUS_GPU_OPERATIONS=auto|nccl picks them where NCCL
+// loads on every rank: runtime/device_operations_choice.cc).
 #include "runtime/device_support.h"
 
 #include "gpu/cuda_device_memory.h"
+#include "gpu/nccl_device_operations.h"
 
 namespace chorus::detail {
 
 DeviceSupport build_device_support() {
   DeviceSupport support;
   support.memory = gpu::make_cuda_device_memory();
-  support.nccl_loads = [] { return false; };
+  support.nccl_loads = [] {
+    static const bool loads = gpu::nccl_available().is_ok();
+    return loads;
+  };
+  // One GpuDevices per Runtime: every process set's operations share each
+  // device's launch stream, launch lock, fusion buffer and communicator claim.
+  support.make_nccl = [devices = gpu::make_gpu_devices()](const DeviceOperationsContext& context)
+      -> StatusOr<std::unique_ptr<DeviceOperations>> {
+    Status available = gpu::nccl_available();
+    if (!available.is_ok()) return available;
+    gpu::NcclOperationsSettings settings;
+    settings.op_timeout_seconds = context.options.gpu_op_timeout_seconds;
+    settings.ready_event = [](const TensorEntry& entry) { return entry.ready ? entry.ready->native() : nullptr; };
+    return gpu::make_nccl_device_operations(context.backend, std::move(settings), devices);
+  };
   return support;
 }
 

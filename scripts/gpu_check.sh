@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The GPU data plane on a machine with a GPU (docs/architecture.md, "GPU"):
+# prints the versions it runs with, builds Chorus without MPI and with CUDA
+# ON (only the GPU tests and the device benchmark), runs `ctest -L gpu` plus
+# the host GPU tests, then the benchmark, and writes everything under $OUT
+# (or .build-gpu-check/out). Meant to finish within 10 minutes on 16 cores.
+#
+# Nothing is installed there: Catch2 v2 (one header) comes from the system,
+# $CATCH2_INCLUDE_DIR, or .build-gpu-deps/catch2/catch.hpp carried with the
+# tree:  mkdir -p .build-gpu-deps/catch2 && cp /usr/include/catch2/catch.hpp .build-gpu-deps/catch2/
+# .build-gpu-deps is gitignored, so a device run must name it in its carry
+# (run(carry=[".build-gpu-deps"], command="bash scripts/gpu_check.sh")).
+# Worst case: build + gpu_host (120 s) + gpu_device (300 s) + benchmark (120 s) < 9 min.
+# NCCL: $NCCL_ROOT, the CUDA prefix, the system, or the nvidia-nccl-cu13 wheel.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${CHORUS_GPU_BUILD_DIR:-$root/.build-gpu-check}"
+out="${OUT:-$build/out}"
+mkdir -p "$out" "$build"
+exec {console}>&1 {console_err}>&2
+exec > >(tee "$out/gpu_check.log") 2>&1
+tee_pid=$!
+# At exit: close our ends of the pipe and wait for tee, so the log in $OUT is complete.
+finish_log() { exec >&"$console" 2>&"$console_err"; wait "$tee_pid" 2>/dev/null; }
+trap finish_log EXIT
+start=$SECONDS
+
+echo "== versions"
+date -u
+nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv 2>&1 || echo "no nvidia-smi"
+command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+nvcc --version | tail -2
+cmake --version | head -1
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null || echo "torch: none"
+if [[ -z "${NCCL_ROOT:-}" ]]; then
+  NCCL_ROOT="$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null || true)"
+  export NCCL_ROOT
+fi
+echo "NCCL_ROOT=${NCCL_ROOT:-<unset: CUDA prefix and system paths>}"
+[[ -n "${NCCL_ROOT:-}" ]] && export LD_LIBRARY_PATH="$NCCL_ROOT/lib:${LD_LIBRARY_PATH:-}"
+
+echo "== Catch2"
+catch_args=()
+if [[ ! -f /usr/lib/cmake/Catch2/Catch2Config.cmake ]]; then
+  catch_dir="${CATCH2_INCLUDE_DIR:-$root/.build-gpu-deps}"
+  if [[ ! -f "$catch_dir/catch2/catch.hpp" ]]; then
+    echo "Catch2 v2 not found: put catch.hpp in $catch_dir/catch2/ (see the top of this script)"
+    exit 1
+  fi
+  # A minimal package config over the single header, so find_package(Catch2 2) finds it.
+  mkdir -p "$build/catch2-config"
+  cat > "$build/catch2-config/Catch2Config.cmake" <<EOF
+add_library(Catch2::Catch2 INTERFACE IMPORTED)
+set_target_properties(Catch2::Catch2 PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "$catch_dir")
+EOF
+  printf 'set(PACKAGE_VERSION 2.13.10)\nset(PACKAGE_VERSION_COMPATIBLE TRUE)\n' > "$build/catch2-config/Catch2ConfigVersion.cmake"
+  catch_args=(-DCatch2_DIR="$build/catch2-config")
+fi
+
+echo "== configure and build (no MPI, CUDA ON, torch OFF)"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCHORUS_WITH_MPI=OFF -DCHORUS_WITH_CUDA=ON \
+  -DCHORUS_WITH_TORCH=OFF -DCHORUS_BUILD_LAUNCHER=OFF -DCHORUS_BUILD_EXAMPLES=OFF "${catch_args[@]}" \
+  ${CHORUS_CUDA_ARCHITECTURES:+-DCHORUS_CUDA_ARCHITECTURES=$CHORUS_CUDA_ARCHITECTURES} || exit 1
+cmake --build "$build" -j "$(nproc)" --target chorus_gpu_tests chorus_gpu_runtime_tests chorus_gpu_ops_benchmark || exit 1
+ldd "$build/test/gpu/chorus_gpu_tests" | grep -E 'nccl|cuda|mpi|stdc'
+echo "built after $((SECONDS - start)) s"
+
+echo "== tests"
+(cd "$build" && ctest --output-on-failure -j1 -R '^gpu_host$')
+host_status=$?
+# The device tests once, with every assertion listed for the record (the
+# binary's own skip code 77 when there is no GPU); not rerun through CTest.
+timeout 300 "$build/test/gpu/chorus_gpu_tests" --device "[device]" --reporter compact --success \
+  > "$out/device_tests_detail.log" 2>&1
+gpu_status=$?
+tail -3 "$out/device_tests_detail.log"
+echo "device tests exit code: $gpu_status (77: no GPU found)"
+# CUDA tensors through the whole runtime: two in-process ranks on this GPU
+# through the staged path.
+timeout 120 "$build/test/gpu/chorus_gpu_runtime_tests" --device "[device]" --reporter compact --success \
+  > "$out/runtime_device_tests_detail.log" 2>&1
+runtime_status=$?
+tail -3 "$out/runtime_device_tests_detail.log"
+echo "runtime device tests exit code: $runtime_status (77: no GPU found)"
+
+echo "== benchmark: the device data plane against raw ncclAllReduce"
+timeout 120 "$build/test/gpu/chorus_gpu_ops_benchmark" 20 | tee "$out/gpu_ops_benchmark.txt"
+echo "benchmark exit code: ${PIPESTATUS[0]} (77: no GPU found)"
+echo "== done after $((SECONDS - start)) s; host tests: $host_status, gpu tests: $gpu_status, runtime device tests: $runtime_status"
+[[ $host_status -eq 0 && $gpu_status -eq 0 && $runtime_status -eq 0 ]]

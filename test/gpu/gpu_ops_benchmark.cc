@@ -1,0 +1,180 @@
+// The NCCL device data plane (NcclDeviceOperations: plan, ready wait, launch,
+// done event, completion thread) against raw ncclAllReduce on the same
+// buffers in the same run, at one rank, in nccl-tests columns. It measures
+// what the device data plane adds; negotiation (the runtime's background
+// loop) is not in it. Exit 77 without a GPU. Run by scripts/gpu_check.sh.
+//
+//   chorus_gpu_ops_benchmark [iterations]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "comm/loopback/loopback_backend.h"
+#include "gpu/nccl_device_operations.h"
+#include "runtime/handle_state.h"
+
+using namespace chorus;
+using namespace chorus::detail;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+#define CHECK_CUDA(x) do { cudaError_t r_ = (x); if (r_ != cudaSuccess) { std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(r_)); std::exit(1); } } while (0)
+#define CHECK_NCCL(x) do { ncclResult_t r_ = (x); if (r_ != ncclSuccess) { std::fprintf(stderr, "%s: %s\n", #x, ncclGetErrorString(r_)); std::exit(1); } } while (0)
+
+/// A float32 tensor over device memory the benchmark owns.
+class View final : public Tensor {
+ public:
+  View(void* data, int64_t count) : data_(data), count_(count) {}
+  DataType dtype() const override { return DataType::kFloat32; }
+  TensorShape shape() const override { return TensorShape{count_}; }
+  const void* data() const override { return data_; }
+  void* mutable_data() override { return data_; }
+  int64_t size_bytes() const override { return count_ * 4; }
+  int device() const override { return 0; }
+
+ private:
+  void* data_;
+  int64_t count_;
+};
+
+struct Buffers {
+  explicit Buffers(int64_t count) : count(count) {
+    CHECK_CUDA(cudaMalloc(&in, size_t(count) * 4));
+    CHECK_CUDA(cudaMalloc(&out, size_t(count) * 4));
+    std::vector<float> ones(static_cast<size_t>(count), 1.0f);
+    CHECK_CUDA(cudaMemcpy(in, ones.data(), ones.size() * 4, cudaMemcpyHostToDevice));
+  }
+  ~Buffers() {
+    cudaFree(in);
+    cudaFree(out);
+  }
+  /// Elements of the output that are not the one-rank sum (1.0).
+  int64_t wrong() const {
+    std::vector<float> host(static_cast<size_t>(count));
+    CHECK_CUDA(cudaMemcpy(host.data(), out, host.size() * 4, cudaMemcpyDeviceToHost));
+    return std::count_if(host.begin(), host.end(), [](float v) { return v != 1.0f; });
+  }
+  int64_t count;
+  void* in = nullptr;
+  void* out = nullptr;
+};
+
+/// `iterations` allreduces of every (in, out) pair through the operations,
+/// each one response, launched back to back; seconds per iteration.
+double chorus_time(DeviceOperations& ops, const std::vector<Buffers*>& tensors, int iterations) {
+  std::vector<std::shared_ptr<HandleState>> handles;
+  const auto start = Clock::now();
+  for (int i = 0; i < iterations; ++i) {
+    Response r;
+    r.type = ResponseType::kAllreduce;
+    std::vector<TensorEntry> entries;
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      TensorEntry e;
+      e.request.name = "t" + std::to_string(t);
+      e.request.shape = {tensors[t]->count};
+      e.request.device = 0;
+      e.input = std::make_shared<View>(tensors[t]->in, tensors[t]->count);
+      e.output = std::make_shared<View>(tensors[t]->out, tensors[t]->count);
+      e.handle = std::make_shared<HandleState>();
+      handles.push_back(e.handle);
+      r.names.push_back(e.request.name);
+      entries.push_back(std::move(e));
+    }
+    ops.execute(r, std::move(entries));
+  }
+  for (auto& h : handles)
+    if (!h->wait(std::nullopt).is_ok()) {
+      std::fprintf(stderr, "allreduce failed: %s\n", h->status().message().c_str());
+      std::exit(1);
+    }
+  return std::chrono::duration<double>(Clock::now() - start).count() / iterations;
+}
+
+double raw_time(ncclComm_t comm, cudaStream_t stream, void* in, void* out, int64_t count, int iterations) {
+  const auto start = Clock::now();
+  for (int i = 0; i < iterations; ++i)
+    CHECK_NCCL(ncclAllReduce(in, out, size_t(count), ncclFloat32, ncclSum, comm, stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  return std::chrono::duration<double>(Clock::now() - start).count() / iterations;
+}
+
+void row(const char* who, int64_t bytes, double seconds, int64_t wrong) {
+  const double algbw = double(bytes) / seconds / 1e9;
+  std::printf("%-8s %12lld %10.1f %8.2f %8.2f %7lld\n", who, static_cast<long long>(bytes), seconds * 1e6, algbw,
+              0.0 /* busbw = algbw x 2(n-1)/n, 0 at one rank */, static_cast<long long>(wrong));
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device: skipping\n");
+    return 77;
+  }
+  const int iterations = argc > 1 ? std::atoi(argv[1]) : 20;
+  auto backend = make_loopback_backend(make_loopback_world(1), 0);
+  if (!backend->start().is_ok()) return 1;
+  auto ops = gpu::make_nccl_device_operations(*backend, {}, gpu::make_gpu_devices());
+  ncclComm_t raw;
+  int device = 0;
+  CHECK_NCCL(ncclCommInitAll(&raw, 1, &device));
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  std::printf("# one rank, float32 sum, out of place, %d iterations; time in us per allreduce\n", iterations);
+  std::printf("%-8s %12s %10s %8s %8s %7s\n", "who", "size(B)", "time(us)", "algbw", "busbw", "#wrong");
+  for (int64_t mib : {1, 4, 16, 64, 256}) {
+    Buffers b(mib << 18);
+    chorus_time(*ops, {&b}, 3);  // warm-up (the first one makes the communicator)
+    raw_time(raw, stream, b.in, b.out, b.count, 3);
+    CHECK_CUDA(cudaMemset(b.out, 0, size_t(b.count) * 4));  // each row checks its own result
+    row("chorus", b.count * 4, chorus_time(*ops, {&b}, iterations), b.wrong());
+    CHECK_CUDA(cudaMemset(b.out, 0, size_t(b.count) * 4));
+    row("nccl", b.count * 4, raw_time(raw, stream, b.in, b.out, b.count, iterations), b.wrong());
+  }
+
+  std::vector<std::unique_ptr<Buffers>> storm;
+  std::vector<Buffers*> views;
+  for (int t = 0; t < 200; ++t) {
+    storm.push_back(std::make_unique<Buffers>(4096));
+    views.push_back(storm.back().get());
+  }
+  Buffers packed(200 * 4096);
+  chorus_time(*ops, views, 3);
+  const double storm_chorus = chorus_time(*ops, views, iterations);
+  int64_t storm_wrong = 0;
+  for (auto* v : views) storm_wrong += v->wrong();
+  raw_time(raw, stream, packed.in, packed.out, packed.count, 3);
+  const double storm_raw = raw_time(raw, stream, packed.in, packed.out, packed.count, iterations);
+  std::printf("storm: 200 x 16 KiB in one response: chorus %.1f us (#wrong %lld), one raw ncclAllReduce of the "
+              "same bytes %.1f us: ratio %.2f\n", storm_chorus * 1e6, static_cast<long long>(storm_wrong),
+              storm_raw * 1e6, storm_chorus / storm_raw);
+
+  Buffers small(1024);
+  std::vector<double> chorus_lat, raw_lat;
+  for (int i = 0; i < 200; ++i) {
+    chorus_lat.push_back(chorus_time(*ops, {&small}, 1));
+    raw_lat.push_back(raw_time(raw, stream, small.in, small.out, small.count, 1));
+  }
+  std::printf("latency: one 4 KiB allreduce, launch to completion seen by the host, median of 200: chorus %.1f us, "
+              "raw ncclAllReduce + cudaStreamSynchronize %.1f us: %.1f us over\n",
+              median(chorus_lat) * 1e6, median(raw_lat) * 1e6, (median(chorus_lat) - median(raw_lat)) * 1e6);
+  ops.reset();
+  ncclCommDestroy(raw);
+  cudaStreamDestroy(stream);
+  backend->stop();
+  return 0;
+}

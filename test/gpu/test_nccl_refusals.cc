@@ -1,0 +1,64 @@
+// NcclDeviceOperations refuses what the agreed response alone rules out
+// before creating its communicator (a collective): no GPU needed (host only).
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "comm/loopback/loopback_backend.h"
+#include "gpu/gpu_devices.h"
+#include "gpu/nccl_device_operations.h"
+#include "runtime/handle_state.h"
+
+using namespace chorus;
+using namespace chorus::detail;
+
+namespace {
+
+/// Claims to live on GPU 0; its bytes are never touched by a refusal.
+class PretendDeviceTensor final : public Tensor {
+ public:
+  DataType dtype() const override { return DataType::kFloat32; }
+  TensorShape shape() const override { return TensorShape{4}; }
+  const void* data() const override { return bytes_.data(); }
+  void* mutable_data() override { return bytes_.data(); }
+  int64_t size_bytes() const override { return 16; }
+  int device() const override { return 0; }
+
+ private:
+  std::vector<float> bytes_ = std::vector<float>(4);
+};
+
+}  // namespace
+
+TEST_CASE("A device allreduce while ranks have joined is refused before any communicator is made",
+          "[host][nccl_ops]") {
+  auto backend = make_loopback_backend(make_loopback_world(1), 0);
+  REQUIRE(backend->start().is_ok());
+  auto devices = gpu::make_gpu_devices();
+  auto ops = gpu::make_nccl_device_operations(*backend, {}, devices);
+  TensorEntry e;
+  e.request.type = CollectiveType::kAllreduce;
+  e.request.name = "grad.j";
+  e.request.shape = {4};
+  e.request.device = 0;
+  e.input = e.output = std::make_shared<PretendDeviceTensor>();
+  e.handle = std::make_shared<HandleState>();
+  auto h = e.handle;
+  Response r;
+  r.type = ResponseType::kAllreduce;
+  r.names = {"grad.j"};
+  r.joined_specs = {e.request};
+  ops->execute(r, {e});
+  const Status s = h->wait(std::chrono::milliseconds(5000));
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("grad.j"));
+  CHECK_THAT(s.message(), Catch::Contains("join() supports host tensors only"));
+  // No communicator: without a GPU its creation would have failed (a fault);
+  // with one, GPU 0 would now be claimed by this set.
+  CHECK(ops->fault().is_ok());
+  CHECK(devices->claims().claim(0, 99, "another set's tensor").is_ok());
+  ops.reset();
+  backend->stop();
+}
