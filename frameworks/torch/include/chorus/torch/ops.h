@@ -121,6 +121,24 @@ torch::Tensor reducescatter(const torch::Tensor& tensor, const std::string& name
 TensorHandle reducescatter_async(const torch::Tensor& tensor, const std::string& name = "",
                                  const AllreduceOptions& options = {}, const ProcessSet& process_set = ProcessSet());
 
+/// Several allgathers negotiated and completed together (Horovod's
+/// grouped_allgather); results in input order, each gathered as allgather().
+/// `name` names the group (tensor i is "<name>.<i>"). No autograd.
+std::vector<torch::Tensor> grouped_allgather(const std::vector<torch::Tensor>& tensors, const std::string& name = "",
+                                             const ProcessSet& process_set = ProcessSet());
+std::vector<TensorHandle> grouped_allgather_async(const std::vector<torch::Tensor>& tensors,
+                                                  const std::string& name = "",
+                                                  const ProcessSet& process_set = ProcessSet());
+/// Several reducescatters negotiated and completed together (Horovod's
+/// grouped_reducescatter); each scattered as reducescatter(). No autograd.
+std::vector<torch::Tensor> grouped_reducescatter(const std::vector<torch::Tensor>& tensors,
+                                                 const std::string& name = "", const AllreduceOptions& options = {},
+                                                 const ProcessSet& process_set = ProcessSet());
+std::vector<TensorHandle> grouped_reducescatter_async(const std::vector<torch::Tensor>& tensors,
+                                                      const std::string& name = "",
+                                                      const AllreduceOptions& options = {},
+                                                      const ProcessSet& process_set = ProcessSet());
+
 // barrier() and join() come from chorus.h.
 
 }  // namespace chorus
