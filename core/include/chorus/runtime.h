@@ -98,6 +98,14 @@ class CHORUS_API Runtime {
   std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& names,
                                                   const std::vector<std::shared_ptr<Tensor>>& inputs,
                                                   const AllreduceOptions& options = {}, OpHooks hooks = {});
+  /// The same with hooks of each member's own (an allocation context per
+  /// output, as the C ABI's per-member user data needs); one process set for all.
+  std::vector<Handle> grouped_allgather_async(const std::vector<std::string>& names,
+                                              const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                              const std::vector<OpHooks>& hooks);
+  std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& names,
+                                                  const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                                  const AllreduceOptions& options, const std::vector<OpHooks>& hooks);
   /// Starts an alltoall: rank i sends rows [sum(splits[0..j)), +splits[j]) of
   /// `input`'s first dimension to rank j and receives every rank's block for
   /// it, in rank order. `splits` has one entry per rank, each >= 0, summing

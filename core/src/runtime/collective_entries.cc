@@ -134,4 +134,15 @@ void check_group_sizes(const char* kind, const std::vector<std::string>& names, 
   }
 }
 
+const ProcessSet& group_set(const std::vector<OpHooks>& hooks, const char* kind, const std::vector<std::string>& names) {
+  for (size_t i = 1; i < hooks.size(); ++i) {
+    if (!(hooks[i].process_set == hooks[0].process_set)) {
+      invalid(std::string("grouped ") + kind + " '" + names.front() + "', ...: member " + std::to_string(i) + " ('" +
+              names[i] + "') is in process set " + std::to_string(hooks[i].process_set.id()) + " but member 0 in " +
+              std::to_string(hooks[0].process_set.id()) + "; a group runs in one set");
+    }
+  }
+  return hooks[0].process_set;
+}
+
 }  // namespace chorus::detail

@@ -34,7 +34,11 @@ TensorEntry reducescatter_entry(const std::string& name, const std::shared_ptr<T
 /// rank derives the same group name from the same first name, kind and count.
 void make_group(std::vector<TensorEntry>& entries, const char* kind);
 
-/// Throws unless there is one tensor per name and at least one name.
+/// Throws unless there is one tensor (and one output or hooks, when any are
+/// given) per name and at least one name.
 void check_group_sizes(const char* kind, const std::vector<std::string>& names, size_t inputs, size_t outputs);
+
+/// The process set of a group's members (the same for all, or it throws).
+const ProcessSet& group_set(const std::vector<OpHooks>& hooks, const char* kind, const std::vector<std::string>& names);
 
 }  // namespace chorus::detail

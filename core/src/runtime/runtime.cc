@@ -135,11 +135,17 @@ Handle Runtime::reducescatter_async(const std::string& name, std::shared_ptr<Ten
 std::vector<Handle> Runtime::grouped_allgather_async(const std::vector<std::string>& names,
                                                      const std::vector<std::shared_ptr<Tensor>>& inputs,
                                                      OpHooks hooks) {
-  detail::check_group_sizes("allgather", names, inputs.size(), 0);
-  auto target = engine(hooks.process_set, "grouped allgather '" + names.front() + "', ...: ");
+  return grouped_allgather_async(names, inputs, std::vector<OpHooks>(names.size(), hooks));
+}
+
+std::vector<Handle> Runtime::grouped_allgather_async(const std::vector<std::string>& names,
+                                                     const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                                     const std::vector<OpHooks>& hooks) {
+  detail::check_group_sizes("allgather", names, inputs.size(), hooks.size());
+  auto target = engine(detail::group_set(hooks, "allgather", names), "grouped allgather '" + names.front() + "', ...: ");
   std::vector<detail::TensorEntry> entries;
   for (size_t i = 0; i < names.size(); ++i) {
-    entries.push_back(detail::allgather_entry(names[i], inputs[i], target->topology().rank, hooks));
+    entries.push_back(detail::allgather_entry(names[i], inputs[i], target->topology().rank, hooks[i]));
   }
   detail::make_group(entries, "allgather");
   return target->enqueue(std::move(entries));
@@ -148,11 +154,19 @@ std::vector<Handle> Runtime::grouped_allgather_async(const std::vector<std::stri
 std::vector<Handle> Runtime::grouped_reducescatter_async(const std::vector<std::string>& names,
                                                          const std::vector<std::shared_ptr<Tensor>>& inputs,
                                                          const AllreduceOptions& options, OpHooks hooks) {
-  detail::check_group_sizes("reducescatter", names, inputs.size(), 0);
-  auto target = engine(hooks.process_set, "grouped reducescatter '" + names.front() + "', ...: ");
+  return grouped_reducescatter_async(names, inputs, options, std::vector<OpHooks>(names.size(), hooks));
+}
+
+std::vector<Handle> Runtime::grouped_reducescatter_async(const std::vector<std::string>& names,
+                                                         const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                                         const AllreduceOptions& options,
+                                                         const std::vector<OpHooks>& hooks) {
+  detail::check_group_sizes("reducescatter", names, inputs.size(), hooks.size());
+  auto target =
+      engine(detail::group_set(hooks, "reducescatter", names), "grouped reducescatter '" + names.front() + "', ...: ");
   std::vector<detail::TensorEntry> entries;
   for (size_t i = 0; i < names.size(); ++i) {
-    entries.push_back(detail::reducescatter_entry(names[i], inputs[i], options, target->topology().rank, hooks));
+    entries.push_back(detail::reducescatter_entry(names[i], inputs[i], options, target->topology().rank, hooks[i]));
   }
   detail::make_group(entries, "reducescatter");
   return target->enqueue(std::move(entries));
