@@ -163,4 +163,18 @@ TEST_CASE("A grouped call with mismatched lists is refused at once", "[runtime][
     }
     RANK_CHECK(refused);
   });
+  // Hooks per member must name one process set.
+  run_ranks(2, [](Runtime& rt, int) {
+    const ProcessSet set = rt.add_process_set({0, 1});
+    std::vector<float> a(2), b(2);
+    std::vector<OpHooks> hooks(2);
+    hooks[1].process_set = set;
+    bool refused = false;
+    try {
+      rt.grouped_allgather_async({"p", "q"}, {rows_of(a, 1), rows_of(b, 1)}, hooks);
+    } catch (const InvalidArgumentError& e) {
+      refused = std::string(e.what()).find("member 1 ('q') is in process set 1") != std::string::npos;
+    }
+    RANK_CHECK(refused);
+  });
 }

@@ -161,6 +161,26 @@ CHORUS_API int chorus_alltoall_async_in_set(int process_set_id, const char* name
                                             chorus_alloc_fn alloc, void* user_data, int64_t* handle);
 CHORUS_API int chorus_barrier_in_set(int process_set_id);
 
+/* Grouped allgather and reducescatter (Horovod's grouped_allgather /
+ * grouped_reducescatter): `count` tensors negotiated and completed
+ * together among the members of `process_set_id` (0: every rank). Member i
+ * is names[i], inputs[i] of ndims[i] dimensions shapes[i] and dtype
+ * dtypes[i], as chorus_allgather_async / chorus_reducescatter_async take one;
+ * `alloc` is called once per member for its output, with user_data[i]
+ * (user_data may be NULL: NULL for every member); handles[i] receives its
+ * handle. Every member is checked before any is started: on a failure no
+ * handle is returned. A member that differs across ranks fails the whole
+ * group on every rank. */
+CHORUS_API int chorus_grouped_allgather_async(int process_set_id, int count, const char* const* names,
+                                              const void* const* inputs, const int64_t* const* shapes,
+                                              const int* ndims, const chorus_dtype* dtypes, chorus_alloc_fn alloc,
+                                              void* const* user_data, int64_t* handles);
+CHORUS_API int chorus_grouped_reducescatter_async(int process_set_id, int count, const char* const* names,
+                                                  const void* const* inputs, const int64_t* const* shapes,
+                                                  const int* ndims, const chorus_dtype* dtypes, chorus_reduce_op op,
+                                                  double prescale, double postscale, chorus_alloc_fn alloc,
+                                                  void* const* user_data, int64_t* handles);
+
 /* This rank is out of data (ABI version 4): blocks until every rank called
  * chorus_join, and returns the rank that joined last (>= 0), or an error
  * code. Meanwhile the other ranks' allreduces go on, this rank taking part

@@ -11,6 +11,7 @@
 
 #include "c_api/c_arguments.h"
 #include "c_api/c_guard.h"
+#include "c_api/c_handles.h"
 #include "c_api/callback_op_context.h"
 #include "chorus/chorus.h"
 
@@ -24,48 +25,49 @@ using chorus::detail::fail;
 using chorus::detail::guarded;
 using chorus::detail::last_error;
 
-class HandleTable {
- public:
-  int64_t add(chorus::Handle h) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const int64_t id = next_++;
-    handles_.emplace(id, std::move(h));
-    return id;
-  }
-  bool find(int64_t id, chorus::Handle* out) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = handles_.find(id);
-    if (it == handles_.end()) return false;
-    *out = it->second;
-    return true;
-  }
-  void erase(int64_t id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    handles_.erase(id);
-  }
 
- private:
-  std::mutex mu_;
-  int64_t next_ = 1;
-  std::unordered_map<int64_t, chorus::Handle> handles_;
-};
+}  // namespace
+
+namespace chorus::detail {
 
 HandleTable& handles() {
   static HandleTable* table = new HandleTable();  // leaked: outlives static destructors
   return *table;
 }
 
-int unknown_handle(int64_t id) {
-  return fail(CHORUS_ERR_UNKNOWN_HANDLE, "unknown chorus handle " + std::to_string(id) +
-                                             " (never returned, or already waited for)");
-}
-
-// Hooks that run an operation in the registered set with this id (0: global);
-// throws InvalidArgumentError for an unknown id.
 chorus::OpHooks in_set(int process_set_id) {
   chorus::OpHooks hooks;
   hooks.process_set = chorus::current_runtime()->process_set(process_set_id);
   return hooks;
+}
+
+int check_shaped_call(const char* function, const char* name, const void* input, const int64_t* shape, int ndim,
+                      chorus_dtype dtype, chorus_alloc_fn alloc, int64_t* handle,
+                      std::shared_ptr<chorus::HostTensorView>* tensor, chorus::OpHooks* hooks, void* user_data) {
+  if (name == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string(function) + ": name is NULL");
+  const std::string what = std::string(function) + "('" + name + "'): ";
+  if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
+  if (alloc == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "the allocation callback is NULL");
+  if (ndim < 1 || shape == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "needs a shape of at least one dimension");
+  if (Status s = check_dtype(dtype, what); !s.is_ok()) return fail(s);
+  chorus::TensorShape s(std::vector<int64_t>(shape, shape + ndim));
+  if (s.num_elements() > 0 && input == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input is NULL");
+  *tensor = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), static_cast<chorus::DataType>(dtype), s);
+  hooks->context = std::make_shared<CallbackOpContext>(alloc, user_data);
+  return CHORUS_OK;
+}
+
+}  // namespace chorus::detail
+
+namespace {
+
+using chorus::detail::handles;
+using chorus::detail::check_shaped_call;
+using chorus::detail::in_set;
+
+int unknown_handle(int64_t id) {
+  return fail(CHORUS_ERR_UNKNOWN_HANDLE, "unknown chorus handle " + std::to_string(id) +
+                                             " (never returned, or already waited for)");
 }
 
 template <class Getter>
@@ -153,27 +155,6 @@ int chorus_broadcast_async_in_set(int process_set_id, const char* name, void* bu
   });
 }
 
-namespace {
-
-// The checks every C collective with a shaped input and an allocation
-// callback shares. Returns 0, or the failure code with the message set.
-int check_shaped_call(const char* function, const char* name, const void* input, const int64_t* shape, int ndim,
-                      chorus_dtype dtype, chorus_alloc_fn alloc, int64_t* handle,
-                      std::shared_ptr<chorus::HostTensorView>* tensor, chorus::OpHooks* hooks, void* user_data) {
-  if (name == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string(function) + ": name is NULL");
-  const std::string what = std::string(function) + "('" + name + "'): ";
-  if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
-  if (alloc == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "the allocation callback is NULL");
-  if (ndim < 1 || shape == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "needs a shape of at least one dimension");
-  if (Status s = check_dtype(dtype, what); !s.is_ok()) return fail(s);
-  chorus::TensorShape s(std::vector<int64_t>(shape, shape + ndim));
-  if (s.num_elements() > 0 && input == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input is NULL");
-  *tensor = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), static_cast<chorus::DataType>(dtype), s);
-  hooks->context = std::make_shared<CallbackOpContext>(alloc, user_data);
-  return CHORUS_OK;
-}
-
-}  // namespace
 
 int chorus_allgather_async(const char* name, const void* input, const int64_t* shape, int ndim,
                            chorus_dtype dtype, chorus_alloc_fn alloc, void* user_data, int64_t* handle) {
