@@ -20,8 +20,9 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 5  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
-                                4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL */
+#define CHORUS_ABI_VERSION 6  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+                                4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL;
+                                6: grouped allgather and reducescatter */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -170,7 +171,7 @@ CHORUS_API int chorus_barrier_in_set(int process_set_id);
  * (user_data may be NULL: NULL for every member); handles[i] receives its
  * handle. Every member is checked before any is started: on a failure no
  * handle is returned. A member that differs across ranks fails the whole
- * group on every rank. */
+ * group on every rank. (ABI version 6) */
 CHORUS_API int chorus_grouped_allgather_async(int process_set_id, int count, const char* const* names,
                                               const void* const* inputs, const int64_t* const* shapes,
                                               const int* ndims, const chorus_dtype* dtypes, chorus_alloc_fn alloc,
