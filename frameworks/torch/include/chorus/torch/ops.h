@@ -12,6 +12,14 @@
 /// build. Errors from the core (e.g. ranks disagreeing on a shape) throw the
 /// matching chorus::Error with the core's message.
 ///
+/// Autograd: allreduce(), allgather(), broadcast(), alltoall() and
+/// reducescatter() of a tensor that requires grad (grad mode on) return a
+/// tensor whose backward runs the matching collective, named
+/// "<name>.grad", as Horovod's autograd functions do (docs/torch.md); every
+/// rank must then run the backward. Min, Max and Product have no gradient
+/// (backward throws InvalidArgumentError). In-place, _async and grouped
+/// calls record no graph.
+///
 /// Every call takes a trailing `process_set` (the global set by default):
 /// the operation then runs among that set's members only (ranks, sizes and
 /// allgather/alltoall order are the set's; a broadcast root stays a global
