@@ -47,7 +47,47 @@ void expect_reference_gradient(const Shapes& shape_of, const Distributed& distri
   CHECK(torch::allclose(x.grad(), expected, 1e-9, 1e-12));
 }
 
+// The same for a group of two members: member m of rank r is input
+// 10 * m + r, its loss seeded 10 * m + s; the reference runs each member
+// alone on one process.
+using GroupedDistributed = std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>& xs)>;
+void expect_grouped_reference_gradient(const Shapes& shape_of, const GroupedDistributed& distributed,
+                                       const Reference& reference) {
+  const int n = chorus::size(), me = chorus::rank(), members = 2;
+  std::vector<torch::Tensor> mine;
+  for (int m = 0; m < members; ++m) mine.push_back(input_of(10 * m + me, shape_of(me)).requires_grad_());
+  std::vector<torch::Tensor> ys = distributed(mine);
+  REQUIRE(ys.size() == static_cast<size_t>(members));
+  torch::Tensor local = torch::zeros({}, torch::kFloat64);
+  for (int m = 0; m < members; ++m) local = local + loss_of(ys[m], 10 * m + me);
+  local.backward();
+  for (int m = 0; m < members; ++m) {
+    std::vector<torch::Tensor> xs;
+    for (int r = 0; r < n; ++r) xs.push_back(input_of(10 * m + r, shape_of(r)).requires_grad_());
+    std::vector<torch::Tensor> expected_ys = reference(xs);
+    torch::Tensor total = torch::zeros({}, torch::kFloat64);
+    for (int s = 0; s < n; ++s) total = total + loss_of(expected_ys[s], 10 * m + s);
+    total.backward();
+    CHECK(torch::allclose(ys[m], expected_ys[me], 1e-9, 1e-12));
+    CHECK(torch::allclose(mine[m].grad(), xs[me].grad(), 1e-9, 1e-12));
+  }
+}
+
 std::vector<int64_t> fixed(int) { return {3, 4}; }
+
+// Every rank's block of a reducescatter of `reduced`: the first rows % size ranks get one row more.
+std::vector<torch::Tensor> scattered_blocks(const torch::Tensor& reduced) {
+  const int n = chorus::size();
+  const int64_t rows = reduced.size(0);
+  std::vector<torch::Tensor> ys;
+  int64_t offset = 0;
+  for (int r = 0; r < n; ++r) {
+    const int64_t mine = rows / n + (r < rows % n ? 1 : 0);
+    ys.push_back(reduced.narrow(0, offset, mine));
+    offset += mine;
+  }
+  return ys;
+}
 
 std::vector<torch::Tensor> same_for_all(const torch::Tensor& y) { return std::vector<torch::Tensor>(chorus::size(), y); }
 
@@ -133,27 +173,36 @@ TEST_CASE("alltoall's gradient: the reverse alltoall, zeros for rows not sent", 
 TEST_CASE("reducescatter's gradient: the allgather of the gradients, scaled", "[torch][autograd]") {
   const int n = chorus::size();
   const int64_t rows = 2 * n + 1;  // uneven blocks: the first rank gets one row more
-  auto blocks = [n, rows](const torch::Tensor& reduced) {
-    std::vector<torch::Tensor> ys;
-    int64_t offset = 0;
-    for (int r = 0; r < n; ++r) {
-      const int64_t mine = rows / n + (r < rows % n ? 1 : 0);
-      ys.push_back(reduced.narrow(0, offset, mine));
-      offset += mine;
-    }
-    return ys;
-  };
   auto shape = [rows](int) { return std::vector<int64_t>{rows, 2}; };
   AllreduceOptions sum;
   sum.op = Sum;
   expect_reference_gradient(
       shape, [&](const torch::Tensor& x) { return reducescatter(x, "grad.reducescatter.sum", sum); },
-      [&](const std::vector<torch::Tensor>& xs) { return blocks(torch::stack(xs).sum(0)); });
+      [&](const std::vector<torch::Tensor>& xs) { return scattered_blocks(torch::stack(xs).sum(0)); });
   AllreduceOptions average;
   average.prescale_factor = 2.0;
   expect_reference_gradient(
       shape, [&](const torch::Tensor& x) { return reducescatter(x, "grad.reducescatter.avg", average); },
-      [&](const std::vector<torch::Tensor>& xs) { return blocks(torch::stack(xs).sum(0) * 2.0 / n); });
+      [&](const std::vector<torch::Tensor>& xs) { return scattered_blocks(torch::stack(xs).sum(0) * 2.0 / n); });
+}
+
+TEST_CASE("Grouped allreduce, allgather and reducescatter carry gradients too", "[torch][autograd][group]") {
+  const int n = chorus::size();
+  AllreduceOptions average;
+  expect_grouped_reference_gradient(
+      fixed, [&](const std::vector<torch::Tensor>& xs) { return grouped_allreduce(xs, "grad.grouped.allreduce", average); },
+      [n](const std::vector<torch::Tensor>& xs) { return same_for_all(torch::stack(xs).sum(0) / n); });
+  auto rows = [](int r) { return std::vector<int64_t>{2 * r + 1, 2}; };
+  expect_grouped_reference_gradient(
+      rows, [](const std::vector<torch::Tensor>& xs) { return grouped_allgather(xs, "grad.grouped.allgather"); },
+      [](const std::vector<torch::Tensor>& xs) { return same_for_all(torch::cat(xs)); });
+  AllreduceOptions sum;
+  sum.op = Sum;
+  const int64_t total_rows = n + 2;
+  expect_grouped_reference_gradient(
+      [total_rows](int) { return std::vector<int64_t>{total_rows, 3}; },
+      [&](const std::vector<torch::Tensor>& xs) { return grouped_reducescatter(xs, "", sum); },
+      [](const std::vector<torch::Tensor>& xs) { return scattered_blocks(torch::stack(xs).sum(0)); });
 }
 
 TEST_CASE("Autograd through a collective in a process set", "[torch][autograd][process_set]") {

@@ -6,6 +6,8 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
+#include "autograd_context.h"
+
 namespace chorus {
 namespace torch_adapter {
 
@@ -14,54 +16,16 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The set a forward ran in, rebuilt in backward from its id (autograd keeps
-// IValues only).
-ProcessSet set_of(AutogradContext* ctx) {
-  const int32_t id = static_cast<int32_t>(ctx->saved_data["set"].toInt());
-  return id == 0 ? ProcessSet() : current_runtime()->process_set(id);
-}
-
-int set_size(const ProcessSet& set) { return set.is_global() ? size() : static_cast<int>(set.ranks().size()); }
-
-void save_common(AutogradContext* ctx, const std::string& name, const ProcessSet& set) {
-  ctx->saved_data["name"] = name;
-  ctx->saved_data["set"] = static_cast<int64_t>(set.id());
-}
-
-std::string grad_name(AutogradContext* ctx) { return ctx->saved_data["name"].toStringRef() + ".grad"; }
-
-void save_reduction(AutogradContext* ctx, const AllreduceOptions& options) {
-  ctx->saved_data["op"] = static_cast<int64_t>(options.op);
-  ctx->saved_data["prescale"] = options.prescale_factor;
-  ctx->saved_data["postscale"] = options.postscale_factor;
-}
-
-// Only Sum and Average (linear in every input) have a gradient that is a
-// collective; Min, Max and Product would need to know which rank won.
-AllreduceOptions differentiable_reduction(AutogradContext* ctx, const char* op) {
-  AllreduceOptions options;
-  options.op = static_cast<ReduceOp>(ctx->saved_data["op"].toInt());
-  options.prescale_factor = ctx->saved_data["prescale"].toDouble();
-  options.postscale_factor = ctx->saved_data["postscale"].toDouble();
-  if (options.op != ReduceOp::kSum && options.op != ReduceOp::kAverage) {
-    throw InvalidArgumentError(Status::invalid_argument(
-        std::string(op) + " of tensor '" + ctx->saved_data["name"].toStringRef() + "' with " +
-        reduce_op_name(options.op) + " has no gradient; only Sum and Average are differentiable"));
-  }
-  return options;
-}
-
 struct AllreduceFunction : torch::autograd::Function<AllreduceFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& tensor, const std::string& name,
                                const AllreduceOptions& options, const std::shared_ptr<Compression>& compression,
                                const ProcessSet& set) {
-    save_common(ctx, name, set);
-    save_reduction(ctx, options);
+    save_reduction_call(ctx, name, set, options);
     return allreduce_async(tensor, name, options, compression, set).wait();
   }
   // d(sum_s L_s)/dx_r = scale * (sum_s g_s or its average): the same allreduce of the gradients.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const AllreduceOptions options = differentiable_reduction(ctx, "allreduce");
+    const AllreduceOptions options = differentiable_reduction(ctx, "allreduce of tensor");
     return {allreduce(grads[0], grad_name(ctx), options, nullptr, set_of(ctx)), {}, {}, {}, {}};
   }
 };
@@ -134,17 +98,15 @@ struct AlltoallFunction : torch::autograd::Function<AlltoallFunction> {
 struct ReducescatterFunction : torch::autograd::Function<ReducescatterFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& tensor, const std::string& name,
                                const AllreduceOptions& options, const ProcessSet& set) {
-    save_common(ctx, name, set);
-    save_reduction(ctx, options);
+    save_reduction_call(ctx, name, set, options);
     return reducescatter_async(tensor, name, options, set).wait();
   }
   // Rank r's block of the output came from every rank's block r: each rank's
   // input gradient is every rank's output gradient, gathered, times the scale.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const AllreduceOptions options = differentiable_reduction(ctx, "reducescatter");
+    const AllreduceOptions options = differentiable_reduction(ctx, "reducescatter of tensor");
     const ProcessSet set = set_of(ctx);
-    double scale = options.prescale_factor * options.postscale_factor;
-    if (options.op == ReduceOp::kAverage) scale /= set_size(set);
+    const double scale = scatter_gradient_scale(options, set);
     torch::Tensor gathered = allgather(grads[0], grad_name(ctx), set);
     return {scale == 1.0 ? gathered : gathered.mul_(scale), {}, {}, {}};
   }

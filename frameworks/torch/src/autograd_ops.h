@@ -30,5 +30,18 @@ AlltoallResult alltoall_with_grad(const torch::Tensor& tensor, const std::vector
 torch::Tensor reducescatter_with_grad(const torch::Tensor& tensor, const std::string& name,
                                       const AllreduceOptions& options, const ProcessSet& process_set);
 
+/// True when any of `tensors` wants a gradient: the whole group is then
+/// recorded (grouped_autograd.cc).
+bool any_wants_grad(const std::vector<torch::Tensor>& tensors);
+
+std::vector<torch::Tensor> grouped_allreduce_with_grad(const std::vector<torch::Tensor>& tensors,
+                                                       const std::string& name, const AllreduceOptions& options,
+                                                       const ProcessSet& process_set);
+std::vector<torch::Tensor> grouped_allgather_with_grad(const std::vector<torch::Tensor>& tensors,
+                                                       const std::string& name, const ProcessSet& process_set);
+std::vector<torch::Tensor> grouped_reducescatter_with_grad(const std::vector<torch::Tensor>& tensors,
+                                                           const std::string& name, const AllreduceOptions& options,
+                                                           const ProcessSet& process_set);
+
 }  // namespace torch_adapter
 }  // namespace chorus

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "auto_name.h"
+#include "autograd_ops.h"
 #include "chorus/torch/ops.h"
 #include "torch_tensor.h"
 
@@ -50,6 +51,10 @@ std::vector<TensorHandle> grouped_allgather_async(const std::vector<torch::Tenso
 
 std::vector<torch::Tensor> grouped_allgather(const std::vector<torch::Tensor>& tensors, const std::string& name,
                                              const ProcessSet& process_set) {
+  if (torch_adapter::any_wants_grad(tensors)) {
+    const std::string group = torch_adapter::name_or_auto(name, "grouped_allgather", process_set);
+    return torch_adapter::grouped_allgather_with_grad(tensors, group, process_set);
+  }
   return wait_all(grouped_allgather_async(tensors, name, process_set));
 }
 
@@ -64,6 +69,10 @@ std::vector<TensorHandle> grouped_reducescatter_async(const std::vector<torch::T
 
 std::vector<torch::Tensor> grouped_reducescatter(const std::vector<torch::Tensor>& tensors, const std::string& name,
                                                  const AllreduceOptions& options, const ProcessSet& process_set) {
+  if (torch_adapter::any_wants_grad(tensors)) {
+    const std::string group = torch_adapter::name_or_auto(name, "grouped_reducescatter", process_set);
+    return torch_adapter::grouped_reducescatter_with_grad(tensors, group, options, process_set);
+  }
   return wait_all(grouped_reducescatter_async(tensors, name, options, process_set));
 }
 

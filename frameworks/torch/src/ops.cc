@@ -125,6 +125,10 @@ std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tenso
 
 std::vector<torch::Tensor> grouped_allreduce(const std::vector<torch::Tensor>& tensors, const std::string& name,
                                              const AllreduceOptions& options, const ProcessSet& process_set) {
+  if (torch_adapter::any_wants_grad(tensors)) {
+    const std::string group = name_or_auto(name, "grouped_allreduce", process_set);
+    return torch_adapter::grouped_allreduce_with_grad(tensors, group, options, process_set);
+  }
   std::vector<torch::Tensor> results;
   for (const TensorHandle& h : grouped_allreduce_async(tensors, name, options, process_set)) results.push_back(h.wait());
   return results;

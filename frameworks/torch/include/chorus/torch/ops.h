@@ -17,7 +17,9 @@
 /// tensor whose backward runs the matching collective, named
 /// "<name>.grad", as Horovod's autograd functions do (docs/torch.md); every
 /// rank must then run the backward. Min, Max and Product have no gradient
-/// (backward throws InvalidArgumentError). In-place, _async and grouped
+/// (backward throws InvalidArgumentError). grouped_allreduce,
+/// grouped_allgather and grouped_reducescatter do the same for every member
+/// when any requires grad (the backward grouped too). In-place and _async
 /// calls record no graph.
 ///
 /// Every call takes a trailing `process_set` (the global set by default):
@@ -131,14 +133,14 @@ TensorHandle reducescatter_async(const torch::Tensor& tensor, const std::string&
 
 /// Several allgathers negotiated and completed together (Horovod's
 /// grouped_allgather); results in input order, each gathered as allgather().
-/// `name` names the group (tensor i is "<name>.<i>"). No autograd.
+/// `name` names the group (tensor i is "<name>.<i>").
 std::vector<torch::Tensor> grouped_allgather(const std::vector<torch::Tensor>& tensors, const std::string& name = "",
                                              const ProcessSet& process_set = ProcessSet());
 std::vector<TensorHandle> grouped_allgather_async(const std::vector<torch::Tensor>& tensors,
                                                   const std::string& name = "",
                                                   const ProcessSet& process_set = ProcessSet());
 /// Several reducescatters negotiated and completed together (Horovod's
-/// grouped_reducescatter); each scattered as reducescatter(). No autograd.
+/// grouped_reducescatter); each scattered as reducescatter().
 std::vector<torch::Tensor> grouped_reducescatter(const std::vector<torch::Tensor>& tensors,
                                                  const std::string& name = "", const AllreduceOptions& options = {},
                                                  const ProcessSet& process_set = ProcessSet());
