@@ -384,6 +384,69 @@ static void test_device_buffers(void) {
   CHECK(strstr(chorus_last_error(), "unknown reduce op 7") != NULL);
 }
 
+/* Grouped allgather (rank r: r + 1 rows of int32, 1 row of float64) and
+ * grouped reducescatter (Sum of 2 * size + 1 rows): one allocation per
+ * member with its own user data; a bad member starts nothing. */
+static void test_grouped(void) {
+  int size = chorus_size();
+  int r, k;
+  int32_t a[16];
+  double b[1] = {g_rank * 0.5};
+  int64_t shape_a[1] = {g_rank + 1}, shape_b[2] = {1, 1}, handles[2] = {0, 0}, want = 0;
+  const char* names[2] = {"c.grouped.a", "c.grouped.b"};
+  const void* inputs[2] = {a, b};
+  const int64_t* shapes[2] = {shape_a, shape_b};
+  int ndims[2] = {1, 2};
+  chorus_dtype dtypes[2] = {CHORUS_INT32, CHORUS_FLOAT64};
+  struct gathered ga = {NULL, 0, 0}, gb = {NULL, 0, 0};
+  void* users[2] = {&ga, &gb};
+  for (k = 0; k <= g_rank; ++k) a[k] = g_rank * 10 + k;
+  CHECK(chorus_grouped_allgather_async(0, 2, names, inputs, shapes, ndims, dtypes, allocate, users, handles) == 0);
+  CHECK(chorus_wait(handles[1]) == 0);
+  CHECK(chorus_poll(handles[0]) == 1); /* completed together */
+  CHECK(chorus_wait(handles[0]) == 0);
+  for (r = 0; r < size; ++r) want += r + 1;
+  CHECK(ga.rows == want && gb.rows == size);
+  {
+    int64_t at = 0;
+    for (r = 0; r < size; ++r) {
+      for (k = 0; k <= r; ++k) CHECK(((int32_t*)ga.memory)[at++] == r * 10 + k);
+      CHECK(((double*)gb.memory)[r] == r * 0.5);
+    }
+  }
+  free(ga.memory);
+  free(gb.memory);
+
+  {
+    int32_t rs[16];
+    int64_t rs_shape[1] = {2 * size + 1}, h[1] = {0}, mine, first;
+    const char* rs_names[1] = {"c.grouped.rs"};
+    const void* rs_inputs[1] = {rs};
+    const int64_t* rs_shapes[1] = {rs_shape};
+    int rs_ndims[1] = {1};
+    chorus_dtype rs_dtypes[1] = {CHORUS_INT32};
+    void* rs_users[1] = {&ga};
+    for (k = 0; k < rs_shape[0]; ++k) rs[k] = k + g_rank;
+    CHECK(chorus_grouped_reducescatter_async(0, 1, rs_names, rs_inputs, rs_shapes, rs_ndims, rs_dtypes, CHORUS_SUM, 1.0,
+                                             1.0, allocate, rs_users, h) == 0);
+    CHECK(chorus_wait(h[0]) == 0);
+    mine = rs_shape[0] / size + (g_rank < rs_shape[0] % size ? 1 : 0);
+    first = g_rank * (rs_shape[0] / size) + (g_rank < rs_shape[0] % size ? g_rank : rs_shape[0] % size);
+    CHECK(ga.rows == mine);
+    for (k = 0; k < mine; ++k) CHECK(((int32_t*)ga.memory)[k] == size * (first + k) + size * (size - 1) / 2);
+    free(ga.memory);
+  }
+
+  /* Member 1 with no dimensions: refused, naming it; nothing was started. */
+  ndims[1] = 0;
+  CHECK(chorus_grouped_allgather_async(0, 2, names, inputs, shapes, ndims, dtypes, allocate, users, handles) ==
+        CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "member 1") != NULL);
+  CHECK(chorus_grouped_allgather_async(0, 0, names, inputs, shapes, ndims, dtypes, allocate, users, handles) ==
+        CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_barrier() == 0);
+}
+
 int main(void) {
   test_before_init();
   CHECK(chorus_init() == 0);
@@ -393,6 +456,7 @@ int main(void) {
   test_allreduce();
   test_broadcast();
   test_allgather_and_barrier();
+  test_grouped();
   test_errors();
   test_device_buffers();
   test_process_sets();

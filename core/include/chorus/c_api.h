@@ -20,9 +20,9 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 6  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+#define CHORUS_ABI_VERSION 7  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
                                 4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL;
-                                6: device buffers (*_on_device) */
+                                6: device buffers (*_on_device); 7: grouped allgather and reducescatter */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -192,6 +192,26 @@ CHORUS_API int chorus_alltoall_async_on_device(int process_set_id, const char* n
                                                const int64_t* shape, int ndim, chorus_dtype dtype,
                                                const int64_t* splits, int nsplits, int device, void* stream,
                                                chorus_alloc_fn alloc, void* user_data, int64_t* handle);
+
+/* Grouped allgather and reducescatter (Horovod's grouped_allgather /
+ * grouped_reducescatter): `count` tensors negotiated and completed
+ * together among the members of `process_set_id` (0: every rank). Member i
+ * is names[i], inputs[i] of ndims[i] dimensions shapes[i] and dtype
+ * dtypes[i], as chorus_allgather_async / chorus_reducescatter_async take one;
+ * `alloc` is called once per member for its output, with user_data[i]
+ * (user_data may be NULL: NULL for every member); handles[i] receives its
+ * handle. Every member is checked before any is started: on a failure no
+ * handle is returned. A member that differs across ranks fails the whole
+ * group on every rank. (ABI version 7) */
+CHORUS_API int chorus_grouped_allgather_async(int process_set_id, int count, const char* const* names,
+                                              const void* const* inputs, const int64_t* const* shapes,
+                                              const int* ndims, const chorus_dtype* dtypes, chorus_alloc_fn alloc,
+                                              void* const* user_data, int64_t* handles);
+CHORUS_API int chorus_grouped_reducescatter_async(int process_set_id, int count, const char* const* names,
+                                                  const void* const* inputs, const int64_t* const* shapes,
+                                                  const int* ndims, const chorus_dtype* dtypes, chorus_reduce_op op,
+                                                  double prescale, double postscale, chorus_alloc_fn alloc,
+                                                  void* const* user_data, int64_t* handles);
 
 /* This rank is out of data (ABI version 4): blocks until every rank called
  * chorus_join, and returns the rank that joined last (>= 0), or an error

@@ -85,6 +85,13 @@ CHORUS_API Handle allgather_async(const std::string& name, std::shared_ptr<Tenso
 /// Asynchronous reducescatter along the first dimension; the result is Handle::output().
 CHORUS_API Handle reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input,
                                       const AllreduceOptions& options = {});
+/// Several allgathers / reducescatters negotiated and completed together;
+/// see Runtime::grouped_allgather_async, Runtime::grouped_reducescatter_async.
+CHORUS_API std::vector<Handle> grouped_allgather_async(const std::vector<std::string>& names,
+                                                       const std::vector<std::shared_ptr<Tensor>>& inputs);
+CHORUS_API std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& names,
+                                                           const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                                           const AllreduceOptions& options = {});
 /// Asynchronous alltoall with explicit splits (empty: equal); see Runtime::alltoall_async.
 CHORUS_API Handle alltoall_async(const std::string& name, std::shared_ptr<Tensor> input,
                                  std::vector<int64_t> splits = {});

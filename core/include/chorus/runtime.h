@@ -87,6 +87,25 @@ class CHORUS_API Runtime {
   /// through `hooks.context` (host memory when none): Handle::output().
   Handle reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input,
                              const AllreduceOptions& options = {}, OpHooks hooks = {});
+  /// Starts several allgathers that are negotiated and complete together
+  /// (Horovod's grouped_allgather): handle i's output is tensor i gathered.
+  /// Every rank passes the same names in the same order; `hooks` (process
+  /// set, allocation context, callback) apply to each member.
+  std::vector<Handle> grouped_allgather_async(const std::vector<std::string>& names,
+                                              const std::vector<std::shared_ptr<Tensor>>& inputs, OpHooks hooks = {});
+  /// Several reducescatters negotiated and completed together (Horovod's
+  /// grouped_reducescatter); each member is scattered as reducescatter_async.
+  std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& names,
+                                                  const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                                  const AllreduceOptions& options = {}, OpHooks hooks = {});
+  /// The same with hooks of each member's own (an allocation context per
+  /// output, as the C ABI's per-member user data needs); one process set for all.
+  std::vector<Handle> grouped_allgather_async(const std::vector<std::string>& names,
+                                              const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                              const std::vector<OpHooks>& hooks);
+  std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& names,
+                                                  const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                                  const AllreduceOptions& options, const std::vector<OpHooks>& hooks);
   /// Starts an alltoall: rank i sends rows [sum(splits[0..j)), +splits[j]) of
   /// `input`'s first dimension to rank j and receives every rank's block for
   /// it, in rank order. `splits` has one entry per rank, each >= 0, summing

@@ -28,6 +28,44 @@ using chorus::detail::handles;
 using chorus::detail::in_set;
 using chorus::detail::last_error;
 
+
+}  // namespace
+
+namespace chorus::detail {
+
+HandleTable& handles() {
+  static HandleTable* table = new HandleTable();  // leaked: outlives static destructors
+  return *table;
+}
+
+chorus::OpHooks in_set(int process_set_id) {
+  chorus::OpHooks hooks;
+  hooks.process_set = chorus::current_runtime()->process_set(process_set_id);
+  return hooks;
+}
+
+int check_shaped_call(const char* function, const char* name, const void* input, const int64_t* shape, int ndim,
+                      chorus_dtype dtype, chorus_alloc_fn alloc, int64_t* handle,
+                      std::shared_ptr<chorus::HostTensorView>* tensor, chorus::OpHooks* hooks, void* user_data) {
+  if (name == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string(function) + ": name is NULL");
+  const std::string what = std::string(function) + "('" + name + "'): ";
+  if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
+  if (alloc == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "the allocation callback is NULL");
+  if (ndim < 1 || shape == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "needs a shape of at least one dimension");
+  if (Status s = check_dtype(dtype, what); !s.is_ok()) return fail(s);
+  chorus::TensorShape s(std::vector<int64_t>(shape, shape + ndim));
+  if (s.num_elements() > 0 && input == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input is NULL");
+  *tensor = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), static_cast<chorus::DataType>(dtype), s);
+  hooks->context = std::make_shared<CallbackOpContext>(alloc, user_data);
+  return CHORUS_OK;
+}
+
+}  // namespace chorus::detail
+
+namespace {
+
+using chorus::detail::check_shaped_call;
+
 int unknown_handle(int64_t id) {
   return fail(CHORUS_ERR_UNKNOWN_HANDLE, "unknown chorus handle " + std::to_string(id) +
                                              " (never returned, or already waited for)");
@@ -113,27 +151,6 @@ int chorus_broadcast_async_in_set(int process_set_id, const char* name, void* bu
   });
 }
 
-namespace {
-
-// The checks every C collective with a shaped input and an allocation
-// callback shares. Returns 0, or the failure code with the message set.
-int check_shaped_call(const char* function, const char* name, const void* input, const int64_t* shape, int ndim,
-                      chorus_dtype dtype, chorus_alloc_fn alloc, int64_t* handle,
-                      std::shared_ptr<chorus::HostTensorView>* tensor, chorus::OpHooks* hooks, void* user_data) {
-  if (name == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string(function) + ": name is NULL");
-  const std::string what = std::string(function) + "('" + name + "'): ";
-  if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
-  if (alloc == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "the allocation callback is NULL");
-  if (ndim < 1 || shape == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "needs a shape of at least one dimension");
-  if (Status s = check_dtype(dtype, what); !s.is_ok()) return fail(s);
-  chorus::TensorShape s(std::vector<int64_t>(shape, shape + ndim));
-  if (s.num_elements() > 0 && input == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input is NULL");
-  *tensor = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), static_cast<chorus::DataType>(dtype), s);
-  hooks->context = std::make_shared<CallbackOpContext>(alloc, user_data);
-  return CHORUS_OK;
-}
-
-}  // namespace
 
 int chorus_allgather_async(const char* name, const void* input, const int64_t* shape, int ndim,
                            chorus_dtype dtype, chorus_alloc_fn alloc, void* user_data, int64_t* handle) {

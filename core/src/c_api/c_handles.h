@@ -1,16 +1,20 @@
 #pragma once
-// The C ABI's handle table (integers mapped to chorus::Handle; chorus_wait
-// releases them) and the process-set hooks its collectives share
-// (c_api.cc: host memory, c_device.cc: device memory).
+// What the C ABI's entry points share across files: the handle table, the
+// process set of an id, and the checks of a shaped input with an allocation
+// callback (c_api.cc and c_grouped.cc: host memory, c_device.cc: device
+// memory).
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
+#include "chorus/c_api.h"
 #include "chorus/chorus.h"
 
 namespace chorus::detail {
 
+// Handles are integers mapped to chorus::Handle; chorus_wait releases them.
 class HandleTable {
  public:
   int64_t add(chorus::Handle h) {
@@ -37,17 +41,17 @@ class HandleTable {
   std::unordered_map<int64_t, chorus::Handle> handles_;
 };
 
-inline HandleTable& handles() {
-  static HandleTable* table = new HandleTable();  // leaked: outlives static destructors
-  return *table;
-}
+HandleTable& handles();
 
 // Hooks that run an operation in the registered set with this id (0: global);
 // throws InvalidArgumentError for an unknown id.
-inline chorus::OpHooks in_set(int process_set_id) {
-  chorus::OpHooks hooks;
-  hooks.process_set = chorus::current_runtime()->process_set(process_set_id);
-  return hooks;
-}
+chorus::OpHooks in_set(int process_set_id);
+
+// The checks every C collective with a shaped input and an allocation
+// callback shares; fills `tensor` and `hooks->context`. Returns 0, or the
+// failure code with the message set.
+int check_shaped_call(const char* function, const char* name, const void* input, const int64_t* shape, int ndim,
+                      chorus_dtype dtype, chorus_alloc_fn alloc, int64_t* handle,
+                      std::shared_ptr<chorus::HostTensorView>* tensor, chorus::OpHooks* hooks, void* user_data);
 
 }  // namespace chorus::detail

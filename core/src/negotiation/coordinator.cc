@@ -154,7 +154,8 @@ void Coordinator::release_group(const std::string& group) {
   ReadyTensor failed;
   failed.request = g.members.front().request;
   failed.response.type = ResponseType::kError;
-  failed.response.error_message = "Grouped allreduce '" + group + "' failed: " + first_error;
+  failed.response.error_message =
+      "Grouped " + std::string(collective_name(failed.request.type)) + " '" + group + "' failed: " + first_error;
   for (const auto& m : g.members) failed.response.names.push_back(m.response.names.front());
   ready_.push_back(std::move(failed));
 }

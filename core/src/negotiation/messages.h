@@ -50,7 +50,8 @@ struct Request {
   int32_t named_root = 0;
   /// This rank's device index (its own: ranks sit on different GPUs).
   int32_t device = kCpuDevice;
-  /// Tensors of a grouped allreduce share a group name and know the group size.
+  /// Tensors of a group (grouped allreduce, allgather, reducescatter) share a
+  /// group name and know the group size.
   std::string group;
   int32_t group_size = 0;
   /// Alltoall: rows of the first dimension this rank sends to each rank.

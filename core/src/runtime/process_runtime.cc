@@ -108,6 +108,17 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
   return require_runtime()->grouped_allreduce_async(names, inputs, outputs, options);
 }
 
+std::vector<Handle> grouped_allgather_async(const std::vector<std::string>& names,
+                                            const std::vector<std::shared_ptr<Tensor>>& inputs) {
+  return require_runtime()->grouped_allgather_async(names, inputs);
+}
+
+std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& names,
+                                                const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                                const AllreduceOptions& options) {
+  return require_runtime()->grouped_reducescatter_async(names, inputs, options);
+}
+
 Handle broadcast_async(const std::string& name, std::shared_ptr<Tensor> tensor, int root_rank) {
   return require_runtime()->broadcast_async(name, std::move(tensor), root_rank);
 }

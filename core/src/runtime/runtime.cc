@@ -6,6 +6,7 @@
 #include "kernels/reduce_kernels.h"
 #include "common/env_params.h"
 #include "chorus/error.h"
+#include "runtime/collective_entries.h"
 #include "runtime/process_set_table.h"
 #include "runtime/runtime_access.h"
 #include "comm/backend_choice.h"
@@ -15,74 +16,10 @@ namespace chorus {
 
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) {
-  throw InvalidArgumentError(Status::invalid_argument(message));
-}
-
-void check_name(const std::string& name, const char* what) {
-  if (name.empty()) invalid(std::string(what) + ": the tensor name is empty; every rank must use the same name");
-}
-
-// An entry for one tensor: what every collective's request carries;
-// `shape` is the tensor's (read once by the caller when it needed it too).
-detail::TensorEntry tensor_entry(detail::CollectiveType type, const std::string& name,
-                                 const std::shared_ptr<Tensor>& tensor, int rank, OpHooks hooks,
-                                 const TensorShape& shape) {
-  if (tensor->device() < kCpuDevice) {
-    invalid(std::string(detail::collective_name(type)) + " of tensor '" + name + "': device " +
-            std::to_string(tensor->device()) + " is neither kCpuDevice (-1) nor a CUDA device index");
-  }
-  // A CUDA tensor is checked against the build, and its ready point
-  // recorded, when its engine queues it (RuntimeImpl::prepare_device).
-  detail::TensorEntry e;
-  e.request.rank = rank;
-  e.request.type = type;
-  e.request.name = name;
-  e.request.dtype = tensor->dtype();
-  e.request.shape = shape.dim_sizes();
-  e.request.device = tensor->device();
-  e.request.device_kind = detail::device_kind_of(tensor->device());
-  e.input = tensor;
-  e.hooks = std::move(hooks);
-  return e;
-}
-
-detail::TensorEntry tensor_entry(detail::CollectiveType type, const std::string& name,
-                                 const std::shared_ptr<Tensor>& tensor, int rank, OpHooks hooks) {
-  return tensor_entry(type, name, tensor, rank, std::move(hooks), tensor->shape());
-}
-
-
-detail::TensorEntry allreduce_entry(const std::string& name, std::shared_ptr<Tensor> input,
-                                    std::shared_ptr<Tensor> output, const AllreduceOptions& options,
-                                    int rank) {
-  check_name(name, "allreduce");
-  // Called once per gradient: the error text is built only on an error.
-  auto fail = [&name](const std::string& why) { invalid("allreduce of tensor '" + name + "': " + why); };
-  if (!input) fail("input is null");
-  if (!output) fail("output is null");
-  if (input->dtype() != output->dtype()) {
-    fail(std::string("input is ") + dtype_name(input->dtype()) + " but output is " + dtype_name(output->dtype()));
-  }
-  const TensorShape shape = input->shape();
-  if (shape.num_elements() != output->shape().num_elements()) {
-    fail("input has shape " + shape.to_string() + " but output has shape " + output->shape().to_string());
-  }
-  if (input->device() != output->device()) fail("input and output are on different devices");
-  if (!detail::reduction_supported(input->dtype(), options.op)) {
-    fail(std::string(reduce_op_name(options.op)) + " is not defined for " + dtype_name(input->dtype()) +
-         " (bool supports min and max)");
-  }
-  if (input->dtype() == DataType::kBool && (options.prescale_factor != 1.0 || options.postscale_factor != 1.0)) {
-    fail("bool tensors cannot be scaled");
-  }
-  detail::TensorEntry e = tensor_entry(detail::CollectiveType::kAllreduce, name, input, rank, {}, shape);
-  e.request.op = options.op;
-  e.request.prescale = options.prescale_factor;
-  e.request.postscale = options.postscale_factor;
-  e.output = std::move(output);
-  return e;
-}
+using detail::allreduce_entry;
+using detail::check_name;
+using detail::invalid;
+using detail::tensor_entry;
 
 // The rank inside the engine's set of global rank `global_rank`, or -1.
 int set_rank_of(const detail::Topology& topo, int global_rank) {
@@ -179,68 +116,66 @@ std::vector<Handle> Runtime::grouped_allreduce_async(const std::vector<std::stri
                                                      const std::vector<std::shared_ptr<Tensor>>& inputs,
                                                      const std::vector<std::shared_ptr<Tensor>>& outputs,
                                                      const AllreduceOptions& options, const ProcessSet& process_set) {
-  if (names.empty()) invalid("grouped allreduce: no tensors given");
+  detail::check_group_sizes("allreduce", names, inputs.size(), outputs.size());
   auto target = engine(process_set, "grouped allreduce '" + names.front() + "', ...: ");
   const int rank = target->topology().rank;
-  if (inputs.size() != names.size() || (!outputs.empty() && outputs.size() != names.size())) {
-    invalid("grouped allreduce '" + names.front() + "', ...: " + std::to_string(names.size()) +
-            " names but " + std::to_string(inputs.size()) + " inputs and " +
-            std::to_string(outputs.size()) + " outputs");
-  }
-  // Every rank derives the same group name from the same tensor names.
-  const std::string group = "group(" + names.front() + ", " + std::to_string(names.size()) + " tensors)";
-  auto completion = std::make_shared<detail::GroupCompletion>(names.size());
   std::vector<detail::TensorEntry> entries;
   for (size_t i = 0; i < names.size(); ++i) {
     entries.push_back(allreduce_entry(names[i], inputs[i], outputs.empty() ? inputs[i] : outputs[i], options, rank));
-    if (entries.back().request.device_kind != entries.front().request.device_kind) {
-      // The group completes on one thread: the CPU data plane's or the device operations'.
-      invalid("grouped allreduce '" + names.front() + "', ...: tensor '" + names[i] + "' is on " +
-              detail::device_kind_name(entries.back().request.device_kind) + " but '" + names.front() + "' on " +
-              detail::device_kind_name(entries.front().request.device_kind) + "; a group is on one kind of device");
-    }
-    entries.back().request.group = group;
-    entries.back().request.group_size = static_cast<int32_t>(names.size());
-    entries.back().group = completion;
   }
+  detail::make_group(entries, "allreduce");
   return target->enqueue(std::move(entries));
 }
 
 Handle Runtime::allgather_async(const std::string& name, std::shared_ptr<Tensor> input, OpHooks hooks) {
-  check_name(name, "allgather");
-  const std::string what = "allgather of tensor '" + name + "': ";
-  if (!input) invalid(what + "input is null");
-  if (input->shape().dims() < 1) invalid(what + "a scalar cannot be gathered along a first dimension; reshape it to [1]");
-  const TensorShape shape = input->shape();  // by value: iterate a live object
-  for (int64_t d : shape.dim_sizes()) {
-    if (d < 0) invalid(what + "negative dimension in shape " + shape.to_string());
-  }
-  auto target = engine(hooks.process_set, what);
-  detail::TensorEntry entry =
-      tensor_entry(detail::CollectiveType::kAllgather, name, input, target->topology().rank, std::move(hooks));
-  return target->enqueue(std::move(entry));
+  auto target = engine(hooks.process_set, "allgather of tensor '" + name + "': ");
+  return target->enqueue(detail::allgather_entry(name, input, target->topology().rank, std::move(hooks)));
 }
 
 Handle Runtime::reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input,
                                    const AllreduceOptions& options, OpHooks hooks) {
-  check_name(name, "reducescatter");
-  const std::string what = "reducescatter of tensor '" + name + "': ";
-  if (!input) invalid(what + "input is null");
-  if (input->shape().dims() < 1) invalid(what + "a scalar cannot be scattered along a first dimension; reshape it to [1]");
-  if (!detail::reduction_supported(input->dtype(), options.op)) {
-    invalid(what + reduce_op_name(options.op) + " is not defined for " + dtype_name(input->dtype()) +
-            " (bool supports min and max)");
+  auto target = engine(hooks.process_set, "reducescatter of tensor '" + name + "': ");
+  return target->enqueue(detail::reducescatter_entry(name, input, options, target->topology().rank, std::move(hooks)));
+}
+
+std::vector<Handle> Runtime::grouped_allgather_async(const std::vector<std::string>& names,
+                                                     const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                                     OpHooks hooks) {
+  return grouped_allgather_async(names, inputs, std::vector<OpHooks>(names.size(), hooks));
+}
+
+std::vector<Handle> Runtime::grouped_allgather_async(const std::vector<std::string>& names,
+                                                     const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                                     const std::vector<OpHooks>& hooks) {
+  detail::check_group_sizes("allgather", names, inputs.size(), hooks.size());
+  auto target = engine(detail::group_set(hooks, "allgather", names), "grouped allgather '" + names.front() + "', ...: ");
+  std::vector<detail::TensorEntry> entries;
+  for (size_t i = 0; i < names.size(); ++i) {
+    entries.push_back(detail::allgather_entry(names[i], inputs[i], target->topology().rank, hooks[i]));
   }
-  if (input->dtype() == DataType::kBool && (options.prescale_factor != 1.0 || options.postscale_factor != 1.0)) {
-    invalid(what + "bool tensors cannot be scaled");
+  detail::make_group(entries, "allgather");
+  return target->enqueue(std::move(entries));
+}
+
+std::vector<Handle> Runtime::grouped_reducescatter_async(const std::vector<std::string>& names,
+                                                         const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                                         const AllreduceOptions& options, OpHooks hooks) {
+  return grouped_reducescatter_async(names, inputs, options, std::vector<OpHooks>(names.size(), hooks));
+}
+
+std::vector<Handle> Runtime::grouped_reducescatter_async(const std::vector<std::string>& names,
+                                                         const std::vector<std::shared_ptr<Tensor>>& inputs,
+                                                         const AllreduceOptions& options,
+                                                         const std::vector<OpHooks>& hooks) {
+  detail::check_group_sizes("reducescatter", names, inputs.size(), hooks.size());
+  auto target =
+      engine(detail::group_set(hooks, "reducescatter", names), "grouped reducescatter '" + names.front() + "', ...: ");
+  std::vector<detail::TensorEntry> entries;
+  for (size_t i = 0; i < names.size(); ++i) {
+    entries.push_back(detail::reducescatter_entry(names[i], inputs[i], options, target->topology().rank, hooks[i]));
   }
-  auto target = engine(hooks.process_set, what);
-  detail::TensorEntry entry =
-      tensor_entry(detail::CollectiveType::kReducescatter, name, input, target->topology().rank, std::move(hooks));
-  entry.request.op = options.op;
-  entry.request.prescale = options.prescale_factor;
-  entry.request.postscale = options.postscale_factor;
-  return target->enqueue(std::move(entry));
+  detail::make_group(entries, "reducescatter");
+  return target->enqueue(std::move(entries));
 }
 
 Handle Runtime::alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, std::vector<int64_t> splits,

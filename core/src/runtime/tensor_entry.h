@@ -36,7 +36,7 @@ struct TensorEntry {
   std::shared_ptr<DeviceMark> ready;
   OpHooks hooks;
   std::shared_ptr<HandleState> handle;
-  /// Set for members of a grouped allreduce: they complete together.
+  /// Set for members of a group (grouped allreduce, allgather, reducescatter): they complete together.
   std::shared_ptr<GroupCompletion> group;
   /// Set for a process-set registration.
   std::shared_ptr<ProcessSetSplit> process_set_split;

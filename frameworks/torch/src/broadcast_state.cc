@@ -13,10 +13,15 @@ namespace {
 
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
-void check_root(int root_rank, const char* what) {
+void check_root(int root_rank, const char* what, const ProcessSet& process_set) {
   if (root_rank < 0 || root_rank >= size()) {
     throw InvalidArgumentError(Status::invalid_argument(std::string(what) + ": root rank " + std::to_string(root_rank) +
                                                         " is outside [0, " + std::to_string(size()) + ")"));
+  }
+  if (process_set.rank_of(root_rank) < 0) {
+    throw InvalidArgumentError(Status::invalid_argument(std::string(what) + ": root rank " + std::to_string(root_rank) +
+                                                        " is not a member of process set " +
+                                                        std::to_string(process_set.id())));
   }
 }
 
@@ -79,58 +84,83 @@ void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes
 
 }  // namespace
 
-void broadcast_parameters(const NamedTensors& named_tensors, int root_rank) {
-  check_root(root_rank, "broadcast_parameters");
+void broadcast_parameters(const NamedTensors& named_tensors, int root_rank, const ProcessSet& process_set) {
+  check_root(root_rank, "broadcast_parameters", process_set);
   std::vector<std::string> names;
   for (const auto& item : named_tensors) names.push_back(item.first);
-  torch_adapter::check_same_on_all_ranks(names, "broadcast_parameters");
+  torch_adapter::check_same_on_all_ranks(names, "broadcast_parameters", process_set);
   // Parameters are leaves that require grad: writing them is not part of any graph.
   torch::NoGradGuard no_grad;
   std::vector<TensorHandle> handles;
   for (const auto& [name, tensor] : named_tensors) {
     torch::Tensor t = tensor;
-    handles.push_back(broadcast_async_(t, root_rank, "broadcast_parameters." + name));
+    handles.push_back(broadcast_async_(t, root_rank, "broadcast_parameters." + name, process_set));
   }
   wait_all(handles);
 }
 
-void broadcast_parameters(const torch::OrderedDict<std::string, torch::Tensor>& named_tensors, int root_rank) {
+void broadcast_parameters(const torch::OrderedDict<std::string, torch::Tensor>& named_tensors, int root_rank,
+                          const ProcessSet& process_set) {
   NamedTensors v;
   for (const auto& item : named_tensors) v.emplace_back(item.key(), item.value());
-  broadcast_parameters(v, root_rank);
+  broadcast_parameters(v, root_rank, process_set);
 }
 
-void broadcast_parameters(const torch::nn::Module& module, int root_rank) {
+void broadcast_parameters(const torch::nn::Module& module, int root_rank, const ProcessSet& process_set) {
   NamedTensors v;
   for (const auto& item : module.named_parameters(true)) v.emplace_back("parameter." + item.key(), item.value());
   for (const auto& item : module.named_buffers(true)) v.emplace_back("buffer." + item.key(), item.value());
-  broadcast_parameters(v, root_rank);
+  broadcast_parameters(v, root_rank, process_set);
 }
 
-void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root_rank) {
-  check_root(root_rank, "broadcast_optimizer_state");
-  torch_adapter::check_same_on_all_ranks(optimizer_layout(optimizer), "broadcast_optimizer_state");
+void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root_rank, const ProcessSet& process_set) {
+  check_root(root_rank, "broadcast_optimizer_state", process_set);
+  torch_adapter::check_same_on_all_ranks(optimizer_layout(optimizer), "broadcast_optimizer_state", process_set);
   std::string bytes;
   if (rank() == root_rank) bytes = save_optimizer(optimizer);
-  bytes = broadcast_bytes(bytes, root_rank, "broadcast_optimizer_state");
+  bytes = broadcast_bytes(bytes, root_rank, "broadcast_optimizer_state", process_set);
   if (rank() != root_rank) load_optimizer(optimizer, bytes);
 }
 
 void broadcast_optimizer_state(DistributedOptimizer& optimizer, int root_rank) {
-  broadcast_optimizer_state(optimizer.optimizer(), root_rank);
+  broadcast_optimizer_state(optimizer.optimizer(), root_rank, optimizer.options().process_set);
 }
 
-std::string broadcast_bytes(const std::string& bytes, int root_rank, const std::string& name) {
-  check_root(root_rank, "broadcast_bytes");
-  const std::string n = torch_adapter::name_or_auto(name, "broadcast_object");
+void broadcast_optimizer_state(DistributedOptimizer& optimizer, int root_rank, const ProcessSet& process_set) {
+  broadcast_optimizer_state(optimizer.optimizer(), root_rank, process_set);
+}
+
+std::string broadcast_bytes(const std::string& bytes, int root_rank, const std::string& name,
+                            const ProcessSet& process_set) {
+  check_root(root_rank, "broadcast_bytes", process_set);
+  const std::string n = torch_adapter::name_or_auto(name, "broadcast_object", process_set);
   torch::Tensor length = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
-  broadcast_(length, root_rank, n + ".length");
+  broadcast_(length, root_rank, n + ".length", process_set);
   const int64_t count = length.item<int64_t>();
   if (count == 0) return std::string();
   torch::Tensor data = torch::empty({count}, torch::kUInt8);
   if (rank() == root_rank) std::memcpy(data.data_ptr(), bytes.data(), bytes.size());
-  broadcast_(data, root_rank, n + ".bytes");
+  broadcast_(data, root_rank, n + ".bytes", process_set);
   return std::string(static_cast<const char*>(data.data_ptr()), static_cast<size_t>(count));
+}
+
+std::vector<std::string> allgather_bytes(const std::string& bytes, const std::string& name,
+                                         const ProcessSet& process_set) {
+  const std::string n = torch_adapter::name_or_auto(name, "allgather_object", process_set);
+  torch::Tensor length = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
+  torch::Tensor data = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+  if (!bytes.empty()) std::memcpy(data.data_ptr(), bytes.data(), bytes.size());
+  // One group: the lengths say where each rank's bytes start.
+  std::vector<torch::Tensor> gathered = grouped_allgather({length, data}, n, process_set);
+  const int64_t* lengths = gathered[0].data_ptr<int64_t>();
+  const char* all = static_cast<const char*>(gathered[1].data_ptr());
+  std::vector<std::string> out;
+  int64_t offset = 0;
+  for (int64_t r = 0; r < gathered[0].size(0); ++r) {
+    out.push_back(lengths[r] == 0 ? std::string() : std::string(all + offset, static_cast<size_t>(lengths[r])));
+    offset += lengths[r];
+  }
+  return out;
 }
 
 }  // namespace chorus

@@ -195,7 +195,9 @@ void DistributedOptimizer::State::start_allreduce(Param& p) {
   if (!grad.defined()) grad = torch::zeros_like(p.tensor, torch::MemoryFormat::Contiguous);
   torch::Tensor sent = options_.compression->compress(grad, &p.original_dtype);
   p.wire = torch_adapter::wrap(sent);  // grad itself when it can be reduced in place
-  p.handle = current_runtime()->allreduce_async(p.name, p.wire, p.wire, allreduce_);
+  OpHooks hooks;
+  hooks.process_set = options_.process_set;
+  p.handle = current_runtime()->allreduce_async(p.name, p.wire, p.wire, allreduce_, std::move(hooks));
   p.passes = 0;
 }
 
@@ -337,13 +339,13 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimiz
   const std::string what = "DistributedOptimizer(" + options_.name_prefix + "*)";
   if (local_error) {
     try {
-      torch_adapter::check_same_on_all_ranks(signature, what);
+      torch_adapter::check_same_on_all_ranks(signature, what, options_.process_set);
     } catch (const InvalidArgumentError&) {
       // The other ranks got the error naming this one; this rank reports its own.
     }
     std::rethrow_exception(local_error);
   }
-  torch_adapter::check_same_on_all_ranks(signature, what);
+  torch_adapter::check_same_on_all_ranks(signature, what, options_.process_set);
   state_ = std::make_shared<State>(options_);
   for (const auto& [name, tensor] : params) state_->add(name, tensor);
 }

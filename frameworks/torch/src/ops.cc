@@ -5,14 +5,17 @@
 #include <torch/torch.h>
 
 #include "auto_name.h"
+#include "autograd_ops.h"
 #include "torch_tensor.h"
 
 namespace chorus {
 
 using torch_adapter::check_tensor;
 using torch_adapter::name_or_auto;
+using torch_adapter::torch_allocation;
 using torch_adapter::TorchTensor;
 using torch_adapter::unwrap;
+using torch_adapter::wants_grad;
 using torch_adapter::wrap;
 
 namespace {
@@ -24,13 +27,6 @@ std::string describe(const char* op, const std::string& name) {
 OpHooks in_set(const ProcessSet& process_set) {
   OpHooks hooks;
   hooks.process_set = process_set;
-  return hooks;
-}
-
-// Outputs whose shape is known only after negotiation come from torch.
-OpHooks torch_allocation(const ProcessSet& process_set) {
-  OpHooks hooks = in_set(process_set);
-  hooks.context = std::make_shared<torch_adapter::TorchOpContext>();
   return hooks;
 }
 
@@ -93,7 +89,9 @@ TensorHandle allreduce_async_(torch::Tensor& tensor, const std::string& name, co
 
 torch::Tensor allreduce(const torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options,
                         const std::shared_ptr<Compression>& compression, const ProcessSet& process_set) {
-  return allreduce_async(tensor, name, options, compression, process_set).wait();
+  const std::string n = name_or_auto(name, "allreduce", process_set);
+  if (wants_grad(tensor)) return torch_adapter::allreduce_with_grad(tensor, n, options, compression, process_set);
+  return allreduce_async(tensor, n, options, compression, process_set).wait();
 }
 
 torch::Tensor allreduce_(torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options,
@@ -127,6 +125,10 @@ std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tenso
 
 std::vector<torch::Tensor> grouped_allreduce(const std::vector<torch::Tensor>& tensors, const std::string& name,
                                              const AllreduceOptions& options, const ProcessSet& process_set) {
+  if (torch_adapter::any_wants_grad(tensors)) {
+    const std::string group = name_or_auto(name, "grouped_allreduce", process_set);
+    return torch_adapter::grouped_allreduce_with_grad(tensors, group, options, process_set);
+  }
   std::vector<torch::Tensor> results;
   for (const TensorHandle& h : grouped_allreduce_async(tensors, name, options, process_set)) results.push_back(h.wait());
   return results;
@@ -139,7 +141,9 @@ TensorHandle allgather_async(const torch::Tensor& tensor, const std::string& nam
 }
 
 torch::Tensor allgather(const torch::Tensor& tensor, const std::string& name, const ProcessSet& process_set) {
-  return allgather_async(tensor, name, process_set).wait();
+  const std::string n = name_or_auto(name, "allgather", process_set);
+  if (wants_grad(tensor)) return torch_adapter::allgather_with_grad(tensor, n, process_set);
+  return allgather_async(tensor, n, process_set).wait();
 }
 
 TensorHandle broadcast_async(const torch::Tensor& tensor, int root_rank, const std::string& name,
@@ -163,7 +167,9 @@ TensorHandle broadcast_async_(torch::Tensor& tensor, int root_rank, const std::s
 
 torch::Tensor broadcast(const torch::Tensor& tensor, int root_rank, const std::string& name,
                         const ProcessSet& process_set) {
-  return broadcast_async(tensor, root_rank, name, process_set).wait();
+  const std::string n = name_or_auto(name, "broadcast", process_set);
+  if (wants_grad(tensor)) return torch_adapter::broadcast_with_grad(tensor, root_rank, n, process_set);
+  return broadcast_async(tensor, root_rank, n, process_set).wait();
 }
 
 torch::Tensor broadcast_(torch::Tensor& tensor, int root_rank, const std::string& name,
@@ -181,7 +187,9 @@ TensorHandle alltoall_async(const torch::Tensor& tensor, const std::vector<int64
 
 AlltoallResult alltoall(const torch::Tensor& tensor, const std::vector<int64_t>& splits, const std::string& name,
                         const ProcessSet& process_set) {
-  TensorHandle h = alltoall_async(tensor, splits, name, process_set);
+  const std::string n = name_or_auto(name, "alltoall", process_set);
+  if (wants_grad(tensor)) return torch_adapter::alltoall_with_grad(tensor, splits, n, process_set);
+  TensorHandle h = alltoall_async(tensor, splits, n, process_set);
   AlltoallResult result;
   result.output = h.wait();
   result.received_splits = h.received_splits();
@@ -198,7 +206,9 @@ TensorHandle reducescatter_async(const torch::Tensor& tensor, const std::string&
 
 torch::Tensor reducescatter(const torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options,
                             const ProcessSet& process_set) {
-  return reducescatter_async(tensor, name, options, process_set).wait();
+  const std::string n = name_or_auto(name, "reducescatter", process_set);
+  if (wants_grad(tensor)) return torch_adapter::reducescatter_with_grad(tensor, n, options, process_set);
+  return reducescatter_async(tensor, n, options, process_set).wait();
 }
 
 }  // namespace chorus

@@ -25,12 +25,16 @@ int64_t fingerprint(const std::vector<std::string>& items) {
 
 }  // namespace
 
-void check_same_on_all_ranks(const std::vector<std::string>& items, const std::string& what) {
+void check_same_on_all_ranks(const std::vector<std::string>& items, const std::string& what,
+                             const ProcessSet& process_set) {
   torch::Tensor mine = torch::tensor({static_cast<int64_t>(items.size()), fingerprint(items)}, torch::kInt64);
-  torch::Tensor all = chorus::allgather(mine.reshape({1, 2}), what + ".agreement");
+  torch::Tensor all = chorus::allgather(mine.reshape({1, 2}), what + ".agreement", process_set);
   auto a = all.accessor<int64_t, 2>();
   std::map<std::pair<int64_t, int64_t>, std::vector<int>> ranks_by_list;
-  for (int r = 0; r < all.size(0); ++r) ranks_by_list[{a[r][0], a[r][1]}].push_back(r);
+  for (int r = 0; r < all.size(0); ++r) {
+    const int global = process_set.is_global() ? r : process_set.ranks()[static_cast<size_t>(r)];
+    ranks_by_list[{a[r][0], a[r][1]}].push_back(global);
+  }
   if (ranks_by_list.size() == 1) return;
   std::ostringstream msg;
   msg << what << ": the ranks passed different lists of tensors:";

@@ -96,5 +96,12 @@ Status TorchOpContext::allocate_zeros(const TensorShape& shape, DataType dtype, 
   return allocate(shape, dtype, out, [](std::vector<int64_t> d, torch::TensorOptions o) { return torch::zeros(d, o); });
 }
 
+OpHooks torch_allocation(const ProcessSet& process_set) {
+  OpHooks hooks;
+  hooks.process_set = process_set;
+  hooks.context = std::make_shared<TorchOpContext>();
+  return hooks;
+}
+
 }  // namespace torch_adapter
 }  // namespace chorus

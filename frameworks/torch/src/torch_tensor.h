@@ -7,6 +7,7 @@
 
 #include <torch/types.h>
 
+#include "chorus/options.h"
 #include "chorus/tensor.h"
 
 namespace chorus {
@@ -50,6 +51,10 @@ class TorchOpContext final : public OpContext {
   Status allocate_output(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out) override;
   Status allocate_zeros(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out) override;
 };
+
+/// Hooks for an operation in `process_set` whose outputs (shape known only
+/// after negotiation) LibTorch allocates.
+OpHooks torch_allocation(const ProcessSet& process_set);
 
 }  // namespace torch_adapter
 }  // namespace chorus

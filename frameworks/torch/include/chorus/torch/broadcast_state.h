@@ -2,7 +2,8 @@
 /// \file broadcast_state.h
 /// Making every rank start from the same state: parameters and buffers,
 /// optimizer state (created where it does not exist yet), any object.
-/// All of these are collectives: every rank calls them with the same root.
+/// All of these are collectives: every rank of the process set calls them
+/// with the same root.
 
 #include <cstring>
 #include <sstream>
@@ -16,52 +17,105 @@
 #include <torch/ordered_dict.h>
 #include <torch/serialize.h>
 
+#include "chorus/process_set.h"
 #include "chorus/torch/distributed_optimizer.h"
 
 namespace chorus {
 
+/// Every call below is a collective among the members of `process_set` (the
+/// global set by default): each member calls it with the same root, which
+/// is a global rank inside the set. Two sets can so broadcast and train
+/// different models in one job.
+
 /// root_rank's values of the named tensors, written in place on every rank.
 /// The ranks' lists must agree (names, count); a mismatch throws
 /// chorus::InvalidArgumentError on every rank naming the odd ranks.
-void broadcast_parameters(const std::vector<std::pair<std::string, torch::Tensor>>& named_tensors, int root_rank);
-void broadcast_parameters(const torch::OrderedDict<std::string, torch::Tensor>& named_tensors, int root_rank);
+void broadcast_parameters(const std::vector<std::pair<std::string, torch::Tensor>>& named_tensors, int root_rank,
+                          const ProcessSet& process_set = ProcessSet());
+void broadcast_parameters(const torch::OrderedDict<std::string, torch::Tensor>& named_tensors, int root_rank,
+                          const ProcessSet& process_set = ProcessSet());
 /// A whole module: its parameters and its buffers (BatchNorm statistics, ...).
-void broadcast_parameters(const torch::nn::Module& module, int root_rank);
+void broadcast_parameters(const torch::nn::Module& module, int root_rank, const ProcessSet& process_set = ProcessSet());
 
 /// root_rank's optimizer state on every rank: per-parameter state (momentum
 /// buffers, Adam's step and moments; created on ranks that have none yet,
 /// dropped where the root has none) and every param group's options (lr,
 /// momentum, betas, weight decay, ...). The optimizers must have the same
 /// param groups with the same parameter shapes on every rank.
-void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root_rank);
+void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root_rank,
+                               const ProcessSet& process_set = ProcessSet());
+/// A DistributedOptimizer's wrapped optimizer, in the optimizer's own process
+/// set unless `process_set` names one.
 void broadcast_optimizer_state(DistributedOptimizer& optimizer, int root_rank);
+void broadcast_optimizer_state(DistributedOptimizer& optimizer, int root_rank, const ProcessSet& process_set);
 
 /// root_rank's bytes on every rank (other ranks' input is ignored).
-std::string broadcast_bytes(const std::string& bytes, int root_rank, const std::string& name = "");
+std::string broadcast_bytes(const std::string& bytes, int root_rank, const std::string& name = "",
+                            const ProcessSet& process_set = ProcessSet());
+/// Every member's bytes, in set rank order (lengths may differ per rank).
+/// The building block for objects with a serializer of your own.
+std::vector<std::string> allgather_bytes(const std::string& bytes, const std::string& name = "",
+                                         const ProcessSet& process_set = ProcessSet());
 
-/// root_rank's value on every rank. T is trivially copyable (an int, a
-/// struct of numbers), std::string, or anything torch::save / torch::load
-/// serialize (torch::Tensor, std::vector<torch::Tensor>, c10::IValue via
-/// an archive, a module holder).
+namespace torch_object {
+
+/// The bytes that stand for `value`: its memory when T is trivially
+/// copyable (an int, a struct of numbers), itself for std::string, else
+/// torch::save's archive (torch::Tensor, std::vector<torch::Tensor>, a
+/// module holder, ...).
 template <typename T>
-T broadcast_object(const T& value, int root_rank, const std::string& name = "") {
+std::string to_bytes(const T& value) {
   if constexpr (std::is_same_v<T, std::string>) {
-    return broadcast_bytes(value, root_rank, name);
+    return value;
   } else if constexpr (std::is_trivially_copyable_v<T>) {
     std::string bytes(sizeof(T), '\0');
     std::memcpy(bytes.data(), &value, sizeof(T));
-    bytes = broadcast_bytes(bytes, root_rank, name);
+    return bytes;
+  } else {
+    std::ostringstream os;
+    torch::save(value, os);
+    return os.str();
+  }
+}
+
+/// The value to_bytes() turned into `bytes`.
+template <typename T>
+T from_bytes(const std::string& bytes) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return bytes;
+  } else if constexpr (std::is_trivially_copyable_v<T>) {
     T out;
     std::memcpy(&out, bytes.data(), sizeof(T));
     return out;
   } else {
-    std::ostringstream os;
-    torch::save(value, os);
-    std::istringstream is(broadcast_bytes(os.str(), root_rank, name));
+    std::istringstream is(bytes);
     T out;
     torch::load(out, is);
     return out;
   }
+}
+
+}  // namespace torch_object
+
+/// root_rank's value on every rank (Horovod's broadcast_object). T is
+/// anything torch_object::to_bytes serializes.
+template <typename T>
+T broadcast_object(const T& value, int root_rank, const std::string& name = "",
+                   const ProcessSet& process_set = ProcessSet()) {
+  return torch_object::from_bytes<T>(broadcast_bytes(torch_object::to_bytes(value), root_rank, name, process_set));
+}
+
+/// Every member's value, in set rank order (Horovod's allgather_object,
+/// which pickles; here torch_object::to_bytes, or allgather_bytes with a
+/// serializer of your own).
+template <typename T>
+std::vector<T> allgather_object(const T& value, const std::string& name = "",
+                                const ProcessSet& process_set = ProcessSet()) {
+  std::vector<T> out;
+  for (const std::string& bytes : allgather_bytes(torch_object::to_bytes(value), name, process_set)) {
+    out.push_back(torch_object::from_bytes<T>(bytes));
+  }
+  return out;
 }
 
 }  // namespace chorus

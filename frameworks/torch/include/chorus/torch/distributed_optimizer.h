@@ -48,6 +48,10 @@ struct DistributedOptimizerOptions {
   /// place (zero-copy). Saves nothing with compression (what is sent is a
   /// compressed copy).
   bool flat_gradients = true;
+  /// The ranks whose gradients are averaged (Horovod's process_set argument):
+  /// the global set by default. Only members construct the optimizer; two
+  /// sets can train different models side by side.
+  ProcessSet process_set;
 };
 
 /// Every rank constructs it (the parameter lists are compared across ranks

@@ -12,6 +12,16 @@
 /// build. Errors from the core (e.g. ranks disagreeing on a shape) throw the
 /// matching chorus::Error with the core's message.
 ///
+/// Autograd: allreduce(), allgather(), broadcast(), alltoall() and
+/// reducescatter() of a tensor that requires grad (grad mode on) return a
+/// tensor whose backward runs the matching collective, named
+/// "<name>.grad", as Horovod's autograd functions do (docs/torch.md); every
+/// rank must then run the backward. Min, Max and Product have no gradient
+/// (backward throws InvalidArgumentError). grouped_allreduce,
+/// grouped_allgather and grouped_reducescatter do the same for every member
+/// when any requires grad (the backward grouped too). In-place and _async
+/// calls record no graph.
+///
 /// Every call takes a trailing `process_set` (the global set by default):
 /// the operation then runs among that set's members only (ranks, sizes and
 /// allgather/alltoall order are the set's; a broadcast root stays a global
@@ -120,6 +130,24 @@ torch::Tensor reducescatter(const torch::Tensor& tensor, const std::string& name
                             const AllreduceOptions& options = {}, const ProcessSet& process_set = ProcessSet());
 TensorHandle reducescatter_async(const torch::Tensor& tensor, const std::string& name = "",
                                  const AllreduceOptions& options = {}, const ProcessSet& process_set = ProcessSet());
+
+/// Several allgathers negotiated and completed together (Horovod's
+/// grouped_allgather); results in input order, each gathered as allgather().
+/// `name` names the group (tensor i is "<name>.<i>").
+std::vector<torch::Tensor> grouped_allgather(const std::vector<torch::Tensor>& tensors, const std::string& name = "",
+                                             const ProcessSet& process_set = ProcessSet());
+std::vector<TensorHandle> grouped_allgather_async(const std::vector<torch::Tensor>& tensors,
+                                                  const std::string& name = "",
+                                                  const ProcessSet& process_set = ProcessSet());
+/// Several reducescatters negotiated and completed together (Horovod's
+/// grouped_reducescatter); each scattered as reducescatter().
+std::vector<torch::Tensor> grouped_reducescatter(const std::vector<torch::Tensor>& tensors,
+                                                 const std::string& name = "", const AllreduceOptions& options = {},
+                                                 const ProcessSet& process_set = ProcessSet());
+std::vector<TensorHandle> grouped_reducescatter_async(const std::vector<torch::Tensor>& tensors,
+                                                      const std::string& name = "",
+                                                      const AllreduceOptions& options = {},
+                                                      const ProcessSet& process_set = ProcessSet());
 
 // barrier() and join() come from chorus.h.
 

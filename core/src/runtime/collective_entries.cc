@@ -1,0 +1,157 @@
+// The checked entries of the collectives (collective_entries.h).
+#include "runtime/collective_entries.h"
+
+#include "chorus/error.h"
+#include "kernels/reduce_kernels.h"
+
+namespace chorus::detail {
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw InvalidArgumentError(Status::invalid_argument(message));
+}
+
+void check_name(const std::string& name, const char* what) {
+  if (name.empty()) invalid(std::string(what) + ": the tensor name is empty; every rank must use the same name");
+}
+
+TensorEntry tensor_entry(CollectiveType type, const std::string& name, const std::shared_ptr<Tensor>& tensor, int rank,
+                         OpHooks hooks, const TensorShape& shape) {
+  if (tensor->device() < kCpuDevice) {
+    invalid(std::string(collective_name(type)) + " of tensor '" + name + "': device " +
+            std::to_string(tensor->device()) + " is neither kCpuDevice (-1) nor a CUDA device index");
+  }
+  // A CUDA tensor is checked against the build, and its ready point
+  // recorded, when its engine queues it (RuntimeImpl::prepare_device).
+  TensorEntry e;
+  e.request.rank = rank;
+  e.request.type = type;
+  e.request.name = name;
+  e.request.dtype = tensor->dtype();
+  e.request.shape = shape.dim_sizes();
+  e.request.device = tensor->device();
+  e.request.device_kind = device_kind_of(tensor->device());
+  e.input = tensor;
+  e.hooks = std::move(hooks);
+  return e;
+}
+
+TensorEntry tensor_entry(CollectiveType type, const std::string& name, const std::shared_ptr<Tensor>& tensor, int rank,
+                         OpHooks hooks) {
+  return tensor_entry(type, name, tensor, rank, std::move(hooks), tensor->shape());
+}
+
+namespace {
+
+// The checks allgather and reducescatter share: a tensor with a first dimension.
+void check_rows_input(const std::string& what, const std::shared_ptr<Tensor>& input, const char* verb) {
+  if (!input) invalid(what + "input is null");
+  if (input->shape().dims() < 1) {
+    invalid(what + "a scalar cannot be " + verb + " along a first dimension; reshape it to [1]");
+  }
+}
+
+void check_reduction(const std::string& what, DataType dtype, const AllreduceOptions& options) {
+  if (!reduction_supported(dtype, options.op)) {
+    invalid(what + reduce_op_name(options.op) + " is not defined for " + dtype_name(dtype) +
+            " (bool supports min and max)");
+  }
+  if (dtype == DataType::kBool && (options.prescale_factor != 1.0 || options.postscale_factor != 1.0)) {
+    invalid(what + "bool tensors cannot be scaled");
+  }
+}
+
+}  // namespace
+
+TensorEntry allreduce_entry(const std::string& name, std::shared_ptr<Tensor> input, std::shared_ptr<Tensor> output,
+                            const AllreduceOptions& options, int rank) {
+  check_name(name, "allreduce");
+  // Called once per gradient: the error text is built only on an error.
+  auto fail = [&name](const std::string& why) { invalid("allreduce of tensor '" + name + "': " + why); };
+  if (!input) fail("input is null");
+  if (!output) fail("output is null");
+  if (input->dtype() != output->dtype()) {
+    fail(std::string("input is ") + dtype_name(input->dtype()) + " but output is " + dtype_name(output->dtype()));
+  }
+  const TensorShape shape = input->shape();
+  if (shape.num_elements() != output->shape().num_elements()) {
+    fail("input has shape " + shape.to_string() + " but output has shape " + output->shape().to_string());
+  }
+  if (input->device() != output->device()) fail("input and output are on different devices");
+  if (!reduction_supported(input->dtype(), options.op) ||
+      (input->dtype() == DataType::kBool && (options.prescale_factor != 1.0 || options.postscale_factor != 1.0))) {
+    check_reduction("allreduce of tensor '" + name + "': ", input->dtype(), options);
+  }
+  TensorEntry e = tensor_entry(CollectiveType::kAllreduce, name, input, rank, {}, shape);
+  e.request.op = options.op;
+  e.request.prescale = options.prescale_factor;
+  e.request.postscale = options.postscale_factor;
+  e.output = std::move(output);
+  return e;
+}
+
+
+TensorEntry allgather_entry(const std::string& name, const std::shared_ptr<Tensor>& input, int rank, OpHooks hooks) {
+  check_name(name, "allgather");
+  const std::string what = "allgather of tensor '" + name + "': ";
+  check_rows_input(what, input, "gathered");
+  const TensorShape shape = input->shape();  // by value: iterate a live object
+  for (int64_t d : shape.dim_sizes()) {
+    if (d < 0) invalid(what + "negative dimension in shape " + shape.to_string());
+  }
+  return tensor_entry(CollectiveType::kAllgather, name, input, rank, std::move(hooks), shape);
+}
+
+TensorEntry reducescatter_entry(const std::string& name, const std::shared_ptr<Tensor>& input,
+                                const AllreduceOptions& options, int rank, OpHooks hooks) {
+  check_name(name, "reducescatter");
+  const std::string what = "reducescatter of tensor '" + name + "': ";
+  check_rows_input(what, input, "scattered");
+  check_reduction(what, input->dtype(), options);
+  TensorEntry entry = tensor_entry(CollectiveType::kReducescatter, name, input, rank, std::move(hooks));
+  entry.request.op = options.op;
+  entry.request.prescale = options.prescale_factor;
+  entry.request.postscale = options.postscale_factor;
+  return entry;
+}
+
+void make_group(std::vector<TensorEntry>& entries, const char* kind) {
+  const std::string first = entries.front().name();
+  for (const TensorEntry& e : entries) {
+    if (e.request.device_kind == entries.front().request.device_kind) continue;
+    // The group completes on one thread: the CPU data plane's or the device operations'.
+    invalid(std::string("grouped ") + kind + " '" + first + "', ...: tensor '" + e.name() + "' is on " +
+            device_kind_name(e.request.device_kind) + " but '" + first + "' on " +
+            device_kind_name(entries.front().request.device_kind) + "; a group is on one kind of device");
+  }
+  // Allreduce groups keep their historical name; the others carry their kind.
+  const std::string prefix = std::string(kind) == "allreduce" ? "group(" : std::string(kind) + " group(";
+  const std::string group = prefix + first + ", " + std::to_string(entries.size()) + " tensors)";
+  auto completion = std::make_shared<GroupCompletion>(entries.size());
+  for (TensorEntry& e : entries) {
+    e.request.group = group;
+    e.request.group_size = static_cast<int32_t>(entries.size());
+    e.group = completion;
+  }
+}
+
+void check_group_sizes(const char* kind, const std::vector<std::string>& names, size_t inputs, size_t outputs) {
+  const std::string what = std::string("grouped ") + kind;
+  if (names.empty()) invalid(what + ": no tensors given");
+  if (inputs != names.size() || (outputs != 0 && outputs != names.size())) {
+    invalid(what + " '" + names.front() + "', ...: " + std::to_string(names.size()) + " names but " +
+            std::to_string(inputs) + " inputs and " + std::to_string(outputs) + " outputs");
+  }
+}
+
+const ProcessSet& group_set(const std::vector<OpHooks>& hooks, const char* kind, const std::vector<std::string>& names) {
+  for (size_t i = 1; i < hooks.size(); ++i) {
+    if (!(hooks[i].process_set == hooks[0].process_set)) {
+      invalid(std::string("grouped ") + kind + " '" + names.front() + "', ...: member " + std::to_string(i) + " ('" +
+              names[i] + "') is in process set " + std::to_string(hooks[i].process_set.id()) + " but member 0 in " +
+              std::to_string(hooks[0].process_set.id()) + "; a group runs in one set");
+    }
+  }
+  return hooks[0].process_set;
+}
+
+}  // namespace chorus::detail

@@ -1,0 +1,44 @@
+#pragma once
+// The checked TensorEntry of each collective, built on the caller's thread:
+// what Runtime's single and grouped calls enqueue. Bad input throws
+// InvalidArgumentError naming the tensor.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chorus/options.h"
+#include "chorus/tensor.h"
+#include "runtime/tensor_entry.h"
+
+namespace chorus::detail {
+
+[[noreturn]] void invalid(const std::string& message);
+void check_name(const std::string& name, const char* what);
+
+/// What every collective's request carries; `shape` is the tensor's (read
+/// once by the caller when it needed it too).
+TensorEntry tensor_entry(CollectiveType type, const std::string& name, const std::shared_ptr<Tensor>& tensor, int rank,
+                         OpHooks hooks, const TensorShape& shape);
+TensorEntry tensor_entry(CollectiveType type, const std::string& name, const std::shared_ptr<Tensor>& tensor, int rank,
+                         OpHooks hooks);
+
+/// `rank` is the caller's rank in the set the operation runs in.
+TensorEntry allreduce_entry(const std::string& name, std::shared_ptr<Tensor> input, std::shared_ptr<Tensor> output,
+                            const AllreduceOptions& options, int rank);
+TensorEntry allgather_entry(const std::string& name, const std::shared_ptr<Tensor>& input, int rank, OpHooks hooks);
+TensorEntry reducescatter_entry(const std::string& name, const std::shared_ptr<Tensor>& input,
+                                const AllreduceOptions& options, int rank, OpHooks hooks);
+
+/// Ties `entries` into one group (negotiated and completed together): every
+/// rank derives the same group name from the same first name, kind and count.
+void make_group(std::vector<TensorEntry>& entries, const char* kind);
+
+/// Throws unless there is one tensor (and one output or hooks, when any are
+/// given) per name and at least one name.
+void check_group_sizes(const char* kind, const std::vector<std::string>& names, size_t inputs, size_t outputs);
+
+/// The process set of a group's members (the same for all, or it throws).
+const ProcessSet& group_set(const std::vector<OpHooks>& hooks, const char* kind, const std::vector<std::string>& names);
+
+}  // namespace chorus::detail
