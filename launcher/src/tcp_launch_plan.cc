@@ -5,6 +5,7 @@
 
 #include "host_list.h"
 #include "launch_plan.h"
+#include "rank_exits.h"
 
 namespace chorus::launcher {
 
@@ -21,6 +22,11 @@ std::vector<std::pair<std::string, std::string>> common_env(const LaunchOptions&
       {"WORLD_SIZE", std::to_string(size)},
       {"CHORUS_JOB_ID", context.job_id}};
   for (const auto& knob : options.knobs) env.push_back(knob);
+  // --start-timeout: the ranks that started must meet within it.
+  if (options.start_timeout_seconds) {
+    env.emplace_back("CHORUS_RENDEZVOUS_TIMEOUT_SECONDS", std::to_string(*options.start_timeout_seconds));
+  }
+  if (options.tune_malloc && !context.user_set_glibc_tunables) env.emplace_back("GLIBC_TUNABLES", kTunedGlibcTunables);
   for (const std::string& x : options.exported_env) {
     const size_t eq = x.find('=');
     if (eq != std::string::npos) {
@@ -53,11 +59,18 @@ std::vector<std::string> remote_argv(const LaunchOptions& options, const std::st
   return argv;
 }
 
+bool has_knob(const LaunchOptions& options, const std::string& name) {
+  return std::any_of(options.knobs.begin(), options.knobs.end(), [&](const auto& k) { return k.first == name; });
+}
+
 }  // namespace
 
 std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext& context,
                             std::vector<RankCommand>* out) {
   out->clear();
+  if (options.start_timeout_seconds && has_knob(options, "CHORUS_RENDEZVOUS_TIMEOUT_SECONDS")) {
+    return "--start-timeout and --rendezvous-timeout-seconds both set the rendezvous timeout with --tcp: give one";
+  }
   std::vector<HostSlots> hosts = options.hosts;
   if (hosts.empty()) hosts.push_back({"localhost", options.num_proc});
   int slots = 0;
@@ -96,6 +109,10 @@ std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext
         if (context.program_path.empty()) return program_not_found(options.command.front());
         c.argv = options.command;
         c.argv.front() = context.program_path;
+        if (!context.exit_record_dir.empty() && !context.exit_hook_path.empty()) {
+          c.exit_record = context.exit_record_dir + "/" + rank_exit_file(rank, RankExit::Source::kExitCall);
+          c.exit_hook = context.exit_hook_path;
+        }
       } else {
         c.argv = remote_argv(options, agent, h.host, context.cwd, c.env);
       }

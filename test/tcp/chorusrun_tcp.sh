@@ -15,7 +15,7 @@ timeout -k 3 60 "$chorusrun" --tcp -np 3 "$fault_job" 1000000 1024 1 kill 1 20 >
 rc=$?
 took=$((SECONDS - start))
 [[ $rc -eq 137 ]] || { echo "FAIL: killed rank 1: chorusrun exit $rc, want 137"; ok=0; }
-grep -q "chorusrun: rank 1 exited with code 137, the first rank to fail" "$out" || { echo "FAIL: no first-failure line"; ok=0; }
+grep -q "chorusrun: rank 1 was killed by signal 9 (Killed), the first rank to fail" "$out" || { echo "FAIL: no first-failure line"; ok=0; }
 for r in 0 2; do
   grep -q "^\[$r\] .*rank 1" "$out" || { echo "FAIL: rank $r did not name rank 1"; ok=0; }
 done
