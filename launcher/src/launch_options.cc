@@ -187,8 +187,9 @@ std::string read_remote(const po::variables_map& vm, LaunchOptions* o) {
   }
   if (vm.count("ssh-identity-file")) {
     o->ssh_identity = vm["ssh-identity-file"].as<std::string>();
-    // mpirun splits plm_rsh_args on white space: such a path cannot get through intact.
-    if (o->ssh_identity->find_first_of(" \t\n") != std::string::npos) {
+    // mpirun splits plm_rsh_args on white space: such a path cannot get through
+    // intact (--tcp hands ssh its own argument).
+    if (!o->tcp && o->ssh_identity->find_first_of(" \t\n") != std::string::npos) {
       return "-i '" + *o->ssh_identity + "': mpirun cannot pass an identity file path containing spaces to ssh";
     }
   }

@@ -132,6 +132,7 @@ TEST_CASE("--tcp refuses mpirun's own flags and ssh's beside another agent", "[l
   REQUIRE_THAT(error_of({"--tcp", "-np", "2", "--agent", "x", "-i", "k", "./train"}),
                Catch::Contains("-p and -i are ssh's options"));
   REQUIRE(error_of({"--tcp", "-np", "2", "-p", "2222", "-i", "k", "./train"}).empty());  // ssh by default
+  REQUIRE(error_of({"--tcp", "-np", "2", "-i", "my key", "./train"}).empty());  // ssh gets it as one argument
 }
 
 TEST_CASE("--tcp's exit code: the rank that failed first by its own exit call", "[launcher][tcp]") {
