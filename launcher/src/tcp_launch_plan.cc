@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/knob_registry.h"
 #include "host_list.h"
 #include "launch_plan.h"
 #include "rank_exits.h"
@@ -63,14 +64,28 @@ bool has_knob(const LaunchOptions& options, const std::string& name) {
   return std::any_of(options.knobs.begin(), options.knobs.end(), [&](const auto& k) { return k.first == name; });
 }
 
+// --start-timeout becomes the rendezvous timeout: "" when the core takes
+// it, else why not (the knob's own check, as for the tuning flags).
+std::string check_start_timeout(const LaunchOptions& options) {
+  if (!options.start_timeout_seconds) return "";
+  if (has_knob(options, "CHORUS_RENDEZVOUS_TIMEOUT_SECONDS")) {
+    return "--start-timeout and --rendezvous-timeout-seconds both set the rendezvous timeout with --tcp: give one";
+  }
+  for (const detail::Knob& k : detail::knobs()) {
+    if (k.variable() != "CHORUS_RENDEZVOUS_TIMEOUT_SECONDS") continue;
+    RuntimeOptions scratch;
+    const std::string why = k.apply(k, std::to_string(*options.start_timeout_seconds), &scratch).message();
+    if (!why.empty()) return "--start-timeout " + std::to_string(*options.start_timeout_seconds) + ": " + why;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext& context,
                             std::vector<RankCommand>* out) {
   out->clear();
-  if (options.start_timeout_seconds && has_knob(options, "CHORUS_RENDEZVOUS_TIMEOUT_SECONDS")) {
-    return "--start-timeout and --rendezvous-timeout-seconds both set the rendezvous timeout with --tcp: give one";
-  }
+  if (std::string why = check_start_timeout(options); !why.empty()) return why;
   std::vector<HostSlots> hosts = options.hosts;
   if (hosts.empty()) hosts.push_back({"localhost", options.num_proc});
   int slots = 0;

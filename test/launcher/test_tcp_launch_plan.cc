@@ -100,6 +100,9 @@ TEST_CASE("--tcp: --start-timeout is the rendezvous timeout, malloc tuning as un
                                             "--rendezvous-timeout-seconds", "9", "./train"}),
                                tcp_context(), &ranks),
                Catch::Contains("--start-timeout and --rendezvous-timeout-seconds"));
+  REQUIRE_THAT(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "--start-timeout", "999999", "./train"}),
+                               tcp_context(), &ranks),
+               Catch::StartsWith("--start-timeout 999999: "));
   REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "--no-malloc-tuning", "./train"}), tcp_context(), &ranks) == "");
   REQUIRE(env_of(ranks[0], "GLIBC_TUNABLES") == "(unset)");
   TcpLaunchContext users = tcp_context();
