@@ -64,9 +64,11 @@ out=$("$chorusrun" -np 2 --dry-run "$report" 2>&1)
 
 # SIGTERM and SIGINT reach the job: chorusrun ends soon, and no rank is left behind.
 for sig in TERM INT; do
-  "$chorusrun" -np 2 "$report" --sleep 120 > "$work/sig.out" 2>&1 &
+  # A file of its own per signal: the previous run's REPORT lines must not
+  # count for this one (the job truncates its file only once it is forked).
+  "$chorusrun" -np 2 "$report" --sleep 120 > "$work/sig.$sig.out" 2>&1 &
   pid=$!
-  for _ in $(seq 100); do grep -q "^REPORT" "$work/sig.out" && break; sleep 0.2; done
+  for _ in $(seq 100); do grep -q "^REPORT" "$work/sig.$sig.out" && break; sleep 0.2; done
   start=$(date +%s)
   kill -"$sig" "$pid"
   wait "$pid"
@@ -75,10 +77,10 @@ for sig in TERM INT; do
   sleep 1
   left=$(pgrep -f -- "$report --sleep 120" | wc -l)
   # Ranks told to stop did not fail on their own: no rank is blamed.
-  blamed=$(grep -c "the first rank to fail" "$work/sig.out")
+  blamed=$(grep -c "the first rank to fail" "$work/sig.$sig.out")
   [[ $rc -ne 0 && $took -le 20 && $left -eq 0 && $blamed -eq 0 ]] &&
     pass "SIG$sig: exit $rc after ${took}s, no ranks left, none blamed" ||
-    fail "SIG$sig: exit $rc after ${took}s, $left ranks left, $blamed blamed: $(cat "$work/sig.out")"
+    fail "SIG$sig: exit $rc after ${took}s, $left ranks left, $blamed blamed: $(cat "$work/sig.$sig.out")"
   pkill -f -- "$report --sleep 120" 2>/dev/null
 done
 

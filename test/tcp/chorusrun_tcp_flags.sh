@@ -86,21 +86,23 @@ out=$(run -np 2 --dry-run "$report" 2>&1)
 
 # SIGTERM and SIGINT reach every rank; no rank is blamed, none left.
 for sig in TERM INT; do
-  "$chorusrun" --tcp -np 2 "$report" --sleep 120 > "$work/sig.out" 2>&1 &
+  # A file of its own per signal: the previous run's REPORT lines must not
+  # count for this one (the job truncates its file only once it is forked).
+  "$chorusrun" --tcp -np 2 "$report" --sleep 120 > "$work/sig.$sig.out" 2>&1 &
   pid=$!
-  for _ in $(seq 100); do [[ $(grep -c "REPORT" "$work/sig.out") -eq 2 ]] && break; sleep 0.2; done
+  for _ in $(seq 100); do [[ $(grep -c "REPORT" "$work/sig.$sig.out") -eq 2 ]] && break; sleep 0.2; done
   start=$SECONDS
   kill -"$sig" "$pid"
   wait "$pid"
   rc=$?
   took=$((SECONDS - start))
   left=0
-  for p in $(sed -n 's/^\[[01]\] REPORT .* pid=\([0-9]*\)$/\1/p' "$work/sig.out"); do
+  for p in $(sed -n 's/^\[[01]\] REPORT .* pid=\([0-9]*\)$/\1/p' "$work/sig.$sig.out"); do
     if kill -0 "$p" 2>/dev/null; then left=$((left + 1)); kill -9 "$p"; fi
   done
-  [[ $rc -ne 0 && $took -le 10 && $left -eq 0 ]] && grep -q "^chorusrun: the job was stopped by signal" "$work/sig.out" &&
-    ! grep -q "the first rank to fail" "$work/sig.out" && pass "SIG$sig: exit $rc after ${took}s, none blamed" ||
-    fail "SIG$sig: exit $rc after ${took}s, $left left: $(cat "$work/sig.out")"
+  [[ $rc -ne 0 && $took -le 10 && $left -eq 0 ]] && grep -q "^chorusrun: the job was stopped by signal" "$work/sig.$sig.out" &&
+    ! grep -q "the first rank to fail" "$work/sig.$sig.out" && pass "SIG$sig: exit $rc after ${took}s, none blamed" ||
+    fail "SIG$sig: exit $rc after ${took}s, $left left: $(cat "$work/sig.$sig.out")"
 done
 
 # Refused: exit 2, one error line naming the flag, nothing started.
