@@ -46,19 +46,19 @@ po::options_description describe_options() {
       ("check-build", po::bool_switch(), "show what this Chorus was built with, and exit")
       ("config-file", po::value<std::string>(), "read these options from a file (the command line wins)")
       ("env,x", po::value<std::vector<std::string>>()->composing(), "pass VAR (or set VAR=VALUE) on every rank")
-      ("mpi-args", po::value<std::string>(), "extra mpirun arguments, split like a shell would (no shell runs)")
+      ("mpi-args", po::value<std::string>(), "extra mpirun arguments, split like a shell would (no shell runs; not with --tcp)")
       ("output-filename", po::value<std::string>(), "one log per rank under this folder")
       ("ssh-port,p", po::value<int>(), "ssh port for remote hosts")
       ("ssh-identity-file,i", po::value<std::string>(), "ssh identity file for remote hosts")
-      ("start-timeout", po::value<int>(), "seconds the ranks may take to start before the job fails")
+      ("start-timeout", po::value<int>(), "seconds the ranks may take to start before the job fails (--tcp: to meet at the rendezvous)")
       ("no-stall-check", po::bool_switch(), "disable the stall check")
       ("no-malloc-tuning", po::bool_switch(), "do not set chorusrun's default GLIBC_TUNABLES")
       ("no-exit-report", po::bool_switch(),
-       "run ranks without chorusrun's exit reporter (the exit code is then whichever mpirun saw first)")
+       "run ranks without chorusrun's exit reporter (the exit code is then whichever exit mpirun or --tcp saw first)")
       ("tcp", po::bool_switch(), "start the ranks without mpirun (TCP transport): local ones directly, remote ones through ssh")
       ("agent", po::value<std::string>(), "with --tcp: the program that starts a remote rank as AGENT HOST COMMAND (default ssh)")
-      ("verbose", po::bool_switch(), "print the mpirun command before running it")
-      ("dry-run", po::bool_switch(), "print the mpirun command and run nothing");
+      ("verbose", po::bool_switch(), "print the mpirun command (--tcp: each rank's) before running it")
+      ("dry-run", po::bool_switch(), "print the mpirun command (--tcp: each rank's) and run nothing");
   add_tuning_flags(&d);
   return d;
 }
@@ -187,14 +187,28 @@ std::string read_remote(const po::variables_map& vm, LaunchOptions* o) {
   }
   if (vm.count("ssh-identity-file")) {
     o->ssh_identity = vm["ssh-identity-file"].as<std::string>();
-    // mpirun splits plm_rsh_args on white space: such a path cannot get through intact.
-    if (o->ssh_identity->find_first_of(" \t\n") != std::string::npos) {
+    // mpirun splits plm_rsh_args on white space: such a path cannot get through
+    // intact (--tcp hands ssh its own argument).
+    if (!o->tcp && o->ssh_identity->find_first_of(" \t\n") != std::string::npos) {
       return "-i '" + *o->ssh_identity + "': mpirun cannot pass an identity file path containing spaces to ssh";
     }
   }
   if (vm.count("start-timeout")) {
     o->start_timeout_seconds = vm["start-timeout"].as<int>();
     if (*o->start_timeout_seconds <= 0) return "--start-timeout must be at least 1 second";
+  }
+  return "";
+}
+
+// What only one of the two ways to start a job understands.
+std::string check_tcp_combinations(const po::variables_map& vm, LaunchOptions* o) {
+  if (!o->tcp) {
+    return o->agent.empty() ? "" : "--agent only applies with --tcp (mpirun starts remote ranks itself; "
+                                   "give it an agent with --mpi-args \"--mca plm_rsh_agent ...\")";
+  }
+  if (vm.count("mpi-args")) return "--mpi-args goes to mpirun, and --tcp starts no mpirun";
+  if (!o->agent.empty() && o->agent != "ssh" && (o->ssh_port || o->ssh_identity)) {
+    return "-p and -i are ssh's options; --agent " + o->agent + " gets none (give them to the agent itself)";
   }
   return "";
 }
@@ -228,7 +242,8 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
   o.tcp = vm["tcp"].as<bool>();
   if (vm.count("agent")) o.agent = vm["agent"].as<std::string>();
   if (o.check_build) return r;
-  for (auto read : {read_ranks_and_hosts, read_knobs, read_exports, read_mpi_args, read_remote}) {
+  for (auto read :
+       {read_ranks_and_hosts, read_knobs, read_exports, read_mpi_args, read_remote, check_tcp_combinations}) {
     r.error = read(vm, &o);
     if (!r.error.empty()) return r;
   }

@@ -87,19 +87,25 @@ std::string this_executable() {
 // they were told to.
 int job_exit_code(const LaunchPlan& plan, int mpirun_code, int received_signal) {
   if (plan.exit_record_dir.empty() || received_signal != 0) return mpirun_code;
-  const std::vector<RankExit> records = read_rank_exits(plan.exit_record_dir);
-  const std::optional<RankExit> first = first_failure(records);
-  if (!first) return mpirun_code;
-  int failed = 0;
-  for (const RankExit& e : records) failed += e.source == RankExit::Source::kWait && e.failed();
-  std::cerr << "chorusrun: " << describe(*first) << ", the first rank to fail";
-  if (failed > 1) std::cerr << " (" << failed << " ranks failed in all)";
-  std::cerr << "; exit code " << first->exit_code() << "\n";
-  return first->exit_code();
+  int code = mpirun_code;
+  const std::string line = first_failure_line(read_rank_exits(plan.exit_record_dir), &code);
+  if (!line.empty()) std::cerr << "chorusrun: " << line << "; exit code " << code << "\n";
+  return code;
+}
+
+// --tcp with --verbose or --dry-run: what each rank runs.
+void print_rank_commands(const std::vector<RankCommand>& ranks) {
+  for (const RankCommand& r : ranks) {
+    std::string env;
+    for (const auto& [name, value] : r.env) env += name + "=" + value + " ";
+    std::cout << "rank " << r.rank << " on " << r.host << ": " << (r.local ? env : "") << quote_command(r.argv);
+    if (!r.exit_hook.empty()) std::cout << " (exit hook " << r.exit_hook << ", record " << r.exit_record << ")";
+    std::cout << std::endl;
+  }
 }
 
 // --tcp: one process per rank, no mpirun; the job's code is the first
-// failing rank's.
+// failing rank's (by the code it chose when the exit hook saw it).
 int launch_tcp(const LaunchOptions& options, const LaunchContext& context) {
   TcpLaunchContext tcp;
   tcp.local_host_names = context.local_host_names;
@@ -108,21 +114,34 @@ int launch_tcp(const LaunchOptions& options, const LaunchContext& context) {
   tcp.cwd = getcwd(cwd, sizeof cwd - 1) ? cwd : ".";
   tcp.master_port = free_port();
   tcp.job_id = "chorusrun-" + std::to_string(getpid()) + "-" + std::to_string(std::time(nullptr));
+  tcp.user_set_glibc_tunables = context.user_set_glibc_tunables;
+  std::string error;
+  if (options.rank_exit_report) {
+    tcp.exit_hook_path = find_exit_hook(this_executable());
+    tcp.exit_record_dir = options.dry_run ? exit_record_dir_pattern() : make_exit_record_dir(&error);
+    if (!error.empty()) return fail(error);
+  }
   std::vector<RankCommand> ranks;
-  const std::string error = make_tcp_launch(options, tcp, &ranks);
-  if (!error.empty()) return fail(error);
-  if (options.verbose || options.dry_run) {
-    for (const RankCommand& r : ranks) {
-      std::string env;
-      for (const auto& [name, value] : r.env) env += name + "=" + value + " ";
-      std::cout << "rank " << r.rank << " on " << r.host << ": " << (r.local ? env : "") << quote_command(r.argv)
-                << std::endl;
+  error = make_tcp_launch(options, tcp, &ranks);
+  if (error.empty() && options.output_dir && !options.dry_run) {
+    error = make_rank_output_dirs(*options.output_dir, options.num_proc);
+  }
+  int code = 2;
+  if (!error.empty()) {
+    fail(error);
+  } else {
+    if (options.verbose || options.dry_run) print_rank_commands(ranks);
+    code = 0;
+    if (!options.dry_run) {
+      const RankGroupOutcome outcome = run_rank_group(ranks, options.output_dir.value_or(""));
+      std::string report;
+      code = rank_group_exit_code(outcome, tcp.exit_record_dir.empty() ? std::vector<RankExit>{}
+                                                                       : read_rank_exits(tcp.exit_record_dir),
+                                  &report);
+      if (!report.empty()) std::cerr << "chorusrun: " << report << "; exit code " << code << "\n";
     }
   }
-  if (options.dry_run) return 0;
-  std::string report;
-  const int code = run_rank_group(ranks, &report);
-  if (!report.empty()) std::cerr << "chorusrun: " << report << "; exit code " << code << "\n";
+  if (!options.dry_run && !tcp.exit_record_dir.empty()) remove_exit_record_dir(tcp.exit_record_dir);
   return code;
 }
 

@@ -33,8 +33,13 @@ void write_record(const std::string& path, const RankExit& e) {
   ::close(fd);
 }
 
-// In the child, before exec: who records, where, and the hook preloaded.
-void prepare_child_environment(const std::string& exit_record, const std::string& hook) {
+// Signals the job gets reach the program through the process group; this
+// process must not end before the program does, so it only notes them.
+void ignore_while_waiting(int) {}
+
+}  // namespace
+
+void prepare_exit_hook_environment(const std::string& exit_record, const std::string& hook) {
   setenv("CHORUSRUN_EXIT_RECORD", exit_record.c_str(), 1);
   setenv("CHORUSRUN_EXIT_PID", std::to_string(getpid()).c_str(), 1);
   if (hook == "-") return;
@@ -49,12 +54,6 @@ void prepare_child_environment(const std::string& exit_record, const std::string
     setenv("ASAN_OPTIONS", (options.empty() ? "" : options + ":").append("verify_asan_link_order=0").c_str(), 1);
   }
 }
-
-// Signals the job gets reach the program through the process group; this
-// process must not end before the program does, so it only notes them.
-void ignore_while_waiting(int) {}
-
-}  // namespace
 
 int run_rank_exit_reporter(const std::vector<std::string>& args) {
   if (args.size() < 3) {
@@ -77,7 +76,7 @@ int run_rank_exit_reporter(const std::vector<std::string>& args) {
     return 127;
   }
   if (pid == 0) {  // handlers revert to the default at exec
-    if (rank >= 0) prepare_child_environment(record, args[1]);
+    if (rank >= 0) prepare_exit_hook_environment(record, args[1]);
     std::vector<char*> argv;
     for (size_t i = 2; i < args.size(); ++i) argv.push_back(const_cast<char*>(args[i].c_str()));
     argv.push_back(nullptr);

@@ -18,4 +18,8 @@ extern const char* const kRankExitReporterFlag;
 /// re-raising PROGRAM's fatal signal on itself when it died of one.
 int run_rank_exit_reporter(const std::vector<std::string>& args);
 
+/// In a rank's process between fork and exec: the exit hook records into
+/// `exit_record` for this pid, with `hook` preloaded (none when "-").
+void prepare_exit_hook_environment(const std::string& exit_record, const std::string& hook);
+
 }  // namespace chorus::launcher

@@ -74,4 +74,15 @@ std::string describe(const RankExit& e) {
          (name ? std::string(" (") + name + ")" : std::string());
 }
 
+std::string first_failure_line(const std::vector<RankExit>& records, int* exit_code) {
+  const std::optional<RankExit> first = first_failure(records);
+  if (!first) return "";
+  int failed = 0;  // processes that ended badly (a rank's exit call and its end count once)
+  for (const RankExit& e : records) failed += e.source == RankExit::Source::kWait && e.failed();
+  *exit_code = first->exit_code();
+  std::string line = describe(*first) + ", the first rank to fail";
+  if (failed > 1) line += " (" + std::to_string(failed) + " ranks failed in all)";
+  return line;
+}
+
 }  // namespace chorus::launcher

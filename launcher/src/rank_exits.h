@@ -48,4 +48,8 @@ std::optional<RankExit> first_failure(const std::vector<RankExit>& records);
 /// "rank 2 exited with code 5", "rank 1 was killed by signal 9 (Killed)".
 std::string describe(const RankExit& e);
 
+/// "rank 2 exited with code 5, the first rank to fail (3 ranks failed in
+/// all)" with `*exit_code` set to its code; "" when no rank failed.
+std::string first_failure_line(const std::vector<RankExit>& records, int* exit_code);
+
 }  // namespace chorus::launcher

@@ -3,13 +3,19 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+
+#include "rank_exit_reporter.h"
 
 namespace chorus::launcher {
 
@@ -20,60 +26,124 @@ constexpr int kCannotStartExitCode = 127;  // as a shell's "command not found"
 volatile sig_atomic_t g_signal = 0;
 void on_signal(int sig) { g_signal = sig; }
 
+// One of a rank's output pipes: where its lines go.
+struct Stream {
+  int fd = -1;           // the pipe's read end (-1: closed)
+  std::string partial;   // the line not ended yet
+  int log = -1;          // --output-filename's file (-1: none)
+  FILE* terminal = nullptr;
+};
+
 struct Child {
   int rank = 0;
   pid_t pid = -1;
-  int out = -1;         // its stdout and stderr
-  std::string partial;  // the line not ended yet
+  Stream out, err;
   bool exited = false;
 };
 
-// Starts one rank with its output into a pipe; -1 (and errno) when pipe2 or fork fails.
-pid_t start(const RankCommand& c, int* read_end) {
-  *read_end = -1;
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    if (c.local) {
-      for (const auto& [name, value] : c.env) setenv(name.c_str(), value.c_str(), 1);
-    }
-    std::vector<char*> argv;
-    for (const std::string& a : c.argv) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "chorusrun: cannot start %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
-  }
-  const int fork_errno = errno;
-  close(fds[1]);
-  if (pid < 0) {
-    close(fds[0]);
-    errno = fork_errno;
-    return -1;
-  }
-  *read_end = fds[0];
-  return pid;
+int64_t now_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1000000000LL + t.tv_nsec;
 }
 
-// Prints every whole line that arrived, prefixed with the rank.
-void relay(Child& c) {
+void close_pair(int fds[2]) {
+  const int saved = errno;
+  close(fds[0]);
+  close(fds[1]);
+  errno = saved;
+}
+
+// In the forked child: its pipes as stdout and stderr, its variables, the
+// exit hook; then the program.
+[[noreturn]] void exec_rank(const RankCommand& c, int out, int err) {
+  dup2(out, 1);
+  dup2(err, 2);
+  if (c.local) {
+    for (const auto& [name, value] : c.env) setenv(name.c_str(), value.c_str(), 1);
+  }
+  if (!c.exit_record.empty()) prepare_exit_hook_environment(c.exit_record, c.exit_hook);
+  std::vector<char*> argv;
+  for (const std::string& a : c.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  std::fprintf(stderr, "chorusrun: cannot start %s: %s\n", argv[0], std::strerror(errno));
+  _exit(kCannotStartExitCode);
+}
+
+// Starts one rank with its output into two pipes; false (and errno) when
+// pipe2 or fork fails.
+bool start(const RankCommand& c, Child* child) {
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return false;
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    close_pair(out);
+    return false;
+  }
+  const pid_t pid = fork();
+  if (pid == 0) exec_rank(c, out[1], err[1]);
+  const int fork_errno = errno;
+  close(out[1]);
+  close(err[1]);
+  if (pid < 0) {
+    close(out[0]);
+    close(err[0]);
+    errno = fork_errno;
+    return false;
+  }
+  child->pid = pid;
+  child->out.fd = out[0];
+  child->err.fd = err[0];
+  return true;
+}
+
+std::string rank_output_dir(const std::string& dir, int rank) { return dir + "/1/rank." + std::to_string(rank); }
+
+int open_log(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) std::fprintf(stderr, "chorusrun: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+  return fd;
+}
+
+// Everything that arrived goes to the log as it is; every whole line to the
+// terminal, prefixed with the rank.
+void relay(Stream& s, int rank) {
   char buffer[65536];
-  const ssize_t n = read(c.out, buffer, sizeof buffer);
-  if (n > 0) c.partial.append(buffer, static_cast<size_t>(n));
+  const ssize_t n = read(s.fd, buffer, sizeof buffer);
+  if (n > 0) {
+    if (s.log >= 0) (void)!write(s.log, buffer, static_cast<size_t>(n));
+    s.partial.append(buffer, static_cast<size_t>(n));
+  }
   size_t start = 0;
-  for (size_t nl; (nl = c.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
-    std::printf("[%d] %.*s\n", c.rank, static_cast<int>(nl - start), c.partial.data() + start);
+  for (size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+    std::fprintf(s.terminal, "[%d] %.*s\n", rank, static_cast<int>(nl - start), s.partial.data() + start);
   }
-  c.partial.erase(0, start);
-  if (n <= 0 && !(n < 0 && errno == EINTR)) {  // the rank closed its output
-    if (!c.partial.empty()) std::printf("[%d] %s\n", c.rank, c.partial.c_str());
-    close(c.out);
-    c.out = -1;
+  s.partial.erase(0, start);
+  if (n <= 0 && !(n < 0 && errno == EINTR)) {  // the rank closed it
+    if (!s.partial.empty()) std::fprintf(s.terminal, "[%d] %s\n", rank, s.partial.c_str());
+    close(s.fd);
+    s.fd = -1;
   }
-  std::fflush(stdout);
+  std::fflush(s.terminal);
+}
+
+// Waits up to 100 ms for output and relays what came; how many pipes are open.
+int relay_ready(std::vector<Child>& children) {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<Stream*, int>> owners;
+  for (Child& c : children) {
+    for (Stream* s : {&c.out, &c.err}) {
+      if (s->fd < 0) continue;
+      fds.push_back({s->fd, POLLIN, 0});
+      owners.emplace_back(s, c.rank);
+    }
+  }
+  if (poll(fds.data(), fds.size(), 100) > 0) {
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) relay(*owners[i].first, owners[i].second);
+    }
+  }
+  return static_cast<int>(fds.size());
 }
 
 void signal_all(std::vector<Child>& children, int sig) {
@@ -83,78 +153,82 @@ void signal_all(std::vector<Child>& children, int sig) {
 }
 
 // Starts every rank; how many run. A rank that cannot be started stops
-// the starting (the job cannot run without it): `*failed` names it, `*why` says why.
-int start_all(const std::vector<RankCommand>& ranks, std::vector<Child>& children, int* failed, std::string* why) {
+// the starting (the job cannot run without it) and is named in `*outcome`.
+int start_all(const std::vector<RankCommand>& ranks, const std::string& output_dir, std::vector<Child>& children,
+              RankGroupOutcome* outcome) {
   int running = 0;
   for (size_t i = 0; i < ranks.size(); ++i) {
-    children[i].rank = ranks[i].rank;
-    children[i].exited = true;  // until it runs
-    if (*failed >= 0) continue;
-    children[i].pid = start(ranks[i], &children[i].out);
-    if (children[i].pid > 0) {
-      children[i].exited = false;
-      ++running;
-    } else {
-      *failed = ranks[i].rank;
-      *why = std::strerror(errno);
+    Child& c = children[i];
+    c.rank = ranks[i].rank;
+    c.exited = true;  // until it runs
+    c.out.terminal = stdout;
+    c.err.terminal = stderr;
+    if (outcome->unstarted_rank >= 0) continue;
+    if (!start(ranks[i], &c)) {
+      outcome->unstarted_rank = c.rank;
+      outcome->start_error = std::strerror(errno);
+      continue;
+    }
+    c.exited = false;
+    ++running;
+    if (!output_dir.empty()) {
+      c.out.log = open_log(rank_output_dir(output_dir, c.rank) + "/stdout");
+      c.err.log = open_log(rank_output_dir(output_dir, c.rank) + "/stderr");
     }
   }
   return running;
 }
 
+// Reaps the ranks that ended; how many.
+int reap(std::vector<Child>& children, std::vector<RankExit>* exits) {
+  int ended = 0, status = 0;
+  for (pid_t pid; (pid = waitpid(-1, &status, WNOHANG)) > 0;) {
+    for (Child& c : children) {
+      if (c.pid != pid || c.exited) continue;
+      c.exited = true;
+      ++ended;
+      RankExit e;
+      e.rank = c.rank;
+      e.signaled = WIFSIGNALED(status);
+      e.value = e.signaled ? WTERMSIG(status) : WEXITSTATUS(status);
+      e.time_ns = now_ns();
+      exits->push_back(e);
+    }
+  }
+  return ended;
+}
+
 }  // namespace
 
-int run_rank_group(const std::vector<RankCommand>& ranks, std::string* report) {
+RankGroupOutcome run_rank_group(const std::vector<RankCommand>& ranks, const std::string& output_dir) {
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   std::vector<Child> children(ranks.size());
-  int first_code = 0, first_rank = -1;
-  std::string start_error;
+  RankGroupOutcome outcome;
   // After the first failure the others get a moment to end on their own
   // (over TCP they notice at once and say which rank they lost), then
-  // SIGTERM, then SIGKILL.
+  // SIGTERM, then SIGKILL; a rank that could not start ends them now.
+  const auto end_the_others = [](Clock::duration grace, Clock::time_point* term_at, Clock::time_point* kill_at) {
+    *term_at = Clock::now() + grace;
+    *kill_at = *term_at + std::chrono::seconds(5);
+  };
   Clock::time_point term_at = Clock::time_point::max(), kill_at = term_at;
-  int running = start_all(ranks, children, &first_rank, &start_error);
-  if (first_rank >= 0) {  // the ranks that run would wait for it until their timeout: end them now
-    first_code = kCannotStartExitCode;
-    term_at = Clock::now();
-    kill_at = term_at + std::chrono::seconds(5);
-  }
-  for (int open = running; running > 0 || open > 0;) {
-    std::vector<pollfd> fds;
-    std::vector<Child*> owners;
-    for (Child& c : children) {
-      if (c.out >= 0) {
-        fds.push_back({c.out, POLLIN, 0});
-        owners.push_back(&c);
-      }
-    }
-    if (poll(fds.data(), fds.size(), 100) > 0) {
-      for (size_t i = 0; i < fds.size(); ++i) {
-        if (fds[i].revents != 0) relay(*owners[i]);
-      }
-    }
-    open = static_cast<int>(fds.size());
+  int running = start_all(ranks, output_dir, children, &outcome);
+  bool failed = outcome.unstarted_rank >= 0;
+  if (failed) end_the_others(Clock::duration::zero(), &term_at, &kill_at);
+  for (int open = 1; running > 0 || open > 0;) {
+    open = relay_ready(children);
     if (g_signal != 0) {  // the user's interrupt: every rank gets it
+      outcome.received_signal = g_signal;
       signal_all(children, g_signal);
       g_signal = 0;
     }
-    int status = 0;
-    for (pid_t pid; (pid = waitpid(-1, &status, WNOHANG)) > 0;) {
-      for (Child& c : children) {
-        if (c.pid != pid) continue;
-        c.exited = true;
-        --running;
-        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (code != 0 && first_rank < 0) {  // the first to fail: end the others
-          first_rank = c.rank;
-          first_code = code;
-          term_at = Clock::now() + std::chrono::seconds(3);
-          kill_at = term_at + std::chrono::seconds(5);
-        }
-      }
+    running -= reap(children, &outcome.exits);
+    if (!failed && std::any_of(outcome.exits.begin(), outcome.exits.end(), [](const RankExit& e) { return e.failed(); })) {
+      failed = true;
+      end_the_others(std::chrono::seconds(3), &term_at, &kill_at);
     }
     if (Clock::now() >= term_at) {
       signal_all(children, SIGTERM);
@@ -165,14 +239,46 @@ int run_rank_group(const std::vector<RankCommand>& ranks, std::string* report) {
       kill_at = Clock::time_point::max();
     }
   }
-  if (!start_error.empty()) {
-    *report = "rank " + std::to_string(first_rank) + " could not be started (" + start_error +
-              "), so the job was ended";
-  } else if (first_rank >= 0) {
-    *report = "rank " + std::to_string(first_rank) + " exited with code " + std::to_string(first_code) +
-              ", the first rank to fail";
+  for (Child& c : children) {
+    for (int log : {c.out.log, c.err.log}) {
+      if (log >= 0) close(log);
+    }
   }
-  return first_code;
+  return outcome;
+}
+
+std::string make_rank_output_dirs(const std::string& output_dir, int ranks) {
+  std::vector<std::string> dirs = {output_dir, output_dir + "/1"};
+  for (int r = 0; r < ranks; ++r) dirs.push_back(rank_output_dir(output_dir, r));
+  for (const std::string& d : dirs) {
+    struct stat st {};
+    if (mkdir(d.c_str(), 0755) != 0 && !(errno == EEXIST && stat(d.c_str(), &st) == 0 && S_ISDIR(st.st_mode))) {
+      return "--output-filename: cannot make the folder '" + d + "': " +
+             (errno == EEXIST ? std::string("a file is in the way") : std::string(std::strerror(errno)));
+    }
+  }
+  return "";
+}
+
+int rank_group_exit_code(const RankGroupOutcome& outcome, const std::vector<RankExit>& exit_calls,
+                         std::string* report) {
+  report->clear();
+  if (outcome.unstarted_rank >= 0) {
+    *report = "rank " + std::to_string(outcome.unstarted_rank) + " could not be started (" + outcome.start_error +
+              "), so the job was ended";
+    return kCannotStartExitCode;
+  }
+  if (outcome.received_signal != 0) {
+    const char* name = strsignal(outcome.received_signal);
+    *report = "the job was stopped by signal " + std::to_string(outcome.received_signal) +
+              (name ? std::string(" (") + name + ")" : std::string()) + ", passed on to every rank";
+    return 128 + outcome.received_signal;
+  }
+  std::vector<RankExit> records = outcome.exits;
+  records.insert(records.end(), exit_calls.begin(), exit_calls.end());
+  int code = 0;
+  *report = first_failure_line(records, &code);
+  return code;
 }
 
 }  // namespace chorus::launcher

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/knob_registry.h"
 #include "host_list.h"
 #include "launch_plan.h"
+#include "rank_exits.h"
 
 namespace chorus::launcher {
 
@@ -21,6 +23,11 @@ std::vector<std::pair<std::string, std::string>> common_env(const LaunchOptions&
       {"WORLD_SIZE", std::to_string(size)},
       {"CHORUS_JOB_ID", context.job_id}};
   for (const auto& knob : options.knobs) env.push_back(knob);
+  // --start-timeout: the ranks that started must meet within it.
+  if (options.start_timeout_seconds) {
+    env.emplace_back("CHORUS_RENDEZVOUS_TIMEOUT_SECONDS", std::to_string(*options.start_timeout_seconds));
+  }
+  if (options.tune_malloc && !context.user_set_glibc_tunables) env.emplace_back("GLIBC_TUNABLES", kTunedGlibcTunables);
   for (const std::string& x : options.exported_env) {
     const size_t eq = x.find('=');
     if (eq != std::string::npos) {
@@ -53,11 +60,32 @@ std::vector<std::string> remote_argv(const LaunchOptions& options, const std::st
   return argv;
 }
 
+bool has_knob(const LaunchOptions& options, const std::string& name) {
+  return std::any_of(options.knobs.begin(), options.knobs.end(), [&](const auto& k) { return k.first == name; });
+}
+
+// --start-timeout becomes the rendezvous timeout: "" when the core takes
+// it, else why not (the knob's own check, as for the tuning flags).
+std::string check_start_timeout(const LaunchOptions& options) {
+  if (!options.start_timeout_seconds) return "";
+  if (has_knob(options, "CHORUS_RENDEZVOUS_TIMEOUT_SECONDS")) {
+    return "--start-timeout and --rendezvous-timeout-seconds both set the rendezvous timeout with --tcp: give one";
+  }
+  for (const detail::Knob& k : detail::knobs()) {
+    if (k.variable() != "CHORUS_RENDEZVOUS_TIMEOUT_SECONDS") continue;
+    RuntimeOptions scratch;
+    const std::string why = k.apply(k, std::to_string(*options.start_timeout_seconds), &scratch).message();
+    if (!why.empty()) return "--start-timeout " + std::to_string(*options.start_timeout_seconds) + ": " + why;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext& context,
                             std::vector<RankCommand>* out) {
   out->clear();
+  if (std::string why = check_start_timeout(options); !why.empty()) return why;
   std::vector<HostSlots> hosts = options.hosts;
   if (hosts.empty()) hosts.push_back({"localhost", options.num_proc});
   int slots = 0;
@@ -96,6 +124,10 @@ std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext
         if (context.program_path.empty()) return program_not_found(options.command.front());
         c.argv = options.command;
         c.argv.front() = context.program_path;
+        if (!context.exit_record_dir.empty() && !context.exit_hook_path.empty()) {
+          c.exit_record = context.exit_record_dir + "/" + rank_exit_file(rank, RankExit::Source::kExitCall);
+          c.exit_hook = context.exit_hook_path;
+        }
       } else {
         c.argv = remote_argv(options, agent, h.host, context.cwd, c.env);
       }

@@ -3,8 +3,10 @@
 // command per rank: local ranks run the program directly, remote ones
 // through an agent (ssh by default, --agent for another, e.g. one that
 // enters a container); every rank gets the TCP rendezvous's variables
-// (torchrun's names), the knobs and the -x variables. Pure, so every rule
-// is unit-tested without launching anything.
+// (torchrun's names), the knobs, chorusrun's malloc settings and the -x
+// variables; a local rank also gets the exit hook that records the code it
+// chose (rank_exits.h). Pure, so every rule is unit-tested without
+// launching anything.
 
 #include <string>
 #include <utility>
@@ -21,6 +23,9 @@ struct TcpLaunchContext {
   std::string cwd;           ///< remote ranks start here too
   int master_port = 0;       ///< where rank 0 listens
   std::string job_id;        ///< this launch's, so no other job's rank is taken for ours
+  bool user_set_glibc_tunables = false;  ///< GLIBC_TUNABLES already here: the ranks keep the user's
+  std::string exit_record_dir;           ///< where local ranks record their exit ("": they do not)
+  std::string exit_hook_path;            ///< libchorusrun_exit_hook.so ("": none found, no records)
 };
 
 /// What one rank runs.
@@ -30,6 +35,8 @@ struct RankCommand {
   bool local = true;
   std::vector<std::string> argv;  ///< local: the program; remote: the agent's command
   std::vector<std::pair<std::string, std::string>> env;  ///< set for a local rank (remote: inside argv)
+  std::string exit_record;  ///< local rank: the file the exit hook writes ("": no hook)
+  std::string exit_hook;    ///< the hook library preloaded for it
 };
 
 /// The rank commands, in rank order, or an error line. Ranks fill the hosts

@@ -31,6 +31,14 @@ static void test_before_init(void) {
   CHECK(chorus_join() == CHORUS_ERR_PRECONDITION);
 }
 
+static void expect_launcher_value(const char* name, int value) {
+  const char* text = getenv(name);
+  if (text != NULL && atoi(text) != value) {
+    fprintf(stderr, "[rank %d] %s=%s, but Chorus says %d\n", g_rank, name, text, value);
+    exit(1);
+  }
+}
+
 static void test_topology(void) {
   int size = chorus_size();
   CHECK(size >= 1);
@@ -38,6 +46,11 @@ static void test_topology(void) {
   CHECK(chorus_local_rank() >= 0 && chorus_local_rank() < chorus_local_size());
   CHECK(chorus_cross_rank() >= 0 && chorus_cross_rank() < chorus_cross_size());
   CHECK(chorus_local_size() * chorus_cross_size() >= size);
+  /* The job the launcher started, not a rank alone (mpirun's or torchrun's names). */
+  expect_launcher_value("OMPI_COMM_WORLD_SIZE", size);
+  expect_launcher_value("OMPI_COMM_WORLD_RANK", g_rank);
+  expect_launcher_value("WORLD_SIZE", size);
+  expect_launcher_value("RANK", g_rank);
 }
 
 static void test_allreduce(void) {
@@ -476,6 +489,6 @@ int main(void) {
   CHECK(chorus_rank() == g_rank);
   test_allreduce();
   CHECK(chorus_shutdown() == 0);
-  if (g_rank == 0) printf("c_api: all checks passed\n");
+  printf("c_api: all checks passed\n");
   return 0;
 }

@@ -32,18 +32,8 @@ rc=$?
 # they fail too once it is gone, but chorusrun returns the failing rank's own
 # code and names it (several runs: which process ends first is a race).
 # TMPDIR: the per-job exit-record folder must be gone afterwards.
-mkdir -p "$work/tmp"
-for case in "3 0 3" "3 2 5" "2 0 4" "2 1 6"; do
-  read -r np rank code <<< "$case"
-  for run in 1 2 3; do
-    TMPDIR="$work/tmp" timeout 120 "$chorusrun" -np "$np" "$report" --fail-rank "$rank" --exit-code "$code" \
-      > "$work/fault.out" 2> "$work/fault.err"
-    rc=$?
-    named=$(grep -c "^chorusrun: rank $rank exited with code $code, the first rank to fail" "$work/fault.err")
-    [[ $rc -eq $code && $named -eq 1 ]] && pass "np $np: rank $rank exits $code (run $run): chorusrun exits $rc, names it" ||
-      fail "np $np: rank $rank exits $code (run $run): chorusrun exit $rc, stderr: $(cat "$work/fault.err")"
-  done
-done
+source "$(dirname "${BASH_SOURCE[0]}")/../common/first_failure.sh"
+first_failure_runs 3 "$chorusrun"
 # A rank killed by a signal: chorusrun names it and returns 128 + the signal.
 TMPDIR="$work/tmp" "$chorusrun" -np 3 "$report" --sleep 120 > "$work/kill.out" 2> "$work/kill.err" &
 pid=$!
@@ -74,9 +64,11 @@ out=$("$chorusrun" -np 2 --dry-run "$report" 2>&1)
 
 # SIGTERM and SIGINT reach the job: chorusrun ends soon, and no rank is left behind.
 for sig in TERM INT; do
-  "$chorusrun" -np 2 "$report" --sleep 120 > "$work/sig.out" 2>&1 &
+  # A file of its own per signal: the previous run's REPORT lines must not
+  # count for this one (the job truncates its file only once it is forked).
+  "$chorusrun" -np 2 "$report" --sleep 120 > "$work/sig.$sig.out" 2>&1 &
   pid=$!
-  for _ in $(seq 100); do grep -q "^REPORT" "$work/sig.out" && break; sleep 0.2; done
+  for _ in $(seq 100); do grep -q "^REPORT" "$work/sig.$sig.out" && break; sleep 0.2; done
   start=$(date +%s)
   kill -"$sig" "$pid"
   wait "$pid"
@@ -85,35 +77,24 @@ for sig in TERM INT; do
   sleep 1
   left=$(pgrep -f -- "$report --sleep 120" | wc -l)
   # Ranks told to stop did not fail on their own: no rank is blamed.
-  blamed=$(grep -c "the first rank to fail" "$work/sig.out")
+  blamed=$(grep -c "the first rank to fail" "$work/sig.$sig.out")
   [[ $rc -ne 0 && $took -le 20 && $left -eq 0 && $blamed -eq 0 ]] &&
     pass "SIG$sig: exit $rc after ${took}s, no ranks left, none blamed" ||
-    fail "SIG$sig: exit $rc after ${took}s, $left ranks left, $blamed blamed: $(cat "$work/sig.out")"
+    fail "SIG$sig: exit $rc after ${took}s, $left ranks left, $blamed blamed: $(cat "$work/sig.$sig.out")"
   pkill -f -- "$report --sleep 120" 2>/dev/null
 done
 
-# Bad input: non-zero exit, one error line, nothing started.
-bad() {
-  local why="$1"
-  shift
-  local err
-  err=$("$@" 2>&1 > "$work/bad.out")
-  local rc=$?
-  if [[ $rc -ne 0 && $(printf '%s\n' "$err" | wc -l) -eq 1 && $err == "chorusrun: error: "* && ! -s "$work/bad.out" ]]; then
-    pass "bad input: $why -> $err"
-  else
-    fail "bad input: $why: exit $rc, stderr '$err', stdout '$(cat "$work/bad.out")'"
-  fi
-}
-bad "unknown flag" "$chorusrun" -np 2 --frobnicate "$report"
-bad "-np 0" "$chorusrun" -np 0 "$report"
-bad "malformed host spec" "$chorusrun" -np 2 -H "a:two" "$report"
-bad "host name '.'" "$chorusrun" -np 2 -H ".:2" "$report"
-bad "config file is a directory" "$chorusrun" -np 2 --config-file "$work" "$report"
-bad "more ranks than remote slots" "$chorusrun" -np 5 -H remote-a:2,remote-b:2 "$report"
-bad "missing program" "$chorusrun" -np 2 "$work/no-such-program"
-bad "no mpirun on the PATH" env PATH=/nonexistent "$chorusrun" -np 2 "$report"
-bad "missing hostfile" "$chorusrun" -np 2 --hostfile "$work/none" "$report"
+# Bad input: exit 2, one error line, nothing started.
+source "$(dirname "${BASH_SOURCE[0]}")/../common/refused.sh"
+refused "unknown flag" "" "$chorusrun" -np 2 --frobnicate "$report"
+refused "-np 0" "" "$chorusrun" -np 0 "$report"
+refused "malformed host spec" "" "$chorusrun" -np 2 -H "a:two" "$report"
+refused "host name '.'" "" "$chorusrun" -np 2 -H ".:2" "$report"
+refused "config file is a directory" "" "$chorusrun" -np 2 --config-file "$work" "$report"
+refused "more ranks than remote slots" "" "$chorusrun" -np 5 -H remote-a:2,remote-b:2 "$report"
+refused "missing program" "" "$chorusrun" -np 2 "$work/no-such-program"
+refused "no mpirun on the PATH" "" env PATH=/nonexistent "$chorusrun" -np 2 "$report"
+refused "missing hostfile" "" "$chorusrun" -np 2 --hostfile "$work/none" "$report"
 
 if ((failures > 0)); then
   echo "launch_tests: $failures check(s) failed"

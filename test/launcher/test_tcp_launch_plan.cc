@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "launch_options.h"
+#include "launch_plan.h"
+#include "rank_group_runner.h"
 #include "tcp_launch_plan.h"
 
 using namespace chorus::launcher;
@@ -86,4 +88,91 @@ TEST_CASE("--tcp refuses more ranks than slots and a program that is not there",
   missing.program_path = "";
   REQUIRE_THAT(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "./nothing"}), missing, &ranks),
                Catch::Contains("program './nothing' was not found"));
+}
+
+TEST_CASE("--tcp: --start-timeout is the rendezvous timeout, malloc tuning as under mpirun", "[launcher][tcp]") {
+  std::vector<RankCommand> ranks;
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "--start-timeout", "7", "./train"}), tcp_context(),
+                          &ranks) == "");
+  REQUIRE(env_of(ranks[1], "CHORUS_RENDEZVOUS_TIMEOUT_SECONDS") == "7");
+  REQUIRE(env_of(ranks[1], "GLIBC_TUNABLES") == kTunedGlibcTunables);
+  REQUIRE_THAT(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "--start-timeout", "7",
+                                            "--rendezvous-timeout-seconds", "9", "./train"}),
+                               tcp_context(), &ranks),
+               Catch::Contains("--start-timeout and --rendezvous-timeout-seconds"));
+  REQUIRE_THAT(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "--start-timeout", "999999", "./train"}),
+                               tcp_context(), &ranks),
+               Catch::StartsWith("--start-timeout 999999: "));
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "--no-malloc-tuning", "./train"}), tcp_context(), &ranks) == "");
+  REQUIRE(env_of(ranks[0], "GLIBC_TUNABLES") == "(unset)");
+  TcpLaunchContext users = tcp_context();
+  users.user_set_glibc_tunables = true;
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "./train"}), users, &ranks) == "");
+  REQUIRE(env_of(ranks[0], "GLIBC_TUNABLES") == "(unset)");  // the user's own reaches the ranks unchanged
+}
+
+TEST_CASE("--tcp: local ranks record their exit through the hook, remote ones do not", "[launcher][tcp]") {
+  TcpLaunchContext c = tcp_context();
+  c.exit_record_dir = "/tmp/records";
+  c.exit_hook_path = "/lib/hook.so";
+  std::vector<RankCommand> ranks;
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "3", "-H", "localhost:2,b:1", "./train"}), c, &ranks) == "");
+  REQUIRE(ranks[1].exit_record == "/tmp/records/rank.1.exit");
+  REQUIRE(ranks[1].exit_hook == "/lib/hook.so");
+  REQUIRE(ranks[2].exit_record.empty());
+  c.exit_hook_path = "";  // no hook found: the runner's own view of each exit only
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "./train"}), c, &ranks) == "");
+  REQUIRE(ranks[0].exit_record.empty());
+}
+
+TEST_CASE("--tcp refuses mpirun's own flags and ssh's beside another agent", "[launcher][tcp]") {
+  auto error_of = [](std::vector<std::string> args) {
+    args.insert(args.begin(), "chorusrun");
+    return parse_command_line(args).error;
+  };
+  REQUIRE_THAT(error_of({"--tcp", "-np", "2", "--mpi-args", "-v", "./train"}), Catch::Contains("--mpi-args goes to mpirun"));
+  REQUIRE_THAT(error_of({"-np", "2", "--agent", "x", "./train"}), Catch::Contains("--agent only applies with --tcp"));
+  REQUIRE_THAT(error_of({"--tcp", "-np", "2", "--agent", "x", "-i", "k", "./train"}),
+               Catch::Contains("-p and -i are ssh's options"));
+  REQUIRE(error_of({"--tcp", "-np", "2", "-p", "2222", "-i", "k", "./train"}).empty());  // ssh by default
+  REQUIRE(error_of({"--tcp", "-np", "2", "-i", "my key", "./train"}).empty());  // ssh gets it as one argument
+}
+
+TEST_CASE("--tcp's exit code: the rank that failed first by its own exit call", "[launcher][tcp]") {
+  auto wait = [](int rank, int value, int64_t t, bool signaled = false) {
+    RankExit e;
+    e.rank = rank;
+    e.value = value;
+    e.time_ns = t;
+    e.signaled = signaled;
+    return e;
+  };
+  RankGroupOutcome outcome;
+  outcome.exits = {wait(1, 1, 100), wait(2, 1, 110), wait(0, 3, 150)};  // rank 0 ended last ...
+  RankExit call = wait(0, 3, 90);  // ... but chose its code first
+  call.source = RankExit::Source::kExitCall;
+  std::string report;
+  REQUIRE(rank_group_exit_code(outcome, {call}, &report) == 3);
+  REQUIRE(report == "rank 0 exited with code 3, the first rank to fail (3 ranks failed in all)");
+  REQUIRE(rank_group_exit_code(outcome, {}, &report) == 1);  // without the record: the first to end
+  REQUIRE(report.rfind("rank 1 exited with code 1", 0) == 0);
+
+  outcome.exits = {wait(0, 9, 100, true), wait(1, 0, 110)};
+  REQUIRE(rank_group_exit_code(outcome, {}, &report) == 137);
+  REQUIRE(report == "rank 0 was killed by signal 9 (Killed), the first rank to fail");
+
+  outcome.received_signal = 15;  // told to stop: nobody is blamed
+  REQUIRE(rank_group_exit_code(outcome, {}, &report) == 143);
+  REQUIRE(report.find("stopped by signal 15") != std::string::npos);
+  REQUIRE(report.find("first rank to fail") == std::string::npos);
+
+  outcome.unstarted_rank = 2;
+  outcome.start_error = "Too many open files";
+  REQUIRE(rank_group_exit_code(outcome, {}, &report) == 127);
+  REQUIRE(report == "rank 2 could not be started (Too many open files), so the job was ended");
+
+  RankGroupOutcome clean;
+  clean.exits = {wait(0, 0, 1), wait(1, 0, 2)};
+  REQUIRE(rank_group_exit_code(clean, {}, &report) == 0);
+  REQUIRE(report.empty());
 }

@@ -1,4 +1,5 @@
-// Run under mpirun's MPMD syntax with settings that must agree set
+// Run under mpirun's MPMD syntax (or over TCP with per-rank variables,
+// test/tcp/tcp_settings_mismatch.sh) with settings that must agree set
 // differently per rank: init() must fail on every rank (no hang) with a
 // message containing every argument (the setting's name and each rank's
 // value). Exit 0 only then, so mpirun's status says whether all ranks saw it.

@@ -384,8 +384,8 @@ TEST_CASE("Flat gradients: one buffer after the first step, reduced in place, sa
         std::sort(extents.begin(), extents.end());
         for (size_t i = 1; i < extents.size(); ++i) CHECK(extents[i].first == extents[i - 1].first + extents[i - 1].second);
         CHECK(static_cast<int64_t>(params.front().grad().storage().nbytes()) == total);
-        // In the shared-memory arena, whenever the job has one.
-        const bool arenas = n > 1 && runtime().options().shm_arena_bytes > 0 &&
+        // In the shared-memory arena, whenever the job has one (all ranks on one host).
+        const bool arenas = n > 1 && chorus::local_size() == n && runtime().options().shm_arena_bytes > 0 &&
                             runtime().options().allreduce_algorithm != AllreduceAlgorithm::kRing &&
                             runtime().options().allreduce_algorithm != AllreduceAlgorithm::kMpi;
         CHECK(runtime().in_shared_host(params.front().grad().data_ptr(), total) == arenas);
@@ -408,7 +408,7 @@ TEST_CASE("Flat gradients: one buffer after the first step, reduced in place, sa
   // their allreduces after the first step read the other ranks' gradients
   // where they lie; copied (per-tensor) gradients never do.
   CHECK(copied_zero_copy == 0);
-  if (n > 1 && runtime().options().shm_arena_bytes > 0 &&
+  if (n > 1 && chorus::local_size() == n && runtime().options().shm_arena_bytes > 0 &&
       runtime().options().allreduce_algorithm == AllreduceAlgorithm::kAuto) {
     CHECK(flat_zero_copy > 0);
   }

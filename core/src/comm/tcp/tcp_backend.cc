@@ -67,6 +67,14 @@ class TcpBackend final : public Backend {
     collectives_ = std::make_unique<TcpCollectives>(*mesh_);
     link_ = std::make_unique<TcpPeerLink>(*mesh_);
     Status s = check_settings_agree(*collectives_, topo_.size, options_, true);
+    // Every rank reaches the same verdict: they leave together (a close
+    // frame to each, then wait for everyone's), or the first to go would
+    // break the others' last exchanges of the check, and they would report
+    // its loss instead of the settings.
+    if (!s.is_ok() && mesh_->failure().is_ok()) {
+      mesh_->close(std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::duration<double>(options_.peer_timeout_seconds)));
+    }
     if (s.is_ok()) s = start_host_shared_memory(*collectives_, topo_, options_, &shared_memory_);
     if (!s.is_ok()) stop();
     if (shared_memory_) shared_memory_->set_while_waiting([this] { end_if_peer_lost(); });
