@@ -53,6 +53,10 @@ class TcpMesh {
   /// Reads and writes what the sockets take, waiting up to `wait_ms` for
   /// something to happen; the mesh's error when it broke.
   Status progress(int wait_ms);
+  /// Payload bytes of ring and collective frames that began to arrive
+  /// before their receive was posted: each was read into the mesh's own
+  /// memory and copied again (what the ring's early receives avoid).
+  int64_t bytes_kept_aside() const { return bytes_kept_aside_; }
   /// OK, or the error that broke the mesh (it names the rank).
   const Status& failure() const { return failure_; }
   /// Sends a close frame to every rank and waits until every rank's came
@@ -116,6 +120,7 @@ class TcpMesh {
   std::map<Key, std::deque<std::string>> unmatched_;
   std::deque<std::pair<int, std::string>> control_;
   int closes_seen_ = 0;
+  int64_t bytes_kept_aside_ = 0;
   std::vector<int> lost_;  // peers whose connections failed, not yet settled
   std::string lost_why_;   // the first socket error ("": closed)
 };
