@@ -123,12 +123,13 @@ section_cross() {
   ip netns exec "$nsa" "$py" "$here/tcp_stream.py" stream "$hb" 5201 2 > "$work/stream"
   ip netns exec "$nsa" "$py" "$here/tcp_stream.py" stream "$hb" 5201 2 both >> "$work/stream"
   bench_cross "$work/cross" --sections sweep,storm,latency --buffers heap --min-bytes 16777216 \
-    --max-bytes 67108864 --iters 5 --storm-rounds 10 --latency-iters 500 --idle-seconds 1
+    --max-bytes 67108864 --iters 5 --storm-rounds 10 --latency-iters 500 --latency-barrier chorus --idle-seconds 1
   gloo_cross
   local c="$work/cross" g="$work/gloo.0" l; l="$(load)"
   local lat; lat="$(num "$c" '/^chorus \(enqueue/' 'NF-4')"
   echo
   echo "## Target 1: one 4 KiB allreduce across the hosts, median (load $l)"
+  echo "(each Chorus call after a one-element Chorus allreduce, each MPI call after MPI_Barrier)"
   echo "| what | µs |"
   echo "| --- | ---: |"
   echo "| Chorus over TCP | $lat |"
