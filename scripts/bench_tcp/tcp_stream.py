@@ -1,8 +1,9 @@
 """What the link itself allows, for scripts/bench_tcp.sh: one plain TCP
-stream (or one each way at once), and a 4 KiB ping-pong.
-  tcp_stream.py serve PORT                         (answers any number of tests)
-  tcp_stream.py stream HOST PORT SECONDS [both]    GB/s of one stream (each way with 'both')
-  tcp_stream.py pingpong HOST PORT ITERS           median round trip of 4 KiB, us"""
+stream, and a 4 KiB ping-pong. (One stream each way at once: two streams
+started at the same time from either end, each its own process.)
+  tcp_stream.py serve PORT                  (answers any number of tests)
+  tcp_stream.py stream HOST PORT SECONDS    GB/s of one stream to HOST
+  tcp_stream.py pingpong HOST PORT ITERS    median round trip of 4 KiB, us"""
 import socket
 import statistics
 import sys
@@ -43,15 +44,8 @@ def pump(s, seconds):
 
 
 def serve_one(c):
-    mode = recv_exactly(c, 1)
-    if mode == b"s":  # stream: receive until closed
+    if recv_exactly(c, 1) == b"s":  # stream: receive until closed
         sink(c)
-    elif mode == b"b":  # both ways: send as long as the client does
-        seconds = float(recv_exactly(c, 8).decode())
-        t = threading.Thread(target=pump, args=(c, seconds))
-        t.start()
-        sink(c)
-        t.join()
     else:  # ping-pong
         c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         while True:
@@ -72,23 +66,13 @@ def serve(port):
         threading.Thread(target=serve_one, args=(c,), daemon=True).start()
 
 
-def stream(host, port, seconds, both):
+def stream(host, port, seconds):
     s = socket.create_connection((host, port))
-    s.sendall(b"b" + f"{seconds:<8}".encode()[:8] if both else b"s")
+    s.sendall(b"s")
     t0 = time.perf_counter()
-    if both:
-        got = []
-        t = threading.Thread(target=lambda: got.append(sink(s)))
-        t.start()
-        sent = pump(s, seconds)
-        t.join()
-        el = time.perf_counter() - t0
-        print(f"tcp both ways: {sent / el / 1e9:.3f} GB/s out, {got[0] / el / 1e9:.3f} GB/s in")
-    else:
-        sent = pump(s, seconds)
-        s.recv(1)  # the server closes once it read everything
-        el = time.perf_counter() - t0
-        print(f"tcp one stream: {sent / el / 1e9:.3f} GB/s")
+    sent = pump(s, seconds)
+    s.recv(1)  # the server closes once it read everything
+    print(f"tcp one stream: {sent / (time.perf_counter() - t0) / 1e9:.3f} GB/s")
 
 
 def pingpong(host, port, iters):
@@ -110,7 +94,7 @@ if __name__ == "__main__":
     if cmd == "serve":
         serve(int(sys.argv[2]))
     elif cmd == "stream":
-        stream(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), len(sys.argv) > 5 and sys.argv[5] == "both")
+        stream(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
     elif cmd == "pingpong":
         pingpong(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
