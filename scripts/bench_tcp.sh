@@ -31,7 +31,8 @@ while (($#)); do
     *) echo "bench_tcp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-build="$(cd "$build" 2>/dev/null && pwd)" || { echo "bench_tcp.sh: no build directory '$build'" >&2; exit 2; }
+[[ -d "$build" ]] || { echo "bench_tcp.sh: no build directory '$build' (--build DIR)" >&2; exit 2; }
+build="$(cd "$build" && pwd)"
 bench="$build/examples/collective_benchmark" chorusrun="$build/launcher/chorusrun"
 report="$build/test/launcher/rank_report" py=/usr/bin/python3
 for f in "$bench" "$chorusrun" "$report"; do
