@@ -121,7 +121,31 @@ Status TcpMesh::receive(int peer, TcpChannel channel, uint32_t tag, void* data, 
     return Status::ok();
   }
   pending_[*ticket] = false;
-  posted_[key].push_back({static_cast<char*>(data), bytes, *ticket});
+  auto& waiting = posted_[key];
+  if (waiting.empty()) {  // else an earlier receive takes the frame under way
+    bool taken = false;
+    Status s = take_over_frame(peer, key, static_cast<char*>(data), bytes, *ticket, &taken);
+    if (!s.is_ok() || taken) return s;
+  }
+  waiting.push_back({static_cast<char*>(data), bytes, *ticket});
+  return Status::ok();
+}
+
+// The frame for `key` is arriving now, into the mesh's own memory: what came
+// is copied, and the rest lands straight in `data`.
+Status TcpMesh::take_over_frame(int peer, const Key& key, char* data, int64_t bytes, Ticket ticket, bool* taken) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  const bool arriving = p.header_got == kHeaderBytes && p.target_ticket == 0 && p.target != nullptr;
+  if (!arriving || Key{peer, p.channel, p.tag} != key) return Status::ok();
+  Status s = check_size(peer, p.tag, bytes, p.inbound.size());
+  if (!s.is_ok()) return s;
+  *taken = true;
+  const size_t got = p.inbound.size() - p.target_left;
+  std::memcpy(data, p.inbound.data(), got);
+  p.target = data + got;
+  p.target_ticket = ticket;
+  bytes_kept_aside_ -= static_cast<int64_t>(p.target_left);
+  p.inbound = std::string();
   return Status::ok();
 }
 
