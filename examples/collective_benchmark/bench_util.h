@@ -24,6 +24,9 @@ struct Settings {
   int storm_rounds = 30;
   int latency_iters = 2000;
   double idle_seconds = 2.0;
+  /// What lines the ranks up before each timed latency call: "mpi"
+  /// (MPI_Barrier) or "chorus" (a one-element Chorus allreduce).
+  std::string latency_barrier = "mpi";
   std::vector<std::string> sections = {"sweep", "storm", "latency"};
   /// The sweep's buffers: "heap" (ordinary memory), "shared" (from
   /// chorus::allocate_shared_host, reduced where they lie) or "both".

@@ -18,7 +18,8 @@ namespace {
   std::fprintf(stderr,
                "usage: collective_benchmark [--sections sweep,storm,latency] [--min-bytes N] [--max-bytes N]\n"
                "         [--iters N] [--storm-tensors N] [--storm-bytes N] [--storm-rounds N]\n"
-               "         [--latency-iters N] [--idle-seconds S] [--buffers heap|shared|both]\n");
+               "         [--latency-iters N] [--latency-barrier mpi|chorus] [--idle-seconds S]\n"
+               "         [--buffers heap|shared|both]\n");
   std::exit(2);
 }
 
@@ -55,7 +56,12 @@ Settings parse_settings(int argc, char** argv) {
     else if (!std::strcmp(flag, "--storm-bytes")) s.storm_bytes = parse_positive(flag, value);
     else if (!std::strcmp(flag, "--storm-rounds")) s.storm_rounds = static_cast<int>(parse_positive(flag, value));
     else if (!std::strcmp(flag, "--latency-iters")) s.latency_iters = static_cast<int>(parse_positive(flag, value));
-    else if (!std::strcmp(flag, "--idle-seconds")) s.idle_seconds = static_cast<double>(parse_positive(flag, value));
+    else if (!std::strcmp(flag, "--latency-barrier")) {
+      s.latency_barrier = value;
+      if (s.latency_barrier != "mpi" && s.latency_barrier != "chorus") {
+        usage(("--latency-barrier expects mpi or chorus, got '" + s.latency_barrier + "'").c_str());
+      }
+    } else if (!std::strcmp(flag, "--idle-seconds")) s.idle_seconds = static_cast<double>(parse_positive(flag, value));
     else if (!std::strcmp(flag, "--buffers")) {
       s.buffers = value;
       if (s.buffers != "heap" && s.buffers != "shared" && s.buffers != "both") {

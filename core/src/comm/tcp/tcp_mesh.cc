@@ -16,6 +16,10 @@ constexpr size_t kHeaderBytes = 16;
 // A frame longer than this is no frame of ours (a stray connection, a
 // corrupt stream): an error rather than an allocation of that size.
 constexpr uint64_t kMaxFrameBytes = uint64_t{1} << 40;
+// Bytes one read_some() takes from a socket before it lets the caller
+// write and look at what arrived: a peer that streams a large transfer
+// must not hold this thread in its reads while its own sends wait.
+constexpr size_t kReadBudgetBytes = size_t{2} << 20;
 
 }  // namespace
 
@@ -117,7 +121,31 @@ Status TcpMesh::receive(int peer, TcpChannel channel, uint32_t tag, void* data, 
     return Status::ok();
   }
   pending_[*ticket] = false;
-  posted_[key].push_back({static_cast<char*>(data), bytes, *ticket});
+  auto& waiting = posted_[key];
+  if (waiting.empty()) {  // else an earlier receive takes the frame under way
+    bool taken = false;
+    Status s = take_over_frame(peer, key, static_cast<char*>(data), bytes, *ticket, &taken);
+    if (!s.is_ok() || taken) return s;
+  }
+  waiting.push_back({static_cast<char*>(data), bytes, *ticket});
+  return Status::ok();
+}
+
+// The frame for `key` is arriving now, into the mesh's own memory: what came
+// is copied, and the rest lands straight in `data`.
+Status TcpMesh::take_over_frame(int peer, const Key& key, char* data, int64_t bytes, Ticket ticket, bool* taken) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  const bool arriving = p.header_got == kHeaderBytes && p.target_ticket == 0 && p.target != nullptr;
+  if (!arriving || Key{peer, p.channel, p.tag} != key) return Status::ok();
+  Status s = check_size(peer, p.tag, bytes, p.inbound.size());
+  if (!s.is_ok()) return s;
+  *taken = true;
+  const size_t got = p.inbound.size() - p.target_left;
+  std::memcpy(data, p.inbound.data(), got);
+  p.target = data + got;
+  p.target_ticket = ticket;
+  bytes_kept_aside_ -= static_cast<int64_t>(p.target_left);
+  p.inbound = std::string();
   return Status::ok();
 }
 
@@ -200,12 +228,16 @@ Status TcpMesh::write_some(int peer) {
   return Status::ok();
 }
 
+// Reads until the socket is empty, the budget is spent, or a frame that no
+// receive was posted for ended (a control message, a frame kept aside): the
+// caller acts on it first, and what follows stays in the socket until then,
+// so a receive posted meanwhile gets it in place instead of in a copy.
 Status TcpMesh::read_some(int peer) {
   Peer& p = peers_[static_cast<size_t>(peer)];
-  for (;;) {
+  for (size_t budget = kReadBudgetBytes; budget > 0;) {
     const bool in_header = p.header_got < kHeaderBytes;
     char* into = in_header ? p.header + p.header_got : p.target;
-    const size_t want = in_header ? kHeaderBytes - p.header_got : p.target_left;
+    const size_t want = in_header ? kHeaderBytes - p.header_got : std::min(p.target_left, budget);
     const ssize_t k = ::recv(p.socket.fd(), into, want, MSG_DONTWAIT);
     if (k == 0) {
       if (p.closing && in_header && p.header_got == 0) {  // expected after its close frame
@@ -222,21 +254,28 @@ Status TcpMesh::read_some(int peer) {
       }
       return errno == ECONNRESET ? peer_error(peer, "") : peer_error(peer, std::strerror(errno));
     }
+    budget -= std::min(budget, static_cast<size_t>(k));
+    const bool kept_aside = p.target_ticket == 0;  // the payload under way goes to no posted receive
+    bool ended = false;
+    Status s;
     if (in_header) {
       p.header_got += static_cast<size_t>(k);
       if (p.header_got == kHeaderBytes) {
-        Status s = begin_frame(peer);
-        if (!s.is_ok()) return s;
+        s = begin_frame(peer);
+        ended = p.header_got == 0;  // an empty frame ends with its header
       }
     } else {
       p.target += k;
       p.target_left -= static_cast<size_t>(k);
       if (p.target_left == 0) {
-        Status s = end_frame(peer);
-        if (!s.is_ok()) return s;
+        s = end_frame(peer);
+        ended = true;
       }
     }
+    if (!s.is_ok()) return s;
+    if (ended && (in_header || kept_aside)) return Status::ok();  // an empty frame, or one kept aside
   }
+  return Status::ok();
 }
 
 // A header arrived: decide where its payload goes.
@@ -263,6 +302,9 @@ Status TcpMesh::begin_frame(int peer) {
   } else {
     p.inbound.assign(bytes, '\0');
     p.target = p.inbound.data();
+    const bool data = p.channel == static_cast<uint32_t>(TcpChannel::kRing) ||
+                      p.channel == static_cast<uint32_t>(TcpChannel::kCollective);
+    if (data) bytes_kept_aside_ += static_cast<int64_t>(bytes);
   }
   p.target_left = bytes;
   return bytes == 0 ? end_frame(peer) : Status::ok();

@@ -53,6 +53,11 @@ class TcpMesh {
   /// Reads and writes what the sockets take, waiting up to `wait_ms` for
   /// something to happen; the mesh's error when it broke.
   Status progress(int wait_ms);
+  /// Payload bytes of ring and collective frames that arrived before their
+  /// receive was posted: read into the mesh's own memory and copied again
+  /// (what the ring's early receives avoid). A receive posted while its
+  /// frame arrives takes the rest of it in place.
+  int64_t bytes_kept_aside() const { return bytes_kept_aside_; }
   /// OK, or the error that broke the mesh (it names the rank).
   const Status& failure() const { return failure_; }
   /// Sends a close frame to every rank and waits until every rank's came
@@ -101,6 +106,7 @@ class TcpMesh {
   void heard_gone(int peer, const std::string& payload);
   Status write_some(int peer);
   Status read_some(int peer);
+  Status take_over_frame(int peer, const Key& key, char* data, int64_t bytes, Ticket ticket, bool* taken);
   Status begin_frame(int peer);
   Status end_frame(int peer);
   Status deliver(int peer, uint32_t channel, uint32_t tag, std::string message);
@@ -116,6 +122,7 @@ class TcpMesh {
   std::map<Key, std::deque<std::string>> unmatched_;
   std::deque<std::pair<int, std::string>> control_;
   int closes_seen_ = 0;
+  int64_t bytes_kept_aside_ = 0;
   std::vector<int> lost_;  // peers whose connections failed, not yet settled
   std::string lost_why_;   // the first socket error ("": closed)
 };

@@ -38,7 +38,8 @@ class Ring {
         scratch_half_(ring_chunk(count, n_, 0).length * esize_),
         segment_elems_(std::max<int64_t>(1, options.segment_bytes / esize_)), tag_base_(options.tag_base),
         scale_factor_(options.scale_factor), scale_divisor_(options.scale_divisor),
-        sends_(static_cast<size_t>(steps())), recvs_(static_cast<size_t>(steps())) {}
+        sends_(static_cast<size_t>(steps())), recvs_(static_cast<size_t>(steps())),
+        sends_waited_(static_cast<size_t>(steps()), 0) {}
 
   Status run() {
     Status s = post_recvs(0);  // step 0 reduces (n >= 2)
@@ -74,21 +75,39 @@ class Ring {
     return scratch_ + (g % 2) * scratch_half_ + within * esize_;
   }
 
+  // Reduce-scatter receives (into scratch) of step g, all segments.
   Status post_recvs(int g) {
-    if (!reducing(g)) {
-      // The allgather receives into a chunk this rank sent (partially
-      // reduced) at step g - (n - 1); that send must be finished first.
-      Status s = wait_sends(g - (n_ - 1));
-      if (!s.is_ok()) return s;
-    }
     const int chunk = chunk_received(g);
     for (int64_t j = 0; j < segments(chunk); ++j) {
-      int64_t first, len;
-      segment(chunk, j, &first, &len);
-      PeerLink::Request r;
-      Status s = link_.irecv(left(), tag_base_ + g, landing(g, j), len * esize_, &r);
+      Status s = post_recv(g, j);
       if (!s.is_ok()) return s;
-      recvs_[static_cast<size_t>(g)].push_back(r);
+    }
+    return Status::ok();
+  }
+
+  Status post_recv(int g, int64_t j) {
+    int64_t first, len;
+    segment(chunk_received(g), j, &first, &len);
+    PeerLink::Request r;
+    Status s = link_.irecv(left(), tag_base_ + g, landing(g, j), len * esize_, &r);
+    if (s.is_ok()) recvs_[static_cast<size_t>(g)].push_back(r);
+    return s;
+  }
+
+  // Allgather receives of step g up to segment `upto` (exclusive), posted
+  // while the step before still runs, so the left neighbour's forwards land
+  // in place and not in the transport's buffers. Each lands in a segment
+  // this rank sent at step g - (n - 1): from the buffer (or in place), that
+  // send must be finished first; from a separate input, nothing reads it.
+  Status post_allgather_recvs(int g, int64_t upto) {
+    const int64_t all = segments(chunk_received(g));
+    const int sent_at = g - (n_ - 1);
+    const bool conflict = sent_at > 0 || input_ == buffer_;
+    if (!conflict) upto = all;
+    for (int64_t j = static_cast<int64_t>(recvs_[static_cast<size_t>(g)].size()); j < std::min(upto, all); ++j) {
+      Status s = conflict ? wait_send(sent_at, j) : Status::ok();
+      if (s.is_ok()) s = post_recv(g, j);
+      if (!s.is_ok()) return s;
     }
     return Status::ok();
   }
@@ -111,33 +130,35 @@ class Ring {
     return Status::ok();
   }
 
-  Status wait_sends(int g) {
-    if (g < 0) return Status::ok();
-    for (PeerLink::Request r : sends_[static_cast<size_t>(g)]) {
-      Status s = link_.wait(r);
+  // Waits for step g's sends up to segment j (they finish in order).
+  Status wait_send(int g, int64_t j) {
+    auto& done = sends_waited_[static_cast<size_t>(g)];
+    const auto& sends = sends_[static_cast<size_t>(g)];
+    for (; done <= j && done < static_cast<int64_t>(sends.size()); ++done) {
+      Status s = link_.wait(sends[static_cast<size_t>(done)]);
       if (!s.is_ok()) return s;
     }
-    sends_[static_cast<size_t>(g)].clear();
     return Status::ok();
+  }
+
+  Status wait_sends(int g) {
+    if (g < 0) return Status::ok();
+    return wait_send(g, static_cast<int64_t>(sends_[static_cast<size_t>(g)].size()) - 1);
   }
 
   Status step(int g) {
     // Reduce-scatter receives land in scratch, so they are posted one step
     // early (double-buffered) and the left neighbour never waits for us.
-    // Allgather receives land in the buffer, posted when the step starts,
-    // once the send that still reads their chunk has finished.
-    if (!reducing(g)) {
-      Status s = post_recvs(g);
-      if (!s.is_ok()) return s;
-    }
-    if (g + 1 < steps() && reducing(g + 1)) {
-      Status s = post_recvs(g + 1);
-      if (!s.is_ok()) return s;
-    }
+    // Allgather receives land in the buffer: posted segment by segment
+    // during the step before (post_allgather_recvs), the rest now.
+    const bool next_gathers = g + 1 < steps() && !reducing(g + 1);
+    Status s = reducing(g) ? Status::ok() : post_allgather_recvs(g, segments(chunk_received(g)));
+    if (s.is_ok() && g + 1 < steps() && reducing(g + 1)) s = post_recvs(g + 1);
+    if (!s.is_ok()) return s;
     const int chunk = chunk_received(g);
     const auto& recvs = recvs_[static_cast<size_t>(g)];
     for (int64_t j = 0; j < static_cast<int64_t>(recvs.size()); ++j) {
-      Status s = link_.wait(recvs[static_cast<size_t>(j)]);
+      s = link_.wait(recvs[static_cast<size_t>(j)]);
       if (!s.is_ok()) return s;
       if (reducing(g)) {
         int64_t first, len;
@@ -149,10 +170,9 @@ class Ring {
           scale_copy(out, out, len, dtype_, scale_factor_, scale_divisor_);
         }
       }
-      if (g + 1 < steps()) {
-        s = post_send(g + 1, chunk, j);  // forward what is final for this step
-        if (!s.is_ok()) return s;
-      }
+      if (g + 1 < steps()) s = post_send(g + 1, chunk, j);  // forward what is final for this step
+      if (s.is_ok() && next_gathers) s = post_allgather_recvs(g + 1, j + 1);
+      if (!s.is_ok()) return s;
     }
     recvs_[static_cast<size_t>(g)].clear();
     return Status::ok();
@@ -173,6 +193,7 @@ class Ring {
   const double scale_factor_;
   const int64_t scale_divisor_;
   std::vector<std::vector<PeerLink::Request>> sends_, recvs_;
+  std::vector<int64_t> sends_waited_;  // per step: how many of its sends were waited for, in order
 };
 
 }  // namespace

@@ -7,6 +7,10 @@
 // Pipelining: every chunk is cut into segments. A segment is forwarded to
 // the right as soon as it was reduced, while later segments are still on the
 // wire, and it is reduced right after it arrived, while it is still in cache.
+// Receives are posted before their data can come (reduce-scatter: a step
+// early, into scratch; allgather: segment by segment during the step before,
+// once the send that reads the same memory finished), so a transport that
+// reads as data arrives (TCP) puts it in place instead of in a copy.
 // In place or out of place; 64-bit counts; Average must arrive as Sum.
 
 #include <cstdint>
