@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # The GPU data plane on a machine with a GPU (docs/architecture.md, "GPU"):
 # prints the versions it runs with, builds Chorus without MPI and with CUDA
-# ON (only the GPU tests and the device benchmark), runs `ctest -L gpu` plus
-# the host GPU tests, then the benchmark, and writes everything under $OUT
-# (or .build-gpu-check/out). Meant to finish within 10 minutes on 16 cores.
+# ON (only the GPU tests, the device benchmark and collective_benchmark),
+# runs `ctest -L gpu` plus the host GPU tests, the device data plane
+# benchmark, `collective_benchmark --device cuda` at one rank through NCCL
+# and through the staged path, and 2 and 4 processes on GPU 0 through the
+# staged path (started by hand with torchrun's variables over the TCP
+# transport: no MPI, and no chorusrun, which needs Boost). Results go under
+# $OUT (or .build-gpu-check/out), at most 8 files.
 #
 # Nothing is installed there: Catch2 v2 (one header) comes from the system,
 # $CATCH2_INCLUDE_DIR, or .build-gpu-deps/catch2/catch.hpp carried with the
 # tree:  mkdir -p .build-gpu-deps/catch2 && cp /usr/include/catch2/catch.hpp .build-gpu-deps/catch2/
 # .build-gpu-deps is gitignored, so a device run must name it in its carry
 # (run(carry=[".build-gpu-deps"], command="bash scripts/gpu_check.sh")).
-# Worst case: build + gpu_host (120 s) + gpu_device (300 s) + benchmark (120 s) < 9 min.
+# Worst case: every step's timeout is cut to what is left of one budget,
+# $CHORUS_GPU_CHECK_SECONDS (default 530 s), so the whole stays under 9 min.
+# Exit status: 0 when every step passed, 77 when the build and host tests
+# passed and every device step found no GPU, else 1.
 # NCCL: $NCCL_ROOT, the CUDA prefix, the system, or the nvidia-nccl-cu13 wheel.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,6 +31,16 @@ tee_pid=$!
 finish_log() { exec >&"$console" 2>&"$console_err"; wait "$tee_pid" 2>/dev/null; }
 trap finish_log EXIT
 start=$SECONDS
+budget="${CHORUS_GPU_CHECK_SECONDS:-530}"
+# step CAP CMD...: runs CMD with a timeout of CAP seconds or what is left of
+# the budget, whichever is less; 124 (timed out) when nothing is left.
+step() {
+  local cap="$1" left=$((budget - (SECONDS - start)))
+  shift
+  ((cap > left)) && cap=$left
+  if ((cap < 5)); then echo "out of time (budget ${budget} s): not run: $*"; return 124; fi
+  timeout "$cap" "$@"
+}
 
 echo "== versions"
 date -u
@@ -58,33 +75,69 @@ EOF
 fi
 
 echo "== configure and build (no MPI, CUDA ON, torch OFF)"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCHORUS_WITH_MPI=OFF -DCHORUS_WITH_CUDA=ON \
-  -DCHORUS_WITH_TORCH=OFF -DCHORUS_BUILD_LAUNCHER=OFF -DCHORUS_BUILD_EXAMPLES=OFF "${catch_args[@]}" \
+step 90 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCHORUS_WITH_MPI=OFF -DCHORUS_WITH_CUDA=ON \
+  -DCHORUS_WITH_TORCH=OFF -DCHORUS_BUILD_LAUNCHER=OFF -DCHORUS_BUILD_EXAMPLES=ON "${catch_args[@]}" \
   ${CHORUS_CUDA_ARCHITECTURES:+-DCHORUS_CUDA_ARCHITECTURES=$CHORUS_CUDA_ARCHITECTURES} || exit 1
-cmake --build "$build" -j "$(nproc)" --target chorus_gpu_tests chorus_gpu_runtime_tests chorus_gpu_ops_benchmark || exit 1
+step 330 cmake --build "$build" -j "${CHORUS_BUILD_JOBS:-$(nproc)}" \
+  --target chorus_gpu_tests chorus_gpu_runtime_tests chorus_gpu_ops_benchmark collective_benchmark || exit 1
+bench="$build/examples/collective_benchmark"
 ldd "$build/test/gpu/chorus_gpu_tests" | grep -E 'nccl|cuda|mpi|stdc'
+ldd "$bench" | grep -E 'chorus|nccl|cuda|mpi'
 echo "built after $((SECONDS - start)) s"
 
 echo "== tests"
-(cd "$build" && ctest --output-on-failure -j1 -R '^gpu_host$')
+(cd "$build" && step 120 ctest --output-on-failure -j1 -R '^gpu_host$')
 host_status=$?
 # The device tests once, with every assertion listed for the record (the
 # binary's own skip code 77 when there is no GPU); not rerun through CTest.
-timeout 300 "$build/test/gpu/chorus_gpu_tests" --device "[device]" --reporter compact --success \
+step 240 "$build/test/gpu/chorus_gpu_tests" --device "[device]" --reporter compact --success \
   > "$out/device_tests_detail.log" 2>&1
 gpu_status=$?
 tail -3 "$out/device_tests_detail.log"
 echo "device tests exit code: $gpu_status (77: no GPU found)"
 # CUDA tensors through the whole runtime: two in-process ranks on this GPU
 # through the staged path.
-timeout 120 "$build/test/gpu/chorus_gpu_runtime_tests" --device "[device]" --reporter compact --success \
+step 90 "$build/test/gpu/chorus_gpu_runtime_tests" --device "[device]" --reporter compact --success \
   > "$out/runtime_device_tests_detail.log" 2>&1
 runtime_status=$?
 tail -3 "$out/runtime_device_tests_detail.log"
 echo "runtime device tests exit code: $runtime_status (77: no GPU found)"
 
 echo "== benchmark: the device data plane against raw ncclAllReduce"
-timeout 120 "$build/test/gpu/chorus_gpu_ops_benchmark" 20 | tee "$out/gpu_ops_benchmark.txt"
+step 60 "$build/test/gpu/chorus_gpu_ops_benchmark" 20 | tee "$out/gpu_ops_benchmark.txt"
 echo "benchmark exit code: ${PIPESTATUS[0]} (77: no GPU found)"
-echo "== done after $((SECONDS - start)) s; host tests: $host_status, gpu tests: $gpu_status, runtime device tests: $runtime_status"
-[[ $host_status -eq 0 && $gpu_status -eq 0 && $runtime_status -eq 0 ]]
+
+# The public API with device tensors and a real ready stream, against raw
+# ncclAllReduce on the same buffers: one process, no launcher variables (the
+# TCP transport's one-rank job), through each GPU data plane.
+bench_status=()
+for ops in nccl staged; do
+  echo "== collective_benchmark --device cuda, one rank, CHORUS_GPU_OPERATIONS=$ops"
+  CHORUS_GPU_OPERATIONS=$ops step 90 "$bench" --device cuda | tee "$out/collective_benchmark_$ops.txt"
+  bench_status+=("${PIPESTATUS[0]}")
+  echo "collective_benchmark ($ops) exit code: ${bench_status[-1]} (77: no GPU found, 1: a wrong result)"
+done
+
+# Several processes on GPU 0 through the staged path (NCCL refuses two ranks
+# of one communicator on one GPU), started by hand as torchrun would; the
+# benchmark's #wrong columns are the check (exit 1 on any wrong element).
+for np in 2 4; do
+  echo "== $np processes on GPU 0, CHORUS_GPU_OPERATIONS=staged" | tee -a "$out/staged_processes.txt"
+  CUDA_VISIBLE_DEVICES=0 CHORUS_GPU_OPERATIONS=staged step 60 bash "$root/test/tcp/run_tcp_job.sh" "$np" \
+    "$bench" --device cuda --max-bytes 4194304 --iters 5 --storm-rounds 3 --latency-iters 50 \
+    | tee -a "$out/staged_processes.txt"
+  bench_status+=("${PIPESTATUS[0]}")
+  echo "$np processes exit code: ${bench_status[-1]} (77: no GPU found, 1: a wrong result)"
+done
+
+device_status=("$gpu_status" "$runtime_status" "${bench_status[@]}")
+echo "== done after $((SECONDS - start)) s; host tests: $host_status; device steps (gpu tests, runtime device" \
+  "tests, collective_benchmark nccl, staged, np 2, np 4): ${device_status[*]}"
+[[ $host_status -eq 0 ]] || exit 1
+no_gpu=1 failed=0
+for s in "${device_status[@]}"; do
+  [[ $s -eq 77 ]] || no_gpu=0
+  [[ $s -eq 0 ]] || failed=1
+done
+((no_gpu)) && { echo "no GPU: the device steps were skipped (exit 77)"; exit 77; }
+exit "$failed"

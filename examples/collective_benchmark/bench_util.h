@@ -1,8 +1,8 @@
 #pragma once
 // Shared pieces of the collective benchmark: command-line settings,
 // timing, order statistics, and the Chorus tensor views it reduces.
-
-#include <mpi.h>
+// No MPI and no CUDA here: host sections (sweep.cc, storm.cc, latency.cc)
+// use MPI as their reference, the device ones (device_*.cc) raw NCCL.
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +16,9 @@
 namespace bench {
 
 struct Settings {
-  int64_t min_bytes = 4 << 10;
+  /// "cpu": host buffers against MPI; "cuda": device buffers against NCCL.
+  std::string device = "cpu";
+  int64_t min_bytes = 0;    ///< 0: 4 KiB on the CPU, 1 MiB on CUDA (the issue's sweep)
   int64_t max_bytes = 256ll << 20;
   int iters = 0;            ///< 0: chosen per size
   int storm_tensors = 200;
@@ -53,14 +55,6 @@ inline double quantile(std::vector<double> v, double q) {
 }
 inline double median(const std::vector<double>& v) { return quantile(v, 0.5); }
 
-/// Median over ranks' per-iteration times would hide a slow rank: every
-/// iteration counts the slowest rank's time, as the job waits for it.
-inline double slowest_rank(double seconds) {
-  double out = 0;
-  MPI_Allreduce(&seconds, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return out;
-}
-
 inline std::shared_ptr<chorus::HostTensorView> f32_view(float* data, int64_t n) {
   return std::make_shared<chorus::HostTensorView>(data, chorus::DataType::kFloat32, chorus::TensorShape{n});
 }
@@ -77,5 +71,9 @@ int64_t count_wrong(const float* out, int64_t n, int size);
 void run_sweep(const Settings& s);
 void run_storm(const Settings& s);
 void run_latency(const Settings& s);
+
+/// --device cuda (device_main.cc): the whole run, no MPI; the exit status
+/// (77: no CUDA device, 1: a wrong result).
+int run_device_benchmark(const Settings& s);
 
 }  // namespace bench

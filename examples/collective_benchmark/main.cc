@@ -1,13 +1,20 @@
-// Collective benchmark in the spirit of nccl-tests: Chorus against raw MPI on
-// the same buffers, in the same run, so ratios hold on a noisy machine.
-//   mpirun -np 2 ./collective_benchmark [--sections sweep,storm,latency] ...
+// Collective benchmark in the spirit of nccl-tests: Chorus against raw MPI
+// (--device cpu, host buffers) or raw ncclAllReduce (--device cuda, device
+// buffers) on the same buffers, in the same run, so ratios hold on a noisy
+// machine.
+//   chorusrun -np 2 ./collective_benchmark [--sections sweep,storm,latency] ...
+//   ./collective_benchmark --device cuda      (one rank, no launcher, no MPI)
 // See docs/performance.md for what each section measures and the results.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
 
 #include "bench_util.h"
+#if BENCH_HAVE_MPI
+#include "mpi_timing.h"
+#endif
 
 namespace bench {
 
@@ -16,7 +23,8 @@ namespace {
 [[noreturn]] void usage(const char* why) {
   if (why) std::fprintf(stderr, "collective_benchmark: %s\n", why);
   std::fprintf(stderr,
-               "usage: collective_benchmark [--sections sweep,storm,latency] [--min-bytes N] [--max-bytes N]\n"
+               "usage: collective_benchmark [--device cpu|cuda] [--sections sweep,storm,latency]\n"
+               "         [--min-bytes N] [--max-bytes N]\n"
                "         [--iters N] [--storm-tensors N] [--storm-bytes N] [--storm-rounds N]\n"
                "         [--latency-iters N] [--latency-barrier mpi|chorus] [--idle-seconds S]\n"
                "         [--buffers heap|shared|both]\n");
@@ -42,7 +50,12 @@ Settings parse_settings(int argc, char** argv) {
     if (!std::strcmp(flag, "--help") || !std::strcmp(flag, "-h")) usage(nullptr);
     if (i + 1 >= argc) usage((std::string(flag) + " needs a value (or is unknown)").c_str());
     const char* value = argv[++i];
-    if (!std::strcmp(flag, "--sections")) {
+    if (!std::strcmp(flag, "--device")) {
+      s.device = value;
+      if (s.device != "cpu" && s.device != "cuda") {
+        usage(("--device expects cpu or cuda, got '" + s.device + "'").c_str());
+      }
+    } else if (!std::strcmp(flag, "--sections")) {
       s.sections.clear();
       std::stringstream in(value);
       for (std::string part; std::getline(in, part, ',');) {
@@ -69,6 +82,11 @@ Settings parse_settings(int argc, char** argv) {
       }
     } else usage((std::string("unknown flag ") + flag).c_str());
   }
+  for (const int64_t bytes : {s.min_bytes, s.max_bytes, s.storm_bytes}) {
+    if (bytes % 4 != 0) usage(("sizes are in bytes of float32 elements: " + std::to_string(bytes) +
+                               " is not a multiple of 4").c_str());
+  }
+  if (s.min_bytes == 0) s.min_bytes = std::min<int64_t>(s.max_bytes, s.device == "cuda" ? 1 << 20 : 4 << 10);
   if (s.min_bytes > s.max_bytes) usage("--min-bytes is larger than --max-bytes");
   return s;
 }
@@ -82,6 +100,16 @@ int64_t count_wrong(const float* out, int64_t n, int size) {
 }  // namespace bench
 
 int main(int argc, char** argv) {
+  const bench::Settings settings = bench::parse_settings(argc, argv);
+  if (settings.device == "cuda") {
+#if BENCH_HAVE_CUDA
+    return bench::run_device_benchmark(settings);
+#else
+    std::fprintf(stderr, "collective_benchmark: --device cuda, but Chorus was built without CUDA (CHORUS_WITH_CUDA)\n");
+    return 2;
+#endif
+  }
+#if BENCH_HAVE_MPI
   // The benchmark calls MPI from the main thread while Chorus's background
   // thread polls its own communicators: that needs MPI_THREAD_MULTIPLE.
   int provided = 0;
@@ -90,7 +118,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "collective_benchmark: MPI does not provide MPI_THREAD_MULTIPLE\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  const bench::Settings settings = bench::parse_settings(argc, argv);
   chorus::init();
   if (chorus::rank() == 0) {
     std::printf("# Chorus %s collective benchmark, %d ranks\n", chorus::version(), chorus::size());
@@ -101,4 +128,9 @@ int main(int argc, char** argv) {
   chorus::shutdown();
   MPI_Finalize();
   return 0;
+#else
+  std::fprintf(stderr, "collective_benchmark: --device cpu compares against MPI, and Chorus was built without MPI "
+                       "(CHORUS_WITH_MPI=OFF); use --device cuda\n");
+  return 2;
+#endif
 }

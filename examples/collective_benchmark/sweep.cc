@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "mpi_timing.h"
 
 namespace bench {
 

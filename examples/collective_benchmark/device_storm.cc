@@ -1,0 +1,109 @@
+// --device cuda, many small tensors and one small one:
+// - the storm: 200 x 16 KiB device tensors enqueued at once (negotiated and
+//   fused by Chorus) against one ncclAllReduce of the same bytes packed by
+//   hand (they lie side by side in one buffer, so no packing copy is timed);
+// - latency: one 4 KiB allreduce through the runtime against raw NCCL.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "device_bench.h"
+
+namespace bench {
+
+void device_storm(DeviceRun& run) {
+  const Settings& s = run.settings;
+  CudaRig& rig = run.rig;
+  const int count = s.storm_tensors;
+  const int64_t n = s.storm_bytes / 4, total = n * count;
+  // Tensor t is elements [t*n, (t+1)*n) of one buffer: the packed reference
+  // reduces exactly the storm's bytes.
+  auto in = rig.device_floats(total), out = rig.device_floats(total), packed_out = rig.device_floats(total);
+  rig.fill_inputs(in.get(), total, run.rank, 0);
+  rig.zero(out.get(), total);
+  rig.zero(packed_out.get(), total);
+  rig.synchronize();
+  std::vector<std::shared_ptr<chorus::Tensor>> vin, vout;
+  std::vector<std::string> names;
+  for (int t = 0; t < count; ++t) {
+    vin.push_back(device_view(rig, in.get() + t * n, n));
+    vout.push_back(device_view(rig, out.get() + t * n, n));
+    names.push_back("storm." + std::to_string(t));
+  }
+  chorus::AllreduceOptions sum;
+  sum.op = chorus::ReduceOp::kSum;
+
+  std::vector<double> tc, tp, enqueue;
+  for (int round = -1; round < s.storm_rounds; ++round) {  // round -1: warm-up
+    line_up(run.size);
+    const double t0 = now_seconds();
+    std::vector<chorus::Handle> handles;
+    for (int t = 0; t < count; ++t) handles.push_back(chorus::allreduce_async(names[t], vin[t], vout[t], sum));
+    const double enqueued = now_seconds() - t0;
+    for (auto& h : handles) h.wait();
+    const double c = slowest(now_seconds() - t0, run.size);
+    const double p = run.reference ? slowest(timed_raw_allreduce(run, in.get(), packed_out.get(), total), run.size) : 0;
+    if (round >= 0) {
+      tc.push_back(c);
+      tp.push_back(p);
+      enqueue.push_back(enqueued);
+    }
+  }
+  const int64_t chorus_wrong = sum_over_ranks(rig.count_wrong(out.get(), total, run.size, 0));
+  const int64_t packed_wrong =
+      run.reference ? sum_over_ranks(rig.count_wrong(packed_out.get(), total, run.size, 0)) : 0;
+  run.wrong += chorus_wrong + packed_wrong;
+  if (run.reference) run.storm_ratio = median(tc) / median(tp);
+  if (run.rank != 0) return;
+  std::printf("\n# storm: %d tensors x %lld bytes float32 sum per round on the device, %d rounds, medians\n", count,
+              (long long)s.storm_bytes, s.storm_rounds);
+  std::printf("%-40s %10.1f us  (enqueue %.1f us, #wrong %lld)\n", "chorus, async + fused", median(tc) * 1e6,
+              median(enqueue) * 1e6, (long long)chorus_wrong);
+  if (run.reference) {
+    std::printf("%-40s %10.1f us  (chorus / this = %.3f, #wrong %lld)\n", "ncclAllReduce x 1, packed by hand",
+                median(tp) * 1e6, run.storm_ratio, (long long)packed_wrong);
+  }
+  std::fflush(stdout);
+}
+
+void device_latency(DeviceRun& run) {
+  CudaRig& rig = run.rig;
+  const int64_t n = 1024;  // 4 KiB of float32
+  auto in = rig.device_floats(n), out = rig.device_floats(n);
+  rig.fill_inputs(in.get(), n, run.rank, 0);
+  rig.synchronize();
+  const auto vin = device_view(rig, in.get(), n), vout = device_view(rig, out.get(), n);
+  chorus::AllreduceOptions sum;
+  sum.op = chorus::ReduceOp::kSum;
+  std::vector<double> chorus_us, nccl_us;
+  for (int it = -10; it < run.settings.latency_iters; ++it) {  // negative: warm-up
+    line_up(run.size);
+    const double t0 = now_seconds();
+    chorus::allreduce_async("latency", vin, vout, sum).wait();
+    const double c = now_seconds() - t0;
+    const double m = run.reference ? timed_raw_allreduce(run, in.get(), out.get(), n) : 0;
+    if (it >= 0) {
+      chorus_us.push_back(c * 1e6);
+      nccl_us.push_back(m * 1e6);
+    }
+  }
+  // The last result was NCCL's: Chorus's once more, checked.
+  rig.zero(out.get(), n);
+  chorus::allreduce_async("latency", vin, vout, sum).wait();
+  const int64_t wrong = sum_over_ranks(rig.count_wrong(out.get(), n, run.size, 0));
+  run.wrong += wrong;
+  run.latency_over_us = median(chorus_us) - median(nccl_us);
+  run.latency_measured = run.reference;
+  if (run.rank != 0) return;
+  std::printf("\n# latency: one 4 KiB float32 sum allreduce on the device, %d iterations, rank 0's times\n",
+              run.settings.latency_iters);
+  std::printf("%-40s median %8.1f us   p99 %8.1f us   #wrong %lld\n", "chorus (enqueue..wait, whole runtime)",
+              median(chorus_us), quantile(chorus_us, 0.99), (long long)wrong);
+  if (run.reference) {
+    std::printf("%-40s median %8.1f us   p99 %8.1f us\n", "ncclAllReduce (launch..synchronized)", median(nccl_us),
+                quantile(nccl_us, 0.99));
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace bench
