@@ -10,7 +10,8 @@
 # tree:  mkdir -p .build-gpu-deps/catch2 && cp /usr/include/catch2/catch.hpp .build-gpu-deps/catch2/
 # .build-gpu-deps is gitignored, so a device run must name it in its carry
 # (run(carry=[".build-gpu-deps"], command="bash scripts/gpu_check.sh")).
-# Worst case: build + gpu_host (120 s) + gpu_device (300 s) + benchmark (120 s) < 9 min.
+# Worst case: build + gpu_host (120 s) + gpu_device (300 s) + benchmark (120 s) < 9 min; the
+# optional LibTorch step (torch in python3) gets only what is left of 540 s, else is skipped.
 # NCCL: $NCCL_ROOT, the CUDA prefix, the system, or the nvidia-nccl-cu13 wheel.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -86,5 +87,30 @@ echo "runtime device tests exit code: $runtime_status (77: no GPU found)"
 echo "== benchmark: the device data plane against raw ncclAllReduce"
 timeout 120 "$build/test/gpu/chorus_gpu_ops_benchmark" 20 | tee "$out/gpu_ops_benchmark.txt"
 echo "benchmark exit code: ${PIPESTATUS[0]} (77: no GPU found)"
-echo "== done after $((SECONDS - start)) s; host tests: $host_status, gpu tests: $gpu_status, runtime device tests: $runtime_status"
-[[ $host_status -eq 0 && $gpu_status -eq 0 && $runtime_status -eq 0 ]]
+# The LibTorch adapter on CUDA tensors (test/torch/test_cuda_tensors.cc),
+# optional: only when Python's torch has its CMake package, in a build dir
+# of its own (torch's config must not touch the build above), within what
+# is left of the 9 minutes.
+echo "== LibTorch adapter on CUDA tensors (optional)"
+torch_status=0
+torch_cmake="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)"
+left=$((540 - (SECONDS - start)))
+if [[ -z "$torch_cmake" ]]; then
+  echo "skipped: python3 has no torch (no LibTorch CMake package)"
+elif (( left < 150 )); then
+  echo "skipped: only $left s left of the 9 minutes"
+else
+  tbuild="$build-torch"
+  timeout "$left" bash -c '
+    cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DCHORUS_WITH_MPI=OFF -DCHORUS_WITH_CUDA=ON -DCHORUS_WITH_TORCH=ON \
+      -DCMAKE_PREFIX_PATH="$3" -DCHORUS_BUILD_LAUNCHER=OFF -DCHORUS_BUILD_EXAMPLES=OFF "${@:4}" >"$2.configure.log" 2>&1 \
+      || { tail -20 "$2.configure.log"; exit 1; }
+    cmake --build "$2" -j "$(nproc)" --target chorus_torch_cuda_tests chorus_torch_device_rules >"$2.build.log" 2>&1 \
+      || { grep -m 20 -E "error|Error" "$2.build.log"; exit 1; }
+    cd "$2" && ctest --output-on-failure -j1 -R "^torch_(cuda_nccl|cuda_staged|device_rules)$"
+  ' _ "$root" "$tbuild" "$torch_cmake" "${catch_args[@]}" 2>&1 | tee "$out/torch_cuda_tests.log"
+  torch_status=${PIPESTATUS[0]}
+  echo "LibTorch CUDA tests exit code: $torch_status (124: out of time)"
+fi
+echo "== done after $((SECONDS - start)) s; host tests: $host_status, gpu tests: $gpu_status, runtime device tests: $runtime_status, torch: $torch_status"
+[[ $host_status -eq 0 && $gpu_status -eq 0 && $runtime_status -eq 0 && $torch_status -eq 0 ]]
