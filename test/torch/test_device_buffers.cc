@@ -69,3 +69,32 @@ TEST_CASE("a CUDA stream from a LibTorch without CUDA is a clear error", "[devic
   CHECK(refusal([] { chorus::torch_adapter::current_cuda_stream(torch::Device(torch::kCPU), "x"); }) ==
         "x: cpu is not a CUDA device");
 }
+
+namespace {
+
+// Stand-ins for LibTorch's CUDA guard impl: 2.2+ (names the stream), the
+// interface's default (throws), and 1.x (no such call).
+struct NamesStream {
+  void* getStreamNativeHandle(const c10::Stream& s) const { return reinterpret_cast<void*>(0x1000 + s.id()); }
+};
+struct DefaultThrows {
+  void* getStreamNativeHandle(const c10::Stream&) const {
+    TORCH_CHECK(false, "Backend doesn't support getting stream native handle.");
+  }
+};
+struct OldLibTorch {};
+
+const c10::Stream kStream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::CUDA, 0), 7);
+
+}  // namespace
+
+TEST_CASE("the stream's handle comes from the guard impl, or a clear error", "[device]") {
+  using chorus::torch_adapter::native_stream_handle;
+  CHECK(native_stream_handle(NamesStream(), kStream, "w") == reinterpret_cast<void*>(0x1007));
+  CHECK(refusal([] { native_stream_handle(DefaultThrows(), kStream, "allgather of 'w'"); }) ==
+        "allgather of 'w': this LibTorch cannot name the CUDA stream: Backend doesn't support getting stream "
+        "native handle.");
+  CHECK_THAT(refusal([] { native_stream_handle(OldLibTorch(), kStream, "allgather of 'w'"); }),
+             Catch::StartsWith("allgather of 'w': this LibTorch cannot name a CUDA stream from libc10 "
+                               "(DeviceGuardImplInterface::getStreamNativeHandle is LibTorch 2.2 or newer)"));
+}
