@@ -101,6 +101,8 @@ elif (( left < 150 )); then
   echo "skipped: only $left s left of the 9 minutes"
 else
   tbuild="$build-torch"
+  torch_args=("${catch_args[@]}")
+  [[ -n "${CHORUS_CUDA_ARCHITECTURES:-}" ]] && torch_args+=(-DCHORUS_CUDA_ARCHITECTURES="$CHORUS_CUDA_ARCHITECTURES")
   timeout "$left" bash -c '
     cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DCHORUS_WITH_MPI=OFF -DCHORUS_WITH_CUDA=ON -DCHORUS_WITH_TORCH=ON \
       -DCMAKE_PREFIX_PATH="$3" -DCHORUS_BUILD_LAUNCHER=OFF -DCHORUS_BUILD_EXAMPLES=OFF "${@:4}" >"$2.configure.log" 2>&1 \
@@ -108,7 +110,7 @@ else
     cmake --build "$2" -j "$(nproc)" --target chorus_torch_cuda_tests chorus_torch_device_rules >"$2.build.log" 2>&1 \
       || { grep -m 20 -E "error|Error" "$2.build.log"; exit 1; }
     cd "$2" && ctest --output-on-failure -j1 -R "^torch_(cuda_nccl|cuda_staged|device_rules)$"
-  ' _ "$root" "$tbuild" "$torch_cmake" "${catch_args[@]}" 2>&1 | tee "$out/torch_cuda_tests.log"
+  ' _ "$root" "$tbuild" "$torch_cmake" "${torch_args[@]}" 2>&1 | tee "$out/torch_cuda_tests.log"
   torch_status=${PIPESTATUS[0]}
   echo "LibTorch CUDA tests exit code: $torch_status (124: out of time)"
 fi
