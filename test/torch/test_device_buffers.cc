@@ -1,7 +1,8 @@
 // The LibTorch adapter's device rules without a GPU: where
 // DistributedOptimizer's flat gradient buffers go, the refusal of CUDA
-// parameters on two devices, and what a LibTorch without CUDA says when
-// asked for a CUDA stream. One process, no collectives.
+// parameters on two devices, what a LibTorch without CUDA (or before 2.2)
+// says when asked for a CUDA stream, host TorchTensors and TorchOpContext,
+// and the refusal of other devices. One process, no collectives.
 #include <functional>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "chorus/error.h"
 #include "device_buffers.h"
 #include "device_stream.h"
+#include "torch_tensor.h"
 
 // Debian's LibTorch logs through glog, whose CHECK would shadow Catch's.
 #undef CHECK
@@ -97,4 +99,17 @@ TEST_CASE("the stream's handle comes from the guard impl, or a clear error", "[d
   CHECK_THAT(refusal([] { native_stream_handle(OldLibTorch(), kStream, "allgather of 'w'"); }),
              Catch::StartsWith("allgather of 'w': this LibTorch cannot name a CUDA stream from libc10 "
                                "(DeviceGuardImplInterface::getStreamNativeHandle is LibTorch 2.2 or newer)"));
+}
+
+TEST_CASE("host tensors keep no stream; other devices are refused, naming the tensor", "[device]") {
+  using namespace chorus::torch_adapter;
+  const auto host = wrap(torch::ones({2, 3}));
+  CHECK(host->device() == chorus::kCpuDevice);
+  CHECK(host->stream() == nullptr);
+  std::shared_ptr<chorus::Tensor> out;
+  REQUIRE(TorchOpContext(torch::kCPU).allocate_zeros(chorus::TensorShape({4}), chorus::DataType::kFloat16, &out).is_ok());
+  CHECK(unwrap(out).device() == torch::Device(torch::kCPU));
+  CHECK(unwrap(out).scalar_type() == torch::kFloat16);
+  CHECK(refusal([] { check_tensor(torch::empty({2}, torch::Device(torch::kMeta)), "allreduce of tensor 'w'"); }) ==
+        "allreduce of tensor 'w': the tensor is on meta; Chorus moves host (CPU) and CUDA tensors only");
 }
