@@ -17,7 +17,8 @@
 # Worst case: every step's timeout is cut to what is left of one budget,
 # $CHORUS_GPU_CHECK_SECONDS (default 530 s), so the whole stays under 9 min.
 # Exit status: 0 when every step passed, 77 when the build and host tests
-# passed and every device step found no GPU, else 1.
+# passed and every device step found no GPU, else 1. The optional LibTorch step (torch in python3)
+# gets only what is left of the budget, and is skipped under 150 s.
 # NCCL: $NCCL_ROOT, the CUDA prefix, the system, or the nvidia-nccl-cu13 wheel.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -130,9 +131,38 @@ for np in 2 4; do
   echo "$np processes exit code: ${bench_status[-1]} (77: no GPU found, 1: a wrong result)"
 done
 
+# The LibTorch adapter on CUDA tensors (test/torch/test_cuda_tensors.cc),
+# optional: only when Python's torch has its CMake package, in a build dir
+# of its own (torch's config must not touch the build above), within what
+# is left of the budget.
+echo "== LibTorch adapter on CUDA tensors (optional)"
+torch_status=skipped
+torch_cmake="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)"
+left=$((budget - (SECONDS - start)))
+if [[ -z "$torch_cmake" ]]; then
+  echo "skipped: python3 has no torch (no LibTorch CMake package)"
+elif (( left < 150 )); then
+  echo "skipped: only $left s left of the budget"
+else
+  tbuild="$build-torch"
+  torch_args=("${catch_args[@]}")
+  [[ -n "${CHORUS_CUDA_ARCHITECTURES:-}" ]] && torch_args+=(-DCHORUS_CUDA_ARCHITECTURES="$CHORUS_CUDA_ARCHITECTURES")
+  timeout "$left" bash -c '
+    cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DCHORUS_WITH_MPI=OFF -DCHORUS_WITH_CUDA=ON -DCHORUS_WITH_TORCH=ON \
+      -DCMAKE_PREFIX_PATH="$3" -DCHORUS_BUILD_LAUNCHER=OFF -DCHORUS_BUILD_EXAMPLES=OFF "${@:4}" >"$2.configure.log" 2>&1 \
+      || { tail -20 "$2.configure.log"; exit 1; }
+    cmake --build "$2" -j "$(nproc)" --target chorus_torch_cuda_tests chorus_torch_device_rules >"$2.build.log" 2>&1 \
+      || { grep -m 20 -E "error|Error" "$2.build.log"; exit 1; }
+    cd "$2" && ctest --output-on-failure -j1 -R "^torch_(cuda_nccl|cuda_staged|device_rules)$"
+  ' _ "$root" "$tbuild" "$torch_cmake" "${torch_args[@]}" 2>&1 | tee "$out/torch_cuda_tests.log"
+  torch_status=${PIPESTATUS[0]}
+  echo "LibTorch CUDA tests exit code: $torch_status (124: out of time)"
+fi
+
 device_status=("$gpu_status" "$runtime_status" "${bench_status[@]}")
+[[ $torch_status == skipped ]] || device_status+=("$torch_status")  # optional: a skip fails nothing
 echo "== done after $((SECONDS - start)) s; host tests: $host_status; device steps (gpu tests, runtime device" \
-  "tests, collective_benchmark nccl, staged, np 2, np 4): ${device_status[*]}"
+  "tests, collective_benchmark nccl, staged, np 2, np 4[, LibTorch]): ${device_status[*]}; LibTorch: $torch_status"
 [[ $host_status -eq 0 ]] || exit 1
 no_gpu=1 failed=0
 for s in "${device_status[@]}"; do

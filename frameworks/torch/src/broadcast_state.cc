@@ -68,10 +68,25 @@ std::string save_optimizer(const torch::optim::Optimizer& optimizer) {
   return os.str();
 }
 
+// The one device of the optimizer's parameters, if they share one.
+c10::optional<torch::Device> parameters_device(const torch::optim::Optimizer& optimizer) {
+  c10::optional<torch::Device> device;
+  for (const auto& group : optimizer.param_groups()) {
+    for (const torch::Tensor& p : group.params()) {
+      if (device && *device != p.device()) return c10::nullopt;
+      device = p.device();
+    }
+  }
+  return device;
+}
+
+// The state's tensors are saved with the root's devices; they load onto this
+// rank's parameters' device (ranks sit on different GPUs). Parameters
+// spread over devices keep the saved devices.
 void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes) {
   std::istringstream is(bytes);
   torch::serialize::InputArchive archive, state;
-  archive.load_from(is);
+  archive.load_from(is, parameters_device(optimizer));
   archive.read("state", state);
   optimizer.state().clear();  // state the root does not have must not survive
   optimizer.load(state);

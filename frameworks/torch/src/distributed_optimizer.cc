@@ -16,6 +16,7 @@
 
 #include "chorus/chorus.h"
 #include "chorus/torch/shared_host_tensor.h"
+#include "device_buffers.h"
 #include "rank_agreement.h"
 #include "torch_tensor.h"
 
@@ -236,7 +237,7 @@ void DistributedOptimizer::State::end_step() {
   flattened_ = true;
 }
 
-// Moves every gradient into one buffer per dtype, in arrival order (then
+// Moves every gradient into one buffer per device and dtype, in arrival order (then
 // the parameters that never got one), and makes .grad a slice of it. The
 // slices share the buffer's storage without being autograd views, so
 // zero_grad()'s detach_() works on them; autograd accumulates into them in
@@ -246,24 +247,19 @@ void DistributedOptimizer::State::flatten_gradients() {
   for (size_t i = params_.size(); i-- > 0;) {
     if (!arrived_[i]) order.push_back(i);  // autograd runs roughly in reverse
   }
-  std::vector<torch::Dtype> dtypes;
-  for (size_t i : order) {
-    const torch::Dtype d = params_[i].tensor.scalar_type();
-    if (std::find(dtypes.begin(), dtypes.end(), d) == dtypes.end()) dtypes.push_back(d);
-  }
+  std::vector<torch::Tensor> tensors;
+  for (const Param& p : params_) tensors.push_back(p.tensor);
   torch::NoGradGuard no_grad;
-  for (torch::Dtype dtype : dtypes) {
+  // One buffer per device and dtype: a gradient stays on its parameter's device.
+  for (const torch_adapter::GradientBuffer& group : torch_adapter::group_gradient_buffers(tensors, order)) {
     int64_t total = 0;
-    for (size_t i : order) {
-      if (params_[i].tensor.scalar_type() == dtype) total += params_[i].tensor.numel();
-    }
-    const torch::TensorOptions options = params_[order.front()].tensor.options().dtype(dtype);
+    for (size_t i : group.members) total += params_[i].tensor.numel();
+    const torch::TensorOptions options = params_[group.members.front()].tensor.options().dtype(group.dtype);
     const torch::Tensor buffer =
         options.device().is_cpu() ? empty_shared_host({total}, options) : torch::empty({total}, options);
     int64_t offset = 0;
-    for (size_t i : order) {
+    for (size_t i : group.members) {
       const torch::Tensor& param = params_[i].tensor;
-      if (param.scalar_type() != dtype) continue;
       torch::Tensor slice = torch::empty({0}, buffer.options());
       slice.set_(buffer.storage(), offset, param.sizes(), c10::contiguous_strides(param.sizes()));
       torch::Tensor& grad = params_[i].tensor.mutable_grad();
@@ -329,9 +325,12 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimiz
   try {
     check_options(options_);
     params = optimized_parameters(*optimizer_, named_parameters);
+    std::vector<std::pair<std::string, torch::Device>> devices;
     for (const auto& [name, tensor] : params) {
       signature.push_back(name + c10::str(tensor.sizes()) + c10::toString(tensor.scalar_type()));
+      devices.emplace_back(name, tensor.device());
     }
+    torch_adapter::check_one_cuda_device(devices, "DistributedOptimizer");
   } catch (const InvalidArgumentError&) {
     local_error = std::current_exception();
     signature = {"<invalid input on rank " + std::to_string(rank()) + ">"};

@@ -15,6 +15,7 @@ namespace {
 struct GroupInputs {
   std::vector<std::string> names;
   std::vector<std::shared_ptr<Tensor>> tensors;
+  torch::Device device = torch::kCPU;  // where LibTorch allocates the outputs
 };
 
 GroupInputs group_inputs(const std::vector<torch::Tensor>& tensors, const std::string& group, const char* what) {
@@ -23,7 +24,14 @@ GroupInputs group_inputs(const std::vector<torch::Tensor>& tensors, const std::s
     in.names.push_back(group + "." + std::to_string(i));
     torch_adapter::check_tensor(tensors[i], std::string(what) + " of tensor '" + in.names.back() + "'");
     in.tensors.push_back(torch_adapter::wrap(tensors[i]));
+    // One OpContext allocates every member's output, on one device.
+    if (i > 0 && tensors[i].device() != tensors[0].device()) {
+      throw InvalidArgumentError(Status::invalid_argument(
+          std::string(what) + " of tensor '" + in.names.back() + "': it is on " + tensors[i].device().str() + " but '" +
+          in.names.front() + "' on " + tensors[0].device().str() + "; a group is on one device"));
+    }
   }
+  if (!tensors.empty()) in.device = tensors[0].device();
   return in;
 }
 
@@ -46,7 +54,7 @@ std::vector<TensorHandle> grouped_allgather_async(const std::vector<torch::Tenso
   const std::string group = torch_adapter::name_or_auto(name, "grouped_allgather", process_set);
   GroupInputs in = group_inputs(tensors, group, "grouped allgather");
   return allocated_outputs(current_runtime()->grouped_allgather_async(in.names, in.tensors,
-                                                                      torch_adapter::torch_allocation(process_set)));
+                                                                      torch_adapter::torch_allocation(process_set, in.device)));
 }
 
 std::vector<torch::Tensor> grouped_allgather(const std::vector<torch::Tensor>& tensors, const std::string& name,
@@ -64,7 +72,7 @@ std::vector<TensorHandle> grouped_reducescatter_async(const std::vector<torch::T
   const std::string group = torch_adapter::name_or_auto(name, "grouped_reducescatter", process_set);
   GroupInputs in = group_inputs(tensors, group, "grouped reducescatter");
   return allocated_outputs(current_runtime()->grouped_reducescatter_async(
-      in.names, in.tensors, options, torch_adapter::torch_allocation(process_set)));
+      in.names, in.tensors, options, torch_adapter::torch_allocation(process_set, in.device)));
 }
 
 std::vector<torch::Tensor> grouped_reducescatter(const std::vector<torch::Tensor>& tensors, const std::string& name,

@@ -137,7 +137,7 @@ std::vector<torch::Tensor> grouped_allreduce(const std::vector<torch::Tensor>& t
 TensorHandle allgather_async(const torch::Tensor& tensor, const std::string& name, const ProcessSet& process_set) {
   const std::string n = name_or_auto(name, "allgather", process_set);
   check_tensor(tensor, describe("allgather", n));
-  return TensorHandle(current_runtime()->allgather_async(n, wrap(tensor), torch_allocation(process_set)), allocated_output());
+  return TensorHandle(current_runtime()->allgather_async(n, wrap(tensor), torch_allocation(process_set, tensor.device())), allocated_output());
 }
 
 torch::Tensor allgather(const torch::Tensor& tensor, const std::string& name, const ProcessSet& process_set) {
@@ -181,7 +181,7 @@ TensorHandle alltoall_async(const torch::Tensor& tensor, const std::vector<int64
                             const ProcessSet& process_set) {
   const std::string n = name_or_auto(name, "alltoall", process_set);
   check_tensor(tensor, describe("alltoall", n));
-  return TensorHandle(current_runtime()->alltoall_async(n, wrap(tensor), splits, torch_allocation(process_set)),
+  return TensorHandle(current_runtime()->alltoall_async(n, wrap(tensor), splits, torch_allocation(process_set, tensor.device())),
                       allocated_output());
 }
 
@@ -200,7 +200,7 @@ TensorHandle reducescatter_async(const torch::Tensor& tensor, const std::string&
                                  const AllreduceOptions& options, const ProcessSet& process_set) {
   const std::string n = name_or_auto(name, "reducescatter", process_set);
   check_tensor(tensor, describe("reducescatter", n));
-  return TensorHandle(current_runtime()->reducescatter_async(n, wrap(tensor), options, torch_allocation(process_set)),
+  return TensorHandle(current_runtime()->reducescatter_async(n, wrap(tensor), options, torch_allocation(process_set, tensor.device())),
                       allocated_output());
 }
 

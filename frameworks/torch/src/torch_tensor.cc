@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "chorus/error.h"
+#include "device_stream.h"
 
 namespace chorus {
 namespace torch_adapter {
@@ -17,13 +18,15 @@ std::vector<int64_t> dims(const TensorShape& shape) { return shape.dim_sizes(); 
 
 // LibTorch allocation failures are exceptions; the core wants a Status.
 template <typename Allocate>
-Status allocate(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out, Allocate how) {
+Status allocate(const TensorShape& shape, DataType dtype, torch::Device device, std::shared_ptr<Tensor>* out,
+                Allocate how) {
   try {
-    *out = std::make_shared<TorchTensor>(how(dims(shape), torch::TensorOptions().dtype(to_torch_dtype(dtype))));
+    *out = std::make_shared<TorchTensor>(
+        how(dims(shape), torch::TensorOptions().dtype(to_torch_dtype(dtype)).device(device)));
     return Status::ok();
   } catch (const std::exception& e) {
     return Status::unknown_error("LibTorch could not allocate a " + std::string(dtype_name(dtype)) + " tensor of shape " +
-                                 shape.to_string() + ": " + e.what());
+                                 shape.to_string() + " on " + device.str() + ": " + e.what());
   }
 }
 
@@ -63,15 +66,22 @@ torch::Dtype to_torch_dtype(DataType dtype) {
 
 void check_tensor(const torch::Tensor& tensor, const std::string& what) {
   if (!tensor.defined()) invalid(what + ": the tensor is undefined");
-  if (!tensor.device().is_cpu()) {
-    invalid(what + ": the tensor is on " + tensor.device().str() + "; this build of Chorus moves host (CPU) tensors only");
+  // A CUDA tensor goes to the core as it is; a Chorus built without GPU
+  // support refuses it there, naming it.
+  if (!tensor.device().is_cpu() && !tensor.device().is_cuda()) {
+    invalid(what + ": the tensor is on " + tensor.device().str() + "; Chorus moves host (CPU) and CUDA tensors only");
   }
   if (tensor.is_sparse()) invalid(what + ": sparse tensors are not supported; pass a dense tensor");
   to_chorus_dtype(tensor.scalar_type(), what);
 }
 
 TorchTensor::TorchTensor(torch::Tensor tensor)
-    : tensor_(std::move(tensor)), dtype_(to_chorus_dtype(tensor_.scalar_type(), "tensor")) {}
+    : tensor_(std::move(tensor)), dtype_(to_chorus_dtype(tensor_.scalar_type(), "tensor")) {
+  if (tensor_.device().is_cuda()) {
+    device_ = tensor_.device().index();
+    stream_ = current_cuda_stream(tensor_.device(), "tensor on " + tensor_.device().str());
+  }
+}
 
 TensorShape TorchTensor::shape() const {
   const auto sizes = tensor_.sizes();
@@ -89,17 +99,19 @@ torch::Tensor unwrap(const std::shared_ptr<Tensor>& tensor) {
 }
 
 Status TorchOpContext::allocate_output(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out) {
-  return allocate(shape, dtype, out, [](std::vector<int64_t> d, torch::TensorOptions o) { return torch::empty(d, o); });
+  return allocate(shape, dtype, device_, out,
+                  [](std::vector<int64_t> d, torch::TensorOptions o) { return torch::empty(d, o); });
 }
 
 Status TorchOpContext::allocate_zeros(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out) {
-  return allocate(shape, dtype, out, [](std::vector<int64_t> d, torch::TensorOptions o) { return torch::zeros(d, o); });
+  return allocate(shape, dtype, device_, out,
+                  [](std::vector<int64_t> d, torch::TensorOptions o) { return torch::zeros(d, o); });
 }
 
-OpHooks torch_allocation(const ProcessSet& process_set) {
+OpHooks torch_allocation(const ProcessSet& process_set, torch::Device device) {
   OpHooks hooks;
   hooks.process_set = process_set;
-  hooks.context = std::make_shared<TorchOpContext>();
+  hooks.context = std::make_shared<TorchOpContext>(device);
   return hooks;
 }
 

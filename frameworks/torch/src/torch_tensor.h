@@ -18,12 +18,14 @@ namespace torch_adapter {
 DataType to_chorus_dtype(torch::Dtype dtype, const std::string& what);
 torch::Dtype to_torch_dtype(DataType dtype);
 
-/// Throws InvalidArgumentError unless `tensor` is defined, on the host and
-/// of a supported dtype.
+/// Throws InvalidArgumentError unless `tensor` is defined, dense, on the host
+/// or a CUDA device, and of a supported dtype.
 void check_tensor(const torch::Tensor& tensor, const std::string& what);
 
-/// A contiguous host torch::Tensor seen by the core. Holds a reference, so
-/// the storage lives as long as the core needs it.
+/// A contiguous torch::Tensor seen by the core. Holds a reference, so the
+/// storage lives as long as the core needs it. A CUDA tensor names its
+/// device and the calling thread's current stream on it at construction
+/// (the producer's stream: the adapter wraps inputs on the enqueueing thread).
 class TorchTensor final : public Tensor {
  public:
   /// `tensor` must be contiguous and checked (check_tensor).
@@ -33,11 +35,15 @@ class TorchTensor final : public Tensor {
   const void* data() const override { return tensor_.data_ptr(); }
   void* mutable_data() override { return tensor_.data_ptr(); }
   int64_t size_bytes() const override { return tensor_.numel() * static_cast<int64_t>(tensor_.element_size()); }
+  int device() const override { return device_; }
+  void* stream() const override { return stream_; }
   const torch::Tensor& tensor() const { return tensor_; }
 
  private:
   torch::Tensor tensor_;
   DataType dtype_;
+  int device_ = kCpuDevice;
+  void* stream_ = nullptr;
 };
 
 /// `tensor` itself when contiguous, else a contiguous copy.
@@ -45,16 +51,21 @@ std::shared_ptr<TorchTensor> wrap(const torch::Tensor& tensor);
 /// The torch::Tensor behind a core tensor that this adapter allocated.
 torch::Tensor unwrap(const std::shared_ptr<Tensor>& tensor);
 
-/// Outputs (allgather, alltoall, reducescatter) and zeros allocated by LibTorch.
+/// Outputs (allgather, alltoall, reducescatter) and zeros allocated by
+/// LibTorch on `device` (the input's).
 class TorchOpContext final : public OpContext {
  public:
+  explicit TorchOpContext(torch::Device device = torch::kCPU) : device_(device) {}
   Status allocate_output(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out) override;
   Status allocate_zeros(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out) override;
+
+ private:
+  torch::Device device_;
 };
 
 /// Hooks for an operation in `process_set` whose outputs (shape known only
-/// after negotiation) LibTorch allocates.
-OpHooks torch_allocation(const ProcessSet& process_set);
+/// after negotiation) LibTorch allocates on `device` (the input's).
+OpHooks torch_allocation(const ProcessSet& process_set, torch::Device device);
 
 }  // namespace torch_adapter
 }  // namespace chorus

@@ -36,7 +36,8 @@ struct DistributedOptimizerOptions {
   /// Two DistributedOptimizers over different parameters need different prefixes
   /// only when parameter names collide.
   std::string name_prefix = "grad.";
-  /// After the first step(), keep the gradients in one flat buffer per dtype,
+  /// After the first step(), keep the gradients in one flat buffer per device
+  /// and dtype (on the parameters' device),
   /// laid out in the order autograd produced them (the order they are
   /// negotiated and fused in), so a fused allreduce reduces them where they
   /// are instead of copying them into and out of a fusion buffer (PyTorch
@@ -67,6 +68,8 @@ class DistributedOptimizer {
  public:
   /// `named_parameters` must cover every parameter of `optimizer` (names
   /// unique, the same on every rank); usually module->named_parameters().
+  /// Host and CUDA parameters; a rank's CUDA parameters on one GPU (else
+  /// InvalidArgumentError naming two of them).
   DistributedOptimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
                        const torch::OrderedDict<std::string, torch::Tensor>& named_parameters,
                        DistributedOptimizerOptions options = {});

@@ -8,8 +8,10 @@
 /// Inputs may be non-contiguous (a contiguous copy is sent and, for in-place
 /// calls, copied back). Supported dtypes: uint8, int8, int32, int64, float16,
 /// bfloat16, float32, float64, bool; others (int16, complex, ...) throw
-/// chorus::InvalidArgumentError naming the tensor. Host tensors only in this
-/// build. Errors from the core (e.g. ranks disagreeing on a shape) throw the
+/// chorus::InvalidArgumentError naming the tensor. Host and CUDA tensors (a
+/// CUDA tensor travels with the current stream of its device; results are
+/// on its device, readable on any stream once waited for: docs/torch.md
+/// "CUDA tensors"). Errors from the core (e.g. ranks disagreeing on a shape) throw the
 /// matching chorus::Error with the core's message.
 ///
 /// Autograd: allreduce(), allgather(), broadcast(), alltoall() and
