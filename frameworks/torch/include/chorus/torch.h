@@ -20,3 +20,4 @@
 #include "chorus/torch/loss_scaler.h"
 #include "chorus/torch/ops.h"
 #include "chorus/torch/shared_host_tensor.h"
+#include "chorus/torch/sync_batch_norm.h"
