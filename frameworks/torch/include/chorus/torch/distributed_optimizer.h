@@ -48,6 +48,15 @@ struct DistributedOptimizerOptions {
   /// place (zero-copy). Saves nothing with compression (what is sent is a
   /// compressed copy).
   bool flat_gradients = true;
+  /// Sparse gradients (torch::nn::Embedding with sparse(true)): false (the
+  /// default, as Horovod) allgathers every rank's indices and values and
+  /// leaves a sparse gradient holding all of them, scaled as op and the
+  /// factors above say; true turns them dense first and allreduces them like
+  /// the rest (Horovod's sparse_as_dense: better when most rows are touched).
+  /// With op Min or Max sparse gradients are always reduced densely.
+  /// A parameter whose gradient came sparse once stays sparse: a step in
+  /// which it got no gradient sends an empty sparse one.
+  bool sparse_as_dense = false;
 };
 
 /// Every rank constructs it (the parameter lists are compared across ranks
