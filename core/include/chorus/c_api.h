@@ -182,6 +182,15 @@ CHORUS_API int chorus_free_shared_host(void* block);
  * error code. (ABI version 4) */
 CHORUS_API int chorus_in_shared_host(const void* p, int64_t bytes);
 
+/* Timeline control (ABI version 6; Horovod's start_timeline/stop_timeline):
+ * this rank starts writing its Chrome-trace timeline to `path` (rank r > 0:
+ * `path.rank<r>`), marking each background cycle when `mark_cycles` != 0;
+ * CHORUS_ERR_PRECONDITION when one is already running. Local to the rank.
+ * chorus_stop_timeline ends the file as valid JSON and returns 1, or 0 when
+ * no timeline was running. See Runtime::start_timeline in docs/api.md. */
+CHORUS_API int chorus_start_timeline(const char* path, int mark_cycles);
+CHORUS_API int chorus_stop_timeline(void);
+
 /* 1 done (successfully or not: chorus_wait tells), 0 pending, < 0 error code
  * (an unknown handle, or the operation failed). */
 CHORUS_API int chorus_poll(int64_t handle);

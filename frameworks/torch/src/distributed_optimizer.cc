@@ -406,6 +406,9 @@ torch::Tensor DistributedOptimizer::step(torch::optim::Optimizer::LossClosure cl
   skip_next_synchronize_ = false;
   torch::Tensor loss = optimizer_->step(std::move(closure));
   state_->end_step();
+  const auto now = std::chrono::steady_clock::now();
+  current_runtime()->timeline_span("steps " + options_.name_prefix, "step " + std::to_string(++steps_), step_began_, now);
+  step_began_ = now;
   return loss;
 }
 

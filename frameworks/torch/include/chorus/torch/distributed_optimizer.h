@@ -3,6 +3,7 @@
 /// DistributedOptimizer: wraps a torch::optim::Optimizer so that every
 /// gradient is allreduced across ranks, overlapped with backward.
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -93,7 +94,14 @@ class DistributedOptimizer {
   /// The next step() skips its synchronize() (you called it yourself).
   void skip_synchronize();
   /// synchronize() (unless skipped), then the wrapped optimizer's step().
+  /// With a timeline running (chorus::start_timeline), each step is a span
+  /// "step N" (N = 1, 2, ... counting this optimizer's steps) on the row
+  /// "steps <name_prefix>", from the end of the previous step() (or the
+  /// construction) to the end of this one, so the collectives of step N lie
+  /// inside it.
   torch::Tensor step(torch::optim::Optimizer::LossClosure closure = nullptr);
+  /// Steps taken so far.
+  int64_t steps() const { return steps_; }
   /// The wrapped optimizer's zero_grad(); throws chorus::PreconditionError
   /// while allreduces of this step are still pending (call step() or
   /// synchronize() first).
@@ -111,6 +119,8 @@ class DistributedOptimizer {
   DistributedOptimizerOptions options_;
   std::shared_ptr<State> state_;
   bool skip_next_synchronize_ = false;
+  int64_t steps_ = 0;
+  std::chrono::steady_clock::time_point step_began_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace chorus
