@@ -25,9 +25,12 @@ int64_t first_row_of(int r) {
 // Runs two training forwards/backwards and one eval forward of a torch
 // BatchNorm over the global batch and of SyncBatchNorm over this rank's
 // rows, and compares everything the brief names.
+// In `set`, rank r is the set's member r (its rows: rows_of(member index)).
 template <typename Reference>
-void compare_with_reference(Reference reference, const std::vector<int64_t>& sample_shape, c10::optional<double> momentum) {
-  const int r = chorus::rank(), n = chorus::size();
+void compare_with_reference(Reference reference, const std::vector<int64_t>& sample_shape, c10::optional<double> momentum,
+                            const ProcessSet& set = {}) {
+  const int r = set.rank_of(chorus::rank());
+  const int n = set.is_global() ? chorus::size() : static_cast<int>(set.ranks().size());
   const int64_t channels = sample_shape[0];
   const int64_t global = first_row_of(n), first = first_row_of(r), rows = rows_of(r);
   std::vector<int64_t> shape{global};
@@ -39,7 +42,7 @@ void compare_with_reference(Reference reference, const std::vector<int64_t>& sam
     reference->weight.uniform_(0.5, 1.5);
     reference->bias.uniform_(-0.5, 0.5);
   }
-  SyncBatchNorm sync(*reference);  // copies the parameters
+  SyncBatchNorm sync(*reference, set);  // copies the parameters
   REQUIRE(sync->options.momentum() == momentum);
   for (int pass = 0; pass < 2; ++pass) {
     const torch::Tensor x = torch::randn(shape) * (pass + 1) + pass;  // the same on every rank
@@ -60,8 +63,10 @@ void compare_with_reference(Reference reference, const std::vector<int64_t>& sam
     // Weight and bias gradients are this rank's share: their sum is the global one.
     AllreduceOptions sum;
     sum.op = ReduceOp::kSum;
-    CHECK(max_diff(allreduce(sync->weight.grad(), "sbn.test.wgrad", sum), reference->weight.grad()) < kTolerance);
-    CHECK(max_diff(allreduce(sync->bias.grad(), "sbn.test.bgrad", sum), reference->bias.grad()) < kTolerance);
+    CHECK(max_diff(allreduce(sync->weight.grad(), "sbn.test.wgrad", sum, nullptr, set), reference->weight.grad()) <
+          kTolerance);
+    CHECK(max_diff(allreduce(sync->bias.grad(), "sbn.test.bgrad", sum, nullptr, set), reference->bias.grad()) <
+          kTolerance);
     sync->zero_grad();
     reference->zero_grad();
   }
@@ -88,6 +93,17 @@ TEST_CASE("SyncBatchNorm2d equals BatchNorm2d over the global batch", "[sync_bat
 
 TEST_CASE("SyncBatchNorm3d equals BatchNorm3d over the global batch", "[sync_batch_norm]") {
   compare_with_reference(torch::nn::BatchNorm3d(2), {2, 3, 2, 4}, 0.1);
+}
+
+TEST_CASE("SyncBatchNorm in a process set uses its members' batches only", "[sync_batch_norm]") {
+  if (chorus::size() < 2) return;  // two non-empty sets need two ranks
+  std::vector<int> evens, odds;
+  for (int q = 0; q < chorus::size(); ++q) (q % 2 ? odds : evens).push_back(q);
+  const ProcessSet even_set = add_process_set(evens), odd_set = add_process_set(odds);
+  const ProcessSet& mine = chorus::rank() % 2 ? odd_set : even_set;
+  compare_with_reference(torch::nn::BatchNorm2d(3), {3, 2, 2}, 0.1, mine);
+  remove_process_set(even_set);
+  remove_process_set(odd_set);
 }
 
 TEST_CASE("SyncBatchNorm without affine or running stats uses batch statistics in eval too", "[sync_batch_norm]") {
