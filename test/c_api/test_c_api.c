@@ -29,6 +29,7 @@ static void test_before_init(void) {
   CHECK(chorus_abi_version() == CHORUS_ABI_VERSION);
   CHECK(CHORUS_ABI_VERSION >= 4);
   CHECK(chorus_join() == CHORUS_ERR_PRECONDITION);
+  CHECK(chorus_stop_timeline() == 0); /* no timeline: nothing to stop */
 }
 
 static void test_topology(void) {
@@ -447,6 +448,31 @@ static void test_grouped(void) {
   CHECK(chorus_barrier() == 0);
 }
 
+/* Timeline control (ABI 8): one at a time, a stop ends a valid file. */
+static void test_timeline(void) {
+  char path[64], file[96];
+  FILE* f;
+  char tail[8] = {0};
+  float x[4] = {1, 2, 3, 4};
+  int64_t h = 0;
+  snprintf(path, sizeof path, "c_api_timeline_%d.json", g_rank); /* ranks may share a directory */
+  snprintf(file, sizeof file, g_rank == 0 ? "%s" : "%s.rank%d", path, g_rank);
+  CHECK(chorus_start_timeline(NULL, 0) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_start_timeline(path, 1) == 0);
+  CHECK(chorus_start_timeline(path, 0) == CHORUS_ERR_PRECONDITION);
+  CHECK(strstr(chorus_last_error(), "already being written") != NULL);
+  CHECK(chorus_allreduce_async("c.traced", x, x, 4, CHORUS_FLOAT32, CHORUS_SUM, 1.0, 1.0, &h) == 0);
+  CHECK(chorus_wait(h) == 0);
+  CHECK(chorus_stop_timeline() == 1);
+  CHECK(chorus_stop_timeline() == 0);
+  f = fopen(file, "rb");
+  CHECK(f != NULL);
+  CHECK(fseek(f, -4, SEEK_END) == 0 && fread(tail, 1, 4, f) == 4);
+  fclose(f);
+  remove(file);
+  CHECK(strcmp(tail, "{}]\n") == 0);
+}
+
 int main(void) {
   test_before_init();
   CHECK(chorus_init() == 0);
@@ -462,6 +488,7 @@ int main(void) {
   test_process_sets();
   test_join();
   test_shared_host();
+  test_timeline();
 
   CHECK(chorus_shutdown() == 0);
   CHECK(chorus_is_initialized() == 0);

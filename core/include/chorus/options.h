@@ -118,6 +118,9 @@ struct CHORUS_API RuntimeOptions {
   /// Write a Chrome-trace timeline of every tensor to this file (rank r > 0
   /// appends ".rank<r>"); empty: off. CHORUS_TIMELINE.
   std::string timeline_path;
+  /// With a timeline: mark each cycle of the background thread that did
+  /// work (Horovod's HOROVOD_TIMELINE_MARK_CYCLES). CHORUS_TIMELINE_MARK_CYCLES.
+  bool timeline_mark_cycles = false;
   /// CHORUS_LOG_LEVEL: trace, debug, info, warning, error, fatal.
   LogLevel log_level = LogLevel::kWarning;
 

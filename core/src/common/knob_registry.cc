@@ -182,6 +182,9 @@ std::vector<Knob> make_knobs() {
                 "cached on every rank); 0 turns it off"),
       text<&O::timeline_path>("TIMELINE", "(off)", "a file path", "timeline-filename",
                 "write a Chrome trace of every tensor to this file (rank r > 0: `FILE.rank<r>`)"),
+      on_off<&O::timeline_mark_cycles>("TIMELINE_MARK_CYCLES", "0",
+                "with a timeline: mark each cycle of the background thread that did work (an instant event "
+                "on a `cycles` row)"),
       with_flag(decimal<&O::stall_check_seconds>("STALL_CHECK_TIME_SECONDS", "60", 0, kMaxStallSeconds, "seconds",
                 "warn about tensors some ranks submitted and others did not, naming both, when the wait reaches "
                 "this long (and at each multiple); workers warn the same way about a silent rank 0; 0 disables "

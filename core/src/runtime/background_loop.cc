@@ -37,6 +37,7 @@ void BackgroundLoop::request_shutdown() {
 void BackgroundLoop::run() {
   while (!finished_) {
     if (run_round()) {
+      if (timeline_.marks_cycles()) timeline_.instant("cycles", "CYCLE", Timeline::Clock::now());
       waiter_.on_progress();
     } else if (!finished_) {
       timeline_.flush();  // idle: a good moment to write
