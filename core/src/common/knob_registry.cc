@@ -158,9 +158,11 @@ constexpr KnobChoice kGpuOperations[] = {{"auto", 0}, {"nccl", 1}, {"staged", 2}
 constexpr KnobChoice kLogLevels[] = {{"trace", 0}, {"debug", 1}, {"info", 2}, {"warning", 3},
                                      {"error", 4}, {"fatal", 5}, {"warn", 3}};
 
-std::vector<Knob> make_knobs() {
-  using O = RuntimeOptions;
-  constexpr KnobScope kJob = KnobScope::kJobWide, kRank = KnobScope::kPerRank;
+using O = RuntimeOptions;
+constexpr KnobScope kJob = KnobScope::kJobWide, kRank = KnobScope::kPerRank;
+
+// The background thread: fusion, its cycle, the cache, what it reports.
+std::vector<Knob> background_knobs() {
   return {
       with_flag(whole<&O::fusion_threshold_bytes>("FUSION_THRESHOLD", "134217728", 0, INT64_MAX, "bytes", kRank,
                 "largest fused allreduce buffer in bytes; 0 turns fusion off"), "fusion-threshold-mb", kMiB, "MiB"),
@@ -195,6 +197,12 @@ std::vector<Knob> make_knobs() {
                 "stall-check-shutdown-time-seconds"),
       choice<LogLevel, &O::log_level>("LOG_LEVEL", "warning", kLogLevels, kRank,
                 "the least severe messages written (`warn` is `warning`); each line is prefixed with the rank"),
+  };
+}
+
+// How the data moves: algorithms, shared memory, transport, GPUs.
+std::vector<Knob> data_plane_knobs() {
+  return {
       choice<AllreduceAlgorithm, &O::allreduce_algorithm>("ALLREDUCE_ALGO", "auto", kAlgorithms, kJob,
                 "`auto`: shared memory when every rank is on one host (from `CHORUS_SHM_THRESHOLD_BYTES`), "
                 "otherwise MPI's own allreduce below `CHORUS_RING_THRESHOLD_BYTES` and the pipelined ring from "
@@ -240,6 +248,12 @@ std::vector<Knob> make_knobs() {
                 "TCP: a rank whose host stops answering is reported dead after this long (a closed connection: "
                 "at once)"),
   };
+}
+
+std::vector<Knob> make_knobs() {
+  std::vector<Knob> knobs = background_knobs();
+  for (Knob& k : data_plane_knobs()) knobs.push_back(std::move(k));
+  return knobs;
 }
 
 // "auto, ring, mpi or shm". A repeated value is an alias: accepted, not listed.
