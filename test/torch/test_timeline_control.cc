@@ -130,3 +130,44 @@ TEST_CASE("Timeline control: a second start is refused, a stop without start doe
   CHECK_THAT(trace, Catch::Contains("\"name\":\"CYCLE\",\"ph\":\"i\""));
   CHECK_THAT(trace, Catch::Contains("\"name\":\"timeline.test.cycle\""));
 }
+
+// A DistributedOptimizer inside a process set (the first and second half of
+// the ranks) marks its steps in the set's own timeline file, beside the
+// set's collectives; the global file holds neither.
+TEST_CASE("The steps of a DistributedOptimizer in a process set are in the set's timeline", "[timeline][process_set]") {
+  const std::string path = job_path("timeline_sets");
+  const int n = chorus::size(), me = chorus::rank(), half = (n + 1) / 2;
+  std::vector<int> first, second;
+  for (int r = 0; r < n; ++r) (r < half ? first : second).push_back(r);
+  const ProcessSet a = add_process_set(first);
+  const ProcessSet b = second.empty() ? a : add_process_set(second);
+  const ProcessSet& set = me < half ? a : b;
+  torch::manual_seed(2);
+  torch::nn::Linear net(5, 2);
+  auto sgd = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(0.1));
+  DistributedOptimizerOptions options;
+  options.name_prefix = "inset.";
+  options.process_set = set;
+  DistributedOptimizer opt(sgd, net->named_parameters(), options);
+  start_timeline(path);
+  for (int step = 1; step <= 2; ++step) {
+    torch::mse_loss(net->forward(torch::randn({3, 5})), torch::zeros({3, 2})).backward();
+    opt.step();
+    opt.zero_grad();
+  }
+  CHECK(stop_timeline());
+  const int set_rank = set.rank_of(me);
+  const std::string set_file = path + ".process_set" + std::to_string(set.id()) +
+                               (set_rank == 0 ? "" : ".rank" + std::to_string(set_rank));
+  const std::string set_trace = slurp(set_file), global_trace = slurp(file_of_rank(path));
+  std::remove(set_file.c_str());
+  std::remove(file_of_rank(path).c_str());
+  CHECK(JsonChecker(set_trace).valid());
+  CHECK(JsonChecker(global_trace).valid());
+  CHECK_THAT(set_trace, Catch::Contains("\"name\":\"steps inset.\"") && Catch::Contains("\"name\":\"step 2\"") &&
+                            Catch::Contains("\"name\":\"inset.weight\""));
+  CHECK_THAT(global_trace, !Catch::Contains("\"name\":\"step 1\"") && !Catch::Contains("\"name\":\"inset.weight\""));
+  barrier();
+  remove_process_set(a);
+  if (!second.empty()) remove_process_set(b);
+}

@@ -168,10 +168,11 @@ class CHORUS_API Runtime {
   /// JSON. Returns false, doing nothing, when no timeline was running.
   bool stop_timeline();
   /// A span [start, end) labelled `label` on row `row` of this rank's
-  /// timeline (of the global set), e.g. DistributedOptimizer's "step N";
+  /// timeline of `process_set` (the global set's file by default; a set's
+  /// own file beside its collectives), e.g. DistributedOptimizer's "step N";
   /// nothing when no timeline is running.
   void timeline_span(const std::string& row, const std::string& label, std::chrono::steady_clock::time_point start,
-                     std::chrono::steady_clock::time_point end);
+                     std::chrono::steady_clock::time_point end, const ProcessSet& process_set = ProcessSet());
 
   /// `bytes` of host memory (64-byte aligned) for tensors that allreduce
   /// reduces fastest. When every rank runs on one host it comes from this

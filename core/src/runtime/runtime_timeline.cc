@@ -34,8 +34,9 @@ bool Runtime::stop_timeline() {
 }
 
 void Runtime::timeline_span(const std::string& row, const std::string& label,
-                            std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point end) {
-  impl_->timeline().record(row, label, start, end);
+                            std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point end,
+                            const ProcessSet& process_set) {
+  engine(process_set, "timeline_span: ")->timeline().record(row, label, start, end);
 }
 
 void start_timeline(const std::string& path, bool mark_cycles) { current_runtime()->start_timeline(path, mark_cycles); }

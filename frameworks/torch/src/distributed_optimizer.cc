@@ -222,15 +222,18 @@ void DistributedOptimizer::State::start_allreduce(Param& p) {
 // Every rank sends something, an empty gradient when it got none.
 void DistributedOptimizer::State::start_sparse_allgather(Param& p) {
   const torch::Tensor sent = torch_adapter::with_sparse_dim(p.tensor.grad(), p.tensor, p.sparse_dim);
-  p.sparse_gather = torch_adapter::allgather_sparse_async(sent, p.name, *options_.compression);
+  p.sparse_gather = torch_adapter::allgather_sparse_async(sent, p.name, *options_.compression, options_.process_set);
   p.handle = p.sparse_gather.handle.handle();
   p.passes = 0;
 }
 
-// What the allreduce's options would have scaled the sum by.
+// What the allreduce's options would have scaled the sum by: an average is
+// over the process set's members, not the whole job.
 double DistributedOptimizer::State::sparse_scale() const {
   const double scale = allreduce_.prescale_factor * allreduce_.postscale_factor;
-  return options_.op == ReduceOp::kAverage ? scale / size() : scale;
+  const ProcessSet& set = options_.process_set;
+  const int members = set.is_global() ? size() : static_cast<int>(set.ranks().size());
+  return options_.op == ReduceOp::kAverage ? scale / members : scale;
 }
 
 void DistributedOptimizer::State::synchronize() {
@@ -409,7 +412,9 @@ torch::Tensor DistributedOptimizer::step(torch::optim::Optimizer::LossClosure cl
   torch::Tensor loss = optimizer_->step(std::move(closure));
   state_->end_step();
   const auto now = std::chrono::steady_clock::now();
-  current_runtime()->timeline_span("steps " + options_.name_prefix, "step " + std::to_string(++steps_), step_began_, now);
+  // In the set's own timeline file, beside the step's collectives.
+  current_runtime()->timeline_span("steps " + options_.name_prefix, "step " + std::to_string(++steps_), step_began_, now,
+                                   options_.process_set);
   step_began_ = now;
   return loss;
 }
