@@ -69,7 +69,8 @@ detail::TensorEntry allreduce_entry(const std::string& name, std::shared_ptr<Ten
   if (input->device() != output->device()) fail("input and output are on different devices");
   if (!detail::reduction_supported(input->dtype(), options.op)) {
     fail(std::string(reduce_op_name(options.op)) + " is not defined for " + dtype_name(input->dtype()) +
-         " (bool supports min and max)");
+         (options.op == ReduceOp::kAdasum ? " (adasum needs float16, bfloat16, float32 or float64)"
+                                          : " (bool supports min and max)"));
   }
   if (input->dtype() == DataType::kBool && (options.prescale_factor != 1.0 || options.postscale_factor != 1.0)) {
     fail("bool tensors cannot be scaled");
@@ -213,6 +214,9 @@ Handle Runtime::reducescatter_async(const std::string& name, std::shared_ptr<Ten
   const std::string what = "reducescatter of tensor '" + name + "': ";
   if (!input) invalid(what + "input is null");
   if (input->shape().dims() < 1) invalid(what + "a scalar cannot be scattered along a first dimension; reshape it to [1]");
+  if (options.op == ReduceOp::kAdasum) {
+    invalid(what + "adasum is defined for allreduce only (its pairwise combination needs whole tensors)");
+  }
   if (!detail::reduction_supported(input->dtype(), options.op)) {
     invalid(what + reduce_op_name(options.op) + " is not defined for " + dtype_name(input->dtype()) +
             " (bool supports min and max)");

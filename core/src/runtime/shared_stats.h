@@ -13,6 +13,7 @@ namespace chorus::detail {
 /// (shm_zero_copy_ops) and the tuning knobs, not the route itself.
 struct InternalStats : RuntimeStats {
   int64_t ring_allreduce_ops = 0;  ///< allreduce calls the pipelined ring ran
+  int64_t adasum_allreduce_ops = 0;  ///< allreduce calls the Adasum tree ran
   int64_t shm_allreduce_ops = 0;   ///< allreduce calls run through shared memory
   int64_t shm_single_copy_ops = 0; ///< of those, read and written across processes
 };
