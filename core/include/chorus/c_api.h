@@ -51,7 +51,8 @@ typedef enum chorus_reduce_op_e CHORUS_ENUM_BASE {
   CHORUS_AVERAGE = 1,
   CHORUS_MIN = 2,
   CHORUS_MAX = 3,
-  CHORUS_PRODUCT = 4
+  CHORUS_PRODUCT = 4,
+  CHORUS_ADASUM = 5 /* float types, allreduce only (ABI 6) */
 } chorus_reduce_op;
 
 /* Error codes (negative return values). */
