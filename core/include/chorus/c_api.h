@@ -20,8 +20,9 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 5  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
-                                4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL */
+#define CHORUS_ABI_VERSION 6  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+                                4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL;
+                                6: CHORUS_ADASUM */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
