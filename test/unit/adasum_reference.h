@@ -5,6 +5,7 @@
 // first fold into rank r - p, then a balanced binary tree of contiguous
 // blocks. Written from the formula, not from the algorithm's code.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -46,6 +47,19 @@ inline AdasumVector adasum_reference(std::vector<AdasumVector> ranks) {
 /// products are positive as well as negative) and a part of its own.
 inline double adasum_input(int rank, int t, int64_t i) {
   return std::cos(0.11 * double(i) + t) + 0.7 * (1 + rank % 3) * std::sin(1.0 + 7.3 * rank + 1.7 * t + 0.37 * double(i));
+}
+
+/// Every rank's tensors of `counts` elements, from adasum_input.
+inline std::vector<AdasumVector> adasum_inputs(int size, const std::vector<int64_t>& counts) {
+  std::vector<AdasumVector> all(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    for (size_t t = 0; t < counts.size(); ++t) {
+      std::vector<double> v(static_cast<size_t>(counts[t]));
+      for (int64_t i = 0; i < counts[t]; ++i) v[static_cast<size_t>(i)] = adasum_input(r, int(t), i);
+      all[static_cast<size_t>(r)].push_back(v);
+    }
+  }
+  return all;
 }
 
 /// Largest |x| of a tensor, the scale its tolerance is relative to.

@@ -24,22 +24,10 @@ namespace {
 
 const std::vector<int64_t> kCounts = {7, 0, 1, 100, 33, 1000};  // several tensors, one empty
 
-std::vector<AdasumVector> inputs(int size, const std::vector<int64_t>& counts) {
-  std::vector<AdasumVector> all(static_cast<size_t>(size));
-  for (int r = 0; r < size; ++r) {
-    for (size_t t = 0; t < counts.size(); ++t) {
-      std::vector<double> v(static_cast<size_t>(counts[t]));
-      for (int64_t i = 0; i < counts[t]; ++i) v[static_cast<size_t>(i)] = adasum_input(r, int(t), i);
-      all[static_cast<size_t>(r)].push_back(v);
-    }
-  }
-  return all;
-}
-
 // Runs the tree on `size` threads; returns every rank's buffer (as double).
 template <class T>
 std::vector<std::vector<double>> run_tree(int size, const std::vector<int64_t>& counts) {
-  const auto all = inputs(size, counts);
+  const auto all = adasum_inputs(size, counts);
   auto net = make_in_process_network(size);
   int64_t total = 0;
   for (int64_t c : counts) total += c;
@@ -93,7 +81,7 @@ TEST_CASE("Adasum's pairwise combination on hand-computed vectors", "[adasum]") 
 TEST_CASE("Adasum's tree matches the direct implementation at 1..8 ranks", "[adasum]") {
   for (int size = 1; size <= 8; ++size) {
     INFO("ranks " << size);
-    const AdasumVector want = adasum_reference(inputs(size, kCounts));
+    const AdasumVector want = adasum_reference(adasum_inputs(size, kCounts));
     const auto got32 = run_tree<float>(size, kCounts);
     const auto got64 = run_tree<double>(size, kCounts);
     for (int r = 0; r < size; ++r) {
@@ -110,7 +98,7 @@ TEST_CASE("Adasum's tree with fewer elements than ranks and one tensor", "[adasu
   for (int size : {2, 3, 4, 5, 8}) {
     for (int64_t n : {1, 3, 5}) {
       INFO("ranks " << size << ", elements " << n);
-      const AdasumVector want = adasum_reference(inputs(size, {n}));
+      const AdasumVector want = adasum_reference(adasum_inputs(size, {n}));
       const auto got = run_tree<double>(size, {n});
       for (const auto& g : got) REQUIRE(wrong_against_reference(g, want, 1e-12) == 0);
     }
@@ -121,9 +109,9 @@ TEST_CASE("Allreduce with op Adasum through the runtime: fused tensors, scaling,
   for (int size : {1, 2, 3, 4}) {
     INFO("ranks " << size);
     const std::vector<int64_t> counts = {5, 64, 17};
-    const AdasumVector want = adasum_reference(inputs(size, counts));
+    const AdasumVector want = adasum_reference(adasum_inputs(size, counts));
     run_ranks(size, [&](Runtime& rt, int rank) {
-      const auto mine = inputs(size, counts)[static_cast<size_t>(rank)];
+      const auto mine = adasum_inputs(size, counts)[static_cast<size_t>(rank)];
       std::vector<std::vector<float>> f32(counts.size());
       std::vector<std::vector<uint16_t>> f16(counts.size());
       std::vector<std::shared_ptr<Tensor>> t32, t16;
