@@ -157,10 +157,32 @@ constexpr KnobChoice kTransports[] = {{"auto", 0}, {"mpi", 1}, {"tcp", 2}};
 constexpr KnobChoice kLogLevels[] = {{"trace", 0}, {"debug", 1}, {"info", 2}, {"warning", 3},
                                      {"error", 4}, {"fatal", 5}, {"warn", 3}};
 
+// CHORUS_AUTOTUNE and its settings (tuning/autotuner.h), read on rank 0.
+std::vector<Knob> autotune_knobs() {
+  using O = RuntimeOptions;
+  constexpr KnobScope kRank = KnobScope::kPerRank;
+  return {
+      on_off<&O::autotune>("AUTOTUNE", "0",
+                "1: search the fusion threshold, fusion wait and cycle time on the measured allreduce bytes/s of "
+                "the job's first samples, then keep the best; rank 0 decides and every rank applies its choice at "
+                "the same response ([tuning.md](tuning.md#autotune)); read on rank 0"),
+      text<&O::autotune_log_path>("AUTOTUNE_LOG", "(off)", "a file path", "autotune-log-file",
+                "rank 0 writes each autotune trial to this file as CSV (trial, the three settings, the median "
+                "bytes/s, the samples) and the final choice"),
+      whole<&O::autotune_warmup_samples>("AUTOTUNE_WARMUP_SAMPLES", "3", 0, 1000, "samples", kRank,
+                "autotune: samples at the starting settings discarded before the first trial; read on rank 0"),
+      whole<&O::autotune_samples_per_trial>("AUTOTUNE_SAMPLES_PER_TRIAL", "3", 1, 1000, "samples", kRank,
+                "autotune: samples per trial; a trial scores their median; read on rank 0"),
+      decimal<&O::autotune_sample_ms>("AUTOTUNE_SAMPLE_MS", "1000", 0, 600000, "milliseconds",
+                "autotune: a sample lasts this long (to the first response after it that moved allreduce bytes) "
+                "and scores allreduced bytes / elapsed time, the time between steps included; read on rank 0")
+  };
+}
+
 std::vector<Knob> make_knobs() {
   using O = RuntimeOptions;
   constexpr KnobScope kJob = KnobScope::kJobWide, kRank = KnobScope::kPerRank;
-  return {
+  std::vector<Knob> all = {
       with_flag(whole<&O::fusion_threshold_bytes>("FUSION_THRESHOLD", "134217728", 0, INT64_MAX, "bytes", kRank,
                 "largest fused allreduce buffer in bytes; 0 turns fusion off"), "fusion-threshold-mb", kMiB, "MiB"),
       decimal<&O::fusion_wait_us>("FUSION_WAIT_US", "200", 0, kMaxFusionWaitMicroseconds, "microseconds",
@@ -230,6 +252,8 @@ std::vector<Knob> make_knobs() {
                 "TCP: a rank whose host stops answering is reported dead after this long (a closed connection: "
                 "at once)"),
   };
+  for (Knob& k : autotune_knobs()) all.push_back(std::move(k));
+  return all;
 }
 
 // "auto, ring, mpi or shm". A repeated value is an alias: accepted, not listed.

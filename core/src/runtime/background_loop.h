@@ -51,6 +51,7 @@ class BackgroundLoop {
   Status run_due_lists(bool* progressed);
   Status name_cached_slots(ResponseList& list) const;
   void execute(ResponseList& list);
+  void apply_tuned(const TunedSettings& tuned);
   void run_response(const Response& response);
   void hand_slot_changes();
   void finish(const Status& reason);
