@@ -125,6 +125,7 @@ void BackgroundLoop::execute(ResponseList& list) {
   for (const Response& response : list.responses) run_response(response);
   hand_slot_changes();  // all of them before the side hears of the list or anything new
   side_->list_ran(list);
+  ++lists_run_;
   stats_.update([](RuntimeStats& st) { ++st.negotiation_rounds; });
   if (list.shutdown) {
     stall_shutdown_ = is_stall_shutdown(list.shutdown_reason);
@@ -137,7 +138,7 @@ void BackgroundLoop::execute(ResponseList& list) {
 // rank's own wait.
 void BackgroundLoop::apply_tuned(const TunedSettings& tuned) {
   waiter_.set_cycle_time_ms(tuned.cycle_time_ms);
-  stats_.update([&tuned](InternalStats& st) { st.tuning_applied.push_back({st.negotiation_rounds, tuned}); });
+  stats_.update([&](InternalStats& st) { st.tuning_applied.push_back({lists_run_, tuned}); });
 }
 
 // The order the side hears things in (runtime/loop_side.h): the cache's

@@ -71,6 +71,7 @@ class BackgroundLoop {
   std::atomic<bool> shutdown_requested_{false};
   bool shutdown_sent_ = false;
   bool finished_ = false;
+  int64_t lists_run_ = 0;  // this engine's response lists: the same count on every member
   bool stall_shutdown_ = false;
   std::string end_reason_;
 };

@@ -14,7 +14,8 @@ namespace chorus::detail {
 /// RuntimeStats plus which route each data-plane allreduce took: the tests
 /// check those against choose_allreduce_route; users see the route's effect
 /// (shm_zero_copy_ops) and the tuning knobs, not the route itself.
-/// Autotuned settings this rank applied, before running negotiation round `round`.
+/// Autotuned settings this rank applied, before running the global set's
+/// response list number `round` (counted from 0).
 struct TuningApplied {
   int64_t round = 0;
   TunedSettings settings;
