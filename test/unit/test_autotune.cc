@@ -91,25 +91,30 @@ TEST_CASE("The tuner samples bytes over time and logs each trial as CSV", "[auto
   REQUIRE(tuner.warning().empty());
   using std::chrono::milliseconds;
   const Autotuner::Clock::time_point t0{};
-  REQUIRE_FALSE(tuner.observe(0, t0));                        // starts the first sample
-  REQUIRE_FALSE(tuner.observe(500, t0 + milliseconds(5)));    // too early
-  const auto first = tuner.observe(1000, t0 + milliseconds(20));  // the warmup sample, discarded: trial 0 begins
+  REQUIRE_FALSE(tuner.observe(0, t0, true));                         // starts the first sample
+  REQUIRE_FALSE(tuner.observe(500, t0 + milliseconds(5), true));    // too early
+  const auto first = tuner.observe(1000, t0 + milliseconds(20), true);  // the warmup sample, discarded: trial 0 begins
   REQUIRE(first);
   REQUIRE(first->trial == 0);
   REQUIRE(first->fusion_threshold_bytes == 1000);
-  REQUIRE_FALSE(tuner.observe(1000, t0 + milliseconds(40)));  // no bytes moved: goes on
-  const auto next = tuner.observe(3000, t0 + milliseconds(60));  // trial 0's sample: 2000 B in 40 ms
+  REQUIRE_FALSE(tuner.observe(1000, t0 + milliseconds(40), true));   // no bytes moved: goes on
+  REQUIRE_FALSE(tuner.observe(2000, t0 + milliseconds(50), false));  // mid-burst: a step would be cut
+  const auto next = tuner.observe(3000, t0 + milliseconds(60), true);  // trial 0's sample: 2000 B in 40 ms
   REQUIRE(next);
   REQUIRE(next->trial == 1);
   REQUIRE(next->fusion_threshold_bytes == 2000);
-  int64_t bytes = 3000;
+  const auto late = tuner.observe(4000, t0 + milliseconds(110), false);  // mid-burst, but 4x the length: ends
+  REQUIRE(late);
+  REQUIRE(late->trial == 2);
+  int64_t bytes = 4000;
   std::optional<TunedSettings> last;
-  for (int i = 4; !tuner.done(); ++i) last = tuner.observe(bytes += 1000, t0 + milliseconds(20 * i));
+  for (int i = 4; !tuner.done(); ++i) last = tuner.observe(bytes += 1000, t0 + milliseconds(20 * i), true);
   REQUIRE(last->trial == -1);  // the final choice
   const auto lines = lines_of(path);
   REQUIRE(lines.size() == 1 + 5 + 1);
   REQUIRE(lines[0] == "trial,fusion_threshold_bytes,fusion_wait_us,cycle_time_ms,bytes_per_second,samples");
   REQUIRE(lines[1] == "0,1000,10,1,50000,50000");
+  REQUIRE(lines[2] == "1,2000,10,1,20000,20000");  // 1000 B in 50 ms
   REQUIRE(lines[6].rfind("final,", 0) == 0);
   std::remove(path.c_str());
   Autotuner unwritable([] {

@@ -184,7 +184,8 @@ std::vector<Response> CoordinatorSide::take_fusable_burst() {
 // goes to every rank in this list, and rank 0 plans with it from now on.
 void CoordinatorSide::tune(ResponseList* out, std::chrono::steady_clock::time_point now) {
   if (!tuner_->sample_due(now)) return;
-  out->tuned = tuner_->observe(stats_.internal().bytes_allreduced, now);
+  const bool between_bursts = idle() && held_.empty() && held_slots_.empty() && bits_ready_.empty();
+  out->tuned = tuner_->observe(stats_.get().bytes_allreduced, now, between_bursts);
   fusion_threshold_bytes_ = tuner_->current().fusion_threshold_bytes;
   fusion_wait_us_ = tuner_->current().fusion_wait_us;
 }

@@ -54,7 +54,7 @@ bool Autotuner::sample_due(Clock::time_point now) const {
   return !search_.done() && (!started_ || now - sample_start_ >= sample_length_);
 }
 
-std::optional<TunedSettings> Autotuner::observe(int64_t bytes, Clock::time_point now) {
+std::optional<TunedSettings> Autotuner::observe(int64_t bytes, Clock::time_point now, bool between_bursts) {
   if (!sample_due(now)) return std::nullopt;
   if (!started_ || bytes < sample_bytes_) {  // the first call starts the first sample
     const bool first = !started_;
@@ -66,6 +66,7 @@ std::optional<TunedSettings> Autotuner::observe(int64_t bytes, Clock::time_point
     return std::nullopt;
   }
   if (bytes == sample_bytes_) return std::nullopt;  // nothing moved yet: the sample goes on
+  if (!between_bursts && now - sample_start_ < 4 * sample_length_) return std::nullopt;
   const double seconds = std::chrono::duration<double>(now - sample_start_).count();
   const double score = static_cast<double>(bytes - sample_bytes_) / std::max(seconds, 1e-9);
   sample_start_ = now;

@@ -26,9 +26,13 @@ class Autotuner {
 
   /// Cheap: whether observe() might end a sample now.
   bool sample_due(Clock::time_point now) const;
-  /// `bytes`: allreduce bytes this rank ran so far. Returns the settings
-  /// every rank must apply from the next list on, when they change.
-  std::optional<TunedSettings> observe(int64_t bytes, Clock::time_point now);
+  /// `bytes`: allreduce bytes this rank ran so far; `between_bursts`: no
+  /// tensor is on its way in the coordinator. A sample ends at the first
+  /// call after its length between bursts (so it holds whole steps, not a
+  /// step cut in two: bytes come in bursts), or at 4x its length anyway.
+  /// Returns the settings every rank must apply from the next list on,
+  /// when they change.
+  std::optional<TunedSettings> observe(int64_t bytes, Clock::time_point now, bool between_bursts);
   /// The settings the coordinator plans with now.
   const TuningPoint& current() const { return search_.current(); }
   bool done() const { return search_.done(); }
