@@ -174,8 +174,9 @@ std::vector<Knob> autotune_knobs() {
       whole<&O::autotune_samples_per_trial>("AUTOTUNE_SAMPLES_PER_TRIAL", "3", 1, 1000, "samples", kRank,
                 "autotune: samples per trial; a trial scores their median; read on rank 0"),
       decimal<&O::autotune_sample_ms>("AUTOTUNE_SAMPLE_MS", "1000", 0, 600000, "milliseconds",
-                "autotune: a sample lasts this long (to the first response after it that moved allreduce bytes) "
-                "and scores allreduced bytes / elapsed time, the time between steps included; read on rank 0")
+                "autotune: a sample lasts at least this long (then ends between bursts of tensors, at 4x in any "
+                "case) and scores allreduced bytes / elapsed time, the time between steps included; make it several "
+                "steps long; read on rank 0")
   };
 }
 
