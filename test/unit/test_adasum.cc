@@ -171,3 +171,27 @@ TEST_CASE("Adasum refuses integer tensors and reducescatter, naming the tensor",
     }
   });
 }
+
+TEST_CASE("Adasum inside a process set of 3 of 4 ranks: the fold over the members", "[adasum][process_set]") {
+  const std::vector<int64_t> counts = {9, 40};
+  const AdasumVector want = adasum_reference(adasum_inputs(3, counts));  // the members, in set order
+  run_ranks(4, [&](Runtime& rt, int rank) {
+    const ProcessSet set = rt.add_process_set({1, 2, 3});
+    if (rank == 0) {
+      rt.barrier_async().wait(std::chrono::seconds(30));
+      return;
+    }
+    const auto mine = adasum_inputs(3, counts)[static_cast<size_t>(set.rank_of(rank))];
+    std::vector<std::vector<double>> data(mine.begin(), mine.end());
+    std::vector<std::string> names = {"set.a", "set.b"};
+    std::vector<std::shared_ptr<Tensor>> tensors;
+    for (size_t t = 0; t < counts.size(); ++t) tensors.push_back(view(data[t].data(), DataType::kFloat64, counts[t]));
+    AllreduceOptions adasum;
+    adasum.op = ReduceOp::kAdasum;
+    for (auto& h : rt.grouped_allreduce_async(names, tensors, {}, adasum, set)) h.wait();
+    for (size_t t = 0; t < counts.size(); ++t) {
+      for (size_t i = 0; i < want[t].size(); ++i) RANK_CHECK(std::abs(data[t][i] - want[t][i]) <= 1e-12 * max_abs(want[t]));
+    }
+    rt.barrier_async().wait(std::chrono::seconds(30));
+  });
+}
