@@ -62,6 +62,19 @@ static void test_allreduce(void) {
   CHECK(v[0] == 10 * (size + 1));  /* mean of 20*(r+1) */
   CHECK(v[1] == 40);
 
+  /* Adasum: vectors on disjoint elements add up (orthogonal pairs sum at
+     every node of the tree); equal vectors stay as they are. */
+  {
+    double unit[8] = {0}, same[3] = {1.0, -2.0, 0.5};
+    unit[g_rank % 8] = 1.0;
+    CHECK(chorus_allreduce_async("c.adasum.unit", unit, unit, 8, CHORUS_FLOAT64, CHORUS_ADASUM, 1.0, 1.0, &h) == 0);
+    CHECK(chorus_wait(h) == 0);
+    for (i = 0; i < 8; ++i) CHECK(unit[i] == (i < size ? 1.0 : 0.0));
+    CHECK(chorus_allreduce_async("c.adasum.same", same, same, 3, CHORUS_FLOAT64, CHORUS_ADASUM, 1.0, 1.0, &h) == 0);
+    CHECK(chorus_wait(h) == 0);
+    CHECK(same[0] == 1.0 && same[1] == -2.0 && same[2] == 0.5);
+  }
+
   /* Zero elements with NULL pointers. */
   CHECK(chorus_allreduce_async("c.empty", NULL, NULL, 0, CHORUS_FLOAT64, CHORUS_MAX, 1.0, 1.0, &h) == 0);
   CHECK(chorus_wait(h) == 0);
@@ -188,14 +201,17 @@ static void test_errors(void) {
   CHECK(strstr(chorus_last_error(), "unknown dtype -1 in argument 'dtype'") != NULL);
   CHECK(chorus_allreduce_async("c.bad", a, a, 4, CHORUS_FLOAT32, (chorus_reduce_op)42, 1, 1, &h) ==
         CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "unknown reduce op 42 in argument 'op' (a chorus_reduce_op is 0..4)") != NULL);
+  CHECK(strstr(chorus_last_error(), "unknown reduce op 42 in argument 'op' (a chorus_reduce_op is 0..5)") != NULL);
   CHECK(chorus_broadcast_async("c.bad", a, 4, (chorus_dtype)9, 0, &h) == CHORUS_ERR_INVALID_ARGUMENT);
   CHECK(strstr(chorus_last_error(), "chorus_broadcast_async('c.bad'): unknown dtype 9") != NULL);
   {
     int64_t shape[1] = {4};
-    CHECK(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, (chorus_reduce_op)5, 1, 1, refuse, NULL,
+    CHECK(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, (chorus_reduce_op)6, 1, 1, refuse, NULL,
                                      &h) == CHORUS_ERR_INVALID_ARGUMENT);
-    CHECK(strstr(chorus_last_error(), "unknown reduce op 5 in argument 'op'") != NULL);
+    CHECK(strstr(chorus_last_error(), "unknown reduce op 6 in argument 'op'") != NULL);
+    CHECK(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, CHORUS_ADASUM, 1, 1, refuse, NULL, &h) ==
+          CHORUS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(chorus_last_error(), "adasum is defined for allreduce only") != NULL);
     CHECK(chorus_allgather_async("c.bad", a, shape, 1, (chorus_dtype)100, refuse, NULL, &h) ==
           CHORUS_ERR_INVALID_ARGUMENT);
     CHECK(strstr(chorus_last_error(), "unknown dtype 100 in argument 'dtype'") != NULL);

@@ -20,10 +20,10 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 8  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+#define CHORUS_ABI_VERSION 9  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
                                 4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL;
                                 6: device buffers (*_on_device); 7: grouped allgather and reducescatter;
-                                8: chorus_start_timeline, chorus_stop_timeline */
+                                8: chorus_start_timeline, chorus_stop_timeline; 9: CHORUS_ADASUM */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -53,7 +53,8 @@ typedef enum chorus_reduce_op_e CHORUS_ENUM_BASE {
   CHORUS_AVERAGE = 1,
   CHORUS_MIN = 2,
   CHORUS_MAX = 3,
-  CHORUS_PRODUCT = 4
+  CHORUS_PRODUCT = 4,
+  CHORUS_ADASUM = 5 /* float types, allreduce only (ABI 9) */
 } chorus_reduce_op;
 
 /* Error codes (negative return values). */

@@ -161,6 +161,27 @@ constexpr KnobChoice kLogLevels[] = {{"trace", 0}, {"debug", 1}, {"info", 2}, {"
 using O = RuntimeOptions;
 constexpr KnobScope kJob = KnobScope::kJobWide, kRank = KnobScope::kPerRank;
 
+// CHORUS_AUTOTUNE and its settings (tuning/autotuner.h), read on rank 0.
+std::vector<Knob> autotune_knobs() {
+  return {
+      on_off<&O::autotune>("AUTOTUNE", "0",
+                "1: search the fusion threshold, fusion wait and cycle time on the measured allreduce bytes/s of "
+                "the job's first samples, then keep the best; rank 0 decides and every rank applies its choice at "
+                "the same response ([tuning.md](tuning.md#autotune)); read on rank 0"),
+      text<&O::autotune_log_path>("AUTOTUNE_LOG", "(off)", "a file path", "autotune-log-file",
+                "rank 0 writes each autotune trial to this file as CSV (trial, the three settings, the median "
+                "bytes/s, the samples) and the final choice"),
+      whole<&O::autotune_warmup_samples>("AUTOTUNE_WARMUP_SAMPLES", "3", 0, 1000, "samples", kRank,
+                "autotune: samples at the starting settings discarded before the first trial; read on rank 0"),
+      whole<&O::autotune_samples_per_trial>("AUTOTUNE_SAMPLES_PER_TRIAL", "3", 1, 1000, "samples", kRank,
+                "autotune: samples per trial; a trial scores their median; read on rank 0"),
+      decimal<&O::autotune_sample_ms>("AUTOTUNE_SAMPLE_MS", "1000", 0, 600000, "milliseconds",
+                "autotune: a sample lasts at least this long (then ends between bursts of tensors, at 4x in any "
+                "case) and scores allreduced bytes / elapsed time, the time between steps included; make it several "
+                "steps long; read on rank 0")
+  };
+}
+
 // The background thread: fusion, its cycle, the cache, what it reports.
 std::vector<Knob> background_knobs() {
   return {
@@ -253,6 +274,7 @@ std::vector<Knob> data_plane_knobs() {
 std::vector<Knob> make_knobs() {
   std::vector<Knob> knobs = background_knobs();
   for (Knob& k : data_plane_knobs()) knobs.push_back(std::move(k));
+  for (Knob& k : autotune_knobs()) knobs.push_back(std::move(k));
   return knobs;
 }
 
