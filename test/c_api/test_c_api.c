@@ -29,6 +29,7 @@ static void test_before_init(void) {
   CHECK(chorus_abi_version() == CHORUS_ABI_VERSION);
   CHECK(CHORUS_ABI_VERSION >= 4);
   CHECK(chorus_join() == CHORUS_ERR_PRECONDITION);
+  CHECK(chorus_stop_timeline() == 0); /* no timeline: nothing to stop */
 }
 
 static void expect_launcher_value(const char* name, int value) {
@@ -73,6 +74,19 @@ static void test_allreduce(void) {
   CHECK(chorus_wait(h) == 0);
   CHECK(v[0] == 10 * (size + 1));  /* mean of 20*(r+1) */
   CHECK(v[1] == 40);
+
+  /* Adasum: vectors on disjoint elements add up (orthogonal pairs sum at
+     every node of the tree); equal vectors stay as they are. */
+  {
+    double unit[8] = {0}, same[3] = {1.0, -2.0, 0.5};
+    unit[g_rank % 8] = 1.0;
+    CHECK(chorus_allreduce_async("c.adasum.unit", unit, unit, 8, CHORUS_FLOAT64, CHORUS_ADASUM, 1.0, 1.0, &h) == 0);
+    CHECK(chorus_wait(h) == 0);
+    for (i = 0; i < 8; ++i) CHECK(unit[i] == (i < size ? 1.0 : 0.0));
+    CHECK(chorus_allreduce_async("c.adasum.same", same, same, 3, CHORUS_FLOAT64, CHORUS_ADASUM, 1.0, 1.0, &h) == 0);
+    CHECK(chorus_wait(h) == 0);
+    CHECK(same[0] == 1.0 && same[1] == -2.0 && same[2] == 0.5);
+  }
 
   /* Zero elements with NULL pointers. */
   CHECK(chorus_allreduce_async("c.empty", NULL, NULL, 0, CHORUS_FLOAT64, CHORUS_MAX, 1.0, 1.0, &h) == 0);
@@ -200,14 +214,17 @@ static void test_errors(void) {
   CHECK(strstr(chorus_last_error(), "unknown dtype -1 in argument 'dtype'") != NULL);
   CHECK(chorus_allreduce_async("c.bad", a, a, 4, CHORUS_FLOAT32, (chorus_reduce_op)42, 1, 1, &h) ==
         CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "unknown reduce op 42 in argument 'op' (a chorus_reduce_op is 0..4)") != NULL);
+  CHECK(strstr(chorus_last_error(), "unknown reduce op 42 in argument 'op' (a chorus_reduce_op is 0..5)") != NULL);
   CHECK(chorus_broadcast_async("c.bad", a, 4, (chorus_dtype)9, 0, &h) == CHORUS_ERR_INVALID_ARGUMENT);
   CHECK(strstr(chorus_last_error(), "chorus_broadcast_async('c.bad'): unknown dtype 9") != NULL);
   {
     int64_t shape[1] = {4};
-    CHECK(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, (chorus_reduce_op)5, 1, 1, refuse, NULL,
+    CHECK(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, (chorus_reduce_op)6, 1, 1, refuse, NULL,
                                      &h) == CHORUS_ERR_INVALID_ARGUMENT);
-    CHECK(strstr(chorus_last_error(), "unknown reduce op 5 in argument 'op'") != NULL);
+    CHECK(strstr(chorus_last_error(), "unknown reduce op 6 in argument 'op'") != NULL);
+    CHECK(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, CHORUS_ADASUM, 1, 1, refuse, NULL, &h) ==
+          CHORUS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(chorus_last_error(), "adasum is defined for allreduce only") != NULL);
     CHECK(chorus_allgather_async("c.bad", a, shape, 1, (chorus_dtype)100, refuse, NULL, &h) ==
           CHORUS_ERR_INVALID_ARGUMENT);
     CHECK(strstr(chorus_last_error(), "unknown dtype 100 in argument 'dtype'") != NULL);
@@ -460,6 +477,31 @@ static void test_grouped(void) {
   CHECK(chorus_barrier() == 0);
 }
 
+/* Timeline control (ABI 8): one at a time, a stop ends a valid file. */
+static void test_timeline(void) {
+  char path[64], file[96];
+  FILE* f;
+  char tail[8] = {0};
+  float x[4] = {1, 2, 3, 4};
+  int64_t h = 0;
+  snprintf(path, sizeof path, "c_api_timeline_%d.json", g_rank); /* ranks may share a directory */
+  snprintf(file, sizeof file, g_rank == 0 ? "%s" : "%s.rank%d", path, g_rank);
+  CHECK(chorus_start_timeline(NULL, 0) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_start_timeline(path, 1) == 0);
+  CHECK(chorus_start_timeline(path, 0) == CHORUS_ERR_PRECONDITION);
+  CHECK(strstr(chorus_last_error(), "already being written") != NULL);
+  CHECK(chorus_allreduce_async("c.traced", x, x, 4, CHORUS_FLOAT32, CHORUS_SUM, 1.0, 1.0, &h) == 0);
+  CHECK(chorus_wait(h) == 0);
+  CHECK(chorus_stop_timeline() == 1);
+  CHECK(chorus_stop_timeline() == 0);
+  f = fopen(file, "rb");
+  CHECK(f != NULL);
+  CHECK(fseek(f, -4, SEEK_END) == 0 && fread(tail, 1, 4, f) == 4);
+  fclose(f);
+  remove(file);
+  CHECK(strcmp(tail, "{}]\n") == 0);
+}
+
 int main(void) {
   test_before_init();
   CHECK(chorus_init() == 0);
@@ -475,6 +517,7 @@ int main(void) {
   test_process_sets();
   test_join();
   test_shared_host();
+  test_timeline();
 
   CHECK(chorus_shutdown() == 0);
   CHECK(chorus_is_initialized() == 0);

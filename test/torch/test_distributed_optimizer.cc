@@ -416,3 +416,92 @@ TEST_CASE("Flat gradients: one buffer after the first step, reduced in place, sa
                          << flat_zero_copy << ", replaced " << replaced_zero_copy);
   CHECK(!replaced->fc1->bias.grad().storage().is_alias_of(replaced->fc1->weight.grad().storage()));
 }
+
+namespace {
+
+// Adasum of two gradients in double: (1 - a.b/2|a|^2) a + (1 - a.b/2|b|^2) b.
+torch::Tensor adasum_pair(const torch::Tensor& a, const torch::Tensor& b) {
+  const double dot = (a * b).sum().item<double>(), aa = (a * a).sum().item<double>(), bb = (b * b).sum().item<double>();
+  return (aa > 0 ? 1 - dot / (2 * aa) : 1) * a + (bb > 0 ? 1 - dot / (2 * bb) : 1) * b;
+}
+
+torch::Tensor adasum_balanced(const std::vector<torch::Tensor>& g, size_t first, size_t n) {
+  if (n == 1) return g[first];
+  return adasum_pair(adasum_balanced(g, first, n / 2), adasum_balanced(g, first + n / 2, n / 2));
+}
+
+// The tree of docs/api.md: ranks past the largest power of two p fold into rank - p first.
+torch::Tensor adasum_tree(std::vector<torch::Tensor> g) {
+  size_t p = 1;
+  while (p * 2 <= g.size()) p *= 2;
+  for (size_t r = 0; r + p < g.size(); ++r) g[r] = adasum_pair(g[r], g[r + p]);
+  return adasum_balanced(g, 0, p);
+}
+
+// SGD with momentum where each parameter's gradient is the Adasum tree of the
+// ranks' gradients (one process computes every rank's), against the
+// DistributedOptimizer with op Adasum in `set` (the tree over its members
+// only); the largest parameter difference.
+double adasum_vs_reference(std::shared_ptr<Compression> compression, const ProcessSet& set = ProcessSet()) {
+  const int r = set.rank_of(chorus::rank()), steps = 4;
+  const int n = set.is_global() ? chorus::size() : static_cast<int>(set.ranks().size());
+  const int64_t batch = 4;
+  Data data(steps * n * batch);
+  Net single = seeded_net();
+  auto single_opt = sgd_momentum(single);
+  for (int s = 0; s < steps; ++s) {
+    std::vector<std::vector<torch::Tensor>> grads(single->parameters().size());
+    for (int k = 0; k < n; ++k) {
+      single_opt->zero_grad();
+      backward_on(single, data, (s * n + k) * batch, batch);
+      for (size_t i = 0; i < grads.size(); ++i) grads[i].push_back(single->parameters()[i].grad().to(torch::kDouble));
+    }
+    for (size_t i = 0; i < grads.size(); ++i) {
+      single->parameters()[i].mutable_grad() = adasum_tree(grads[i]).to(torch::kFloat);
+    }
+    single_opt->step();
+  }
+  Net net = seeded_net();
+  DistributedOptimizerOptions options;
+  options.op = Adasum;
+  options.compression = compression;
+  options.process_set = set;
+  options.name_prefix = std::string("adasum.") + (compression ? compression->name() : "none") + ".set" +
+                        std::to_string(set.id()) + ".";
+  DistributedOptimizer opt(sgd_momentum(net), net->named_parameters(), options);
+  for (int s = 0; s < steps; ++s) {
+    opt.zero_grad();
+    backward_on(net, data, (s * n + r) * batch, batch);
+    opt.step();
+  }
+  const torch::Tensor mine = torch::cat({net->fc1->weight.flatten(), net->fc2->bias}).unsqueeze(0);
+  const torch::Tensor members = allgather(mine, options.name_prefix + "check", set);  // equal within the set
+  REQUIRE(torch::equal(members, mine.expand_as(members)));
+  return torch_test::max_parameter_difference(*single, *net);
+}
+
+}  // namespace
+
+TEST_CASE("DistributedOptimizer with op Adasum equals the Adasum tree of each parameter's gradients",
+          "[torch][optimizer][adasum]") {
+  CHECK(adasum_vs_reference(nullptr) < 1e-5);
+  const double fp16 = adasum_vs_reference(Compression::fp16());  // widened to float32 in the core
+  INFO("fp16 " << fp16);
+  CHECK(fp16 < 1e-3);
+  CHECK(fp16 > 0);
+}
+
+// Two process sets (all ranks but the last, and the last): each set's tree
+// runs over its own members (at 3 ranks a 2-member tree, not the 3-rank one).
+TEST_CASE("DistributedOptimizer with op Adasum inside a process set combines its members only",
+          "[torch][optimizer][adasum][process_set]") {
+  const int n = chorus::size(), me = chorus::rank();
+  if (n < 2) return;  // needs two sets
+  std::vector<int> first;
+  for (int r = 0; r + 1 < n; ++r) first.push_back(r);
+  const ProcessSet a = add_process_set(first), b = add_process_set({n - 1});
+  CHECK(adasum_vs_reference(nullptr, me < n - 1 ? a : b) < 1e-5);
+  barrier();
+  remove_process_set(a);
+  remove_process_set(b);
+}

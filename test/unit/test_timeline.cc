@@ -2,6 +2,7 @@
 // each executed response's pack / allreduce / unpack.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -55,4 +56,34 @@ TEST_CASE("A timeline that cannot be written is reported, not fatal", "[timeline
   REQUIRE_THAT(opened.message(), Catch::Contains("/nonexistent-dir/x.json"));
   REQUIRE_FALSE(t.enabled());
   t.record("row", "label", detail::Timeline::Clock::now(), detail::Timeline::Clock::now());  // a no-op
+}
+
+TEST_CASE("A timeline started at run time: once at a time, closed as JSON, reopened fresh", "[timeline]") {
+  const std::string first = "chorus_test_timeline_run_time.json", second = first + ".second";
+  detail::Timeline t;
+  REQUIRE_FALSE(t.close());  // stop without start: nothing happens
+  REQUIRE(t.open(first, 0, /*mark_cycles=*/true).is_ok());
+  REQUIRE(t.marks_cycles());
+  const Status again = t.open(second, 0);
+  REQUIRE(again.code() == StatusCode::kPreconditionError);
+  REQUIRE_THAT(again.message(), Catch::Contains(first));
+  const auto before_start = detail::Timeline::Clock::now() - std::chrono::seconds(5);
+  t.record("row", "early", before_start, detail::Timeline::Clock::now());  // clamped to the file's start
+  t.instant("cycles", "CYCLE", detail::Timeline::Clock::now());
+  REQUIRE(t.close());
+  REQUIRE_FALSE(t.enabled());
+  REQUIRE_FALSE(t.marks_cycles());
+  t.record("row", "after stop", before_start, detail::Timeline::Clock::now());  // a no-op
+  REQUIRE(t.open(second, 0).is_ok());
+  t.record("row", "second file", detail::Timeline::Clock::now(), detail::Timeline::Clock::now());
+  REQUIRE(t.close());
+  const std::string one = slurp(first), two = slurp(second);
+  std::remove(first.c_str());
+  std::remove(second.c_str());
+  REQUIRE(one.substr(one.size() - 4) == "{}]\n");
+  REQUIRE_THAT(one, Catch::Contains("\"name\":\"early\",\"ph\":\"X\",\"pid\":0,\"tid\":1,\"ts\":0.000"));
+  REQUIRE_THAT(one, Catch::Contains("\"name\":\"CYCLE\",\"ph\":\"i\""));
+  REQUIRE_THAT(one, !Catch::Contains("after stop"));
+  REQUIRE_THAT(two, Catch::Contains("\"name\":\"row\"") && Catch::Contains("second file"));  // rows named again
+  REQUIRE(two.substr(two.size() - 4) == "{}]\n");
 }

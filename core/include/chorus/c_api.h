@@ -20,9 +20,10 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 7  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+#define CHORUS_ABI_VERSION 9  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
                                 4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL;
-                                6: device buffers (*_on_device); 7: grouped allgather and reducescatter */
+                                6: device buffers (*_on_device); 7: grouped allgather and reducescatter;
+                                8: chorus_start_timeline, chorus_stop_timeline; 9: CHORUS_ADASUM */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -52,7 +53,8 @@ typedef enum chorus_reduce_op_e CHORUS_ENUM_BASE {
   CHORUS_AVERAGE = 1,
   CHORUS_MIN = 2,
   CHORUS_MAX = 3,
-  CHORUS_PRODUCT = 4
+  CHORUS_PRODUCT = 4,
+  CHORUS_ADASUM = 5 /* float types, allreduce only (ABI 9) */
 } chorus_reduce_op;
 
 /* Error codes (negative return values). */
@@ -233,6 +235,15 @@ CHORUS_API int chorus_free_shared_host(void* block);
 /* 1 when `bytes` bytes at `p` lie in this rank's arena, 0 when not, or an
  * error code. (ABI version 4) */
 CHORUS_API int chorus_in_shared_host(const void* p, int64_t bytes);
+
+/* Timeline control (ABI version 8; Horovod's start_timeline/stop_timeline):
+ * this rank starts writing its Chrome-trace timeline to `path` (rank r > 0:
+ * `path.rank<r>`), marking each background cycle when `mark_cycles` != 0;
+ * CHORUS_ERR_PRECONDITION when one is already running. Local to the rank.
+ * chorus_stop_timeline ends the file as valid JSON and returns 1, or 0 when
+ * no timeline was running. See Runtime::start_timeline in docs/api.md. */
+CHORUS_API int chorus_start_timeline(const char* path, int mark_cycles);
+CHORUS_API int chorus_stop_timeline(void);
 
 /* 1 done (successfully or not: chorus_wait tells), 0 pending, < 0 error code
  * (an unknown handle, or the operation failed). */

@@ -110,4 +110,10 @@ CHORUS_API ProcessSet add_process_set(std::vector<int> ranks);
 /// Ends a process set's collectives on every member; see Runtime::remove_process_set.
 CHORUS_API void remove_process_set(const ProcessSet& process_set);
 
+/// Horovod's hvd.start_timeline / hvd.stop_timeline on this rank; see
+/// Runtime::start_timeline. stop_timeline() returns false (and does nothing)
+/// when no timeline was running, also before init().
+CHORUS_API void start_timeline(const std::string& path, bool mark_cycles = false);
+CHORUS_API bool stop_timeline();
+
 }  // namespace chorus

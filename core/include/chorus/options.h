@@ -118,8 +118,24 @@ struct CHORUS_API RuntimeOptions {
   /// Write a Chrome-trace timeline of every tensor to this file (rank r > 0
   /// appends ".rank<r>"); empty: off. CHORUS_TIMELINE.
   std::string timeline_path;
+  /// With a timeline: mark each cycle of the background thread that did
+  /// work (Horovod's HOROVOD_TIMELINE_MARK_CYCLES). CHORUS_TIMELINE_MARK_CYCLES.
+  bool timeline_mark_cycles = false;
   /// CHORUS_LOG_LEVEL: trace, debug, info, warning, error, fatal.
   LogLevel log_level = LogLevel::kWarning;
+  /// Search the fusion threshold, fusion wait and cycle time on the measured
+  /// bytes/s of the job's first minutes; rank 0 decides, every rank applies
+  /// (docs/tuning.md, "Autotune"). CHORUS_AUTOTUNE (Horovod: HOROVOD_AUTOTUNE).
+  bool autotune = false;
+  /// Rank 0 writes each autotune trial here as CSV; empty: no log. CHORUS_AUTOTUNE_LOG.
+  std::string autotune_log_path;
+  /// Samples at the starting point discarded first. CHORUS_AUTOTUNE_WARMUP_SAMPLES.
+  int64_t autotune_warmup_samples = 3;
+  /// Samples per trial; a trial scores their median. CHORUS_AUTOTUNE_SAMPLES_PER_TRIAL.
+  int64_t autotune_samples_per_trial = 3;
+  /// Length of one sample in milliseconds (it ends at the first response
+  /// list after that which moved allreduce bytes). CHORUS_AUTOTUNE_SAMPLE_MS.
+  double autotune_sample_ms = 1000.0;
 
   /// Options from the environment; throws InvalidArgumentError naming the
   /// variable when a value does not parse.

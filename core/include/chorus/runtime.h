@@ -5,6 +5,7 @@
 /// makes every MPI call. The free functions in chorus.h drive one
 /// process-wide Runtime; programs that want explicit ownership use this class.
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -151,6 +152,27 @@ class CHORUS_API Runtime {
 
   /// Counters of every set's collectives together.
   RuntimeStats stats() const;
+
+  /// Starts writing this rank's timeline (Horovod's start_timeline): a
+  /// Chrome trace of every operation from now on, to `path` on rank 0 and
+  /// `path.rank<r>` on rank r, and `....process_set<id>` for each set this
+  /// rank is a member of now. Local: the timeline changes nothing any rank
+  /// computes, so each rank decides for itself (call it on every rank whose
+  /// trace you want). Safe while operations run. `mark_cycles`: an instant
+  /// event per background cycle that did work. Throws InvalidArgumentError
+  /// for an empty path or a file that cannot be written, PreconditionError
+  /// when a timeline is already running (CHORUS_TIMELINE, or a start
+  /// without a stop), naming its file.
+  void start_timeline(const std::string& path, bool mark_cycles = false);
+  /// Ends the files start_timeline (or CHORUS_TIMELINE) began, as valid
+  /// JSON. Returns false, doing nothing, when no timeline was running.
+  bool stop_timeline();
+  /// A span [start, end) labelled `label` on row `row` of this rank's
+  /// timeline of `process_set` (the global set's file by default; a set's
+  /// own file beside its collectives), e.g. DistributedOptimizer's "step N";
+  /// nothing when no timeline is running.
+  void timeline_span(const std::string& row, const std::string& label, std::chrono::steady_clock::time_point start,
+                     std::chrono::steady_clock::time_point end, const ProcessSet& process_set = ProcessSet());
 
   /// `bytes` of host memory (64-byte aligned) for tensors that allreduce
   /// reduces fastest. When every rank runs on one host it comes from this

@@ -31,6 +31,10 @@ enum class ReduceOp : int {
   kMin = 2,
   kMax = 3,
   kProduct = 4,
+  /// Adaptive summation (Horovod's hvd.Adasum), float types only, allreduce
+  /// only: pairs of vectors combine as (1 - a.b/2|a|^2) a + (1 - a.b/2|b|^2) b
+  /// per tensor, over a tree of the ranks (any rank count; docs/api.md).
+  kAdasum = 5,
 };
 
 /// Bytes per element.

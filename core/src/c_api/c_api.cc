@@ -248,6 +248,18 @@ int chorus_barrier_in_set(int process_set_id) {
   });
 }
 
+int chorus_start_timeline(const char* path, int mark_cycles) {
+  return guarded([&]() -> int {
+    if (path == nullptr) throw chorus::InvalidArgumentError(chorus::Status::invalid_argument("start_timeline: path is null"));
+    chorus::start_timeline(path, mark_cycles != 0);
+    return CHORUS_OK;
+  });
+}
+
+int chorus_stop_timeline(void) {
+  return guarded([]() -> int { return chorus::stop_timeline() ? 1 : 0; });
+}
+
 int chorus_join(void) {
   return guarded([]() -> int { return chorus::join(); });
 }

@@ -31,7 +31,7 @@ inline Status check_reduce_op(chorus_reduce_op op, const std::string& what) {
   if (chorus::is_valid_reduce_op(raw)) return Status::ok();
   return Status::invalid_argument(what + "unknown reduce op " + std::to_string(raw) +
                                   " in argument 'op' (a chorus_reduce_op is 0.." +
-                                  std::to_string(static_cast<int>(chorus::ReduceOp::kProduct)) + ")");
+                                  std::to_string(static_cast<int>(chorus::ReduceOp::kAdasum)) + ")");
 }
 
 // The checks of an allreduce's arguments (host or device): `what` names the

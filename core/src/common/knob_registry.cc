@@ -158,9 +158,32 @@ constexpr KnobChoice kGpuOperations[] = {{"auto", 0}, {"nccl", 1}, {"staged", 2}
 constexpr KnobChoice kLogLevels[] = {{"trace", 0}, {"debug", 1}, {"info", 2}, {"warning", 3},
                                      {"error", 4}, {"fatal", 5}, {"warn", 3}};
 
-std::vector<Knob> make_knobs() {
-  using O = RuntimeOptions;
-  constexpr KnobScope kJob = KnobScope::kJobWide, kRank = KnobScope::kPerRank;
+using O = RuntimeOptions;
+constexpr KnobScope kJob = KnobScope::kJobWide, kRank = KnobScope::kPerRank;
+
+// CHORUS_AUTOTUNE and its settings (tuning/autotuner.h), read on rank 0.
+std::vector<Knob> autotune_knobs() {
+  return {
+      on_off<&O::autotune>("AUTOTUNE", "0",
+                "1: search the fusion threshold, fusion wait and cycle time on the measured allreduce bytes/s of "
+                "the job's first samples, then keep the best; rank 0 decides and every rank applies its choice at "
+                "the same response ([tuning.md](tuning.md#autotune)); read on rank 0"),
+      text<&O::autotune_log_path>("AUTOTUNE_LOG", "(off)", "a file path", "autotune-log-file",
+                "rank 0 writes each autotune trial to this file as CSV (trial, the three settings, the median "
+                "bytes/s, the samples) and the final choice"),
+      whole<&O::autotune_warmup_samples>("AUTOTUNE_WARMUP_SAMPLES", "3", 0, 1000, "samples", kRank,
+                "autotune: samples at the starting settings discarded before the first trial; read on rank 0"),
+      whole<&O::autotune_samples_per_trial>("AUTOTUNE_SAMPLES_PER_TRIAL", "3", 1, 1000, "samples", kRank,
+                "autotune: samples per trial; a trial scores their median; read on rank 0"),
+      decimal<&O::autotune_sample_ms>("AUTOTUNE_SAMPLE_MS", "1000", 0, 600000, "milliseconds",
+                "autotune: a sample lasts at least this long (then ends between bursts of tensors, at 4x in any "
+                "case) and scores allreduced bytes / elapsed time, the time between steps included; make it several "
+                "steps long; read on rank 0")
+  };
+}
+
+// The background thread: fusion, its cycle, the cache, what it reports.
+std::vector<Knob> background_knobs() {
   return {
       with_flag(whole<&O::fusion_threshold_bytes>("FUSION_THRESHOLD", "134217728", 0, INT64_MAX, "bytes", kRank,
                 "largest fused allreduce buffer in bytes; 0 turns fusion off"), "fusion-threshold-mb", kMiB, "MiB"),
@@ -182,6 +205,9 @@ std::vector<Knob> make_knobs() {
                 "cached on every rank); 0 turns it off"),
       text<&O::timeline_path>("TIMELINE", "(off)", "a file path", "timeline-filename",
                 "write a Chrome trace of every tensor to this file (rank r > 0: `FILE.rank<r>`)"),
+      on_off<&O::timeline_mark_cycles>("TIMELINE_MARK_CYCLES", "0",
+                "with a timeline: mark each cycle of the background thread that did work (an instant event "
+                "on a `cycles` row)"),
       with_flag(decimal<&O::stall_check_seconds>("STALL_CHECK_TIME_SECONDS", "60", 0, kMaxStallSeconds, "seconds",
                 "warn about tensors some ranks submitted and others did not, naming both, when the wait reaches "
                 "this long (and at each multiple); workers warn the same way about a silent rank 0; 0 disables "
@@ -192,6 +218,12 @@ std::vector<Knob> make_knobs() {
                 "stall-check-shutdown-time-seconds"),
       choice<LogLevel, &O::log_level>("LOG_LEVEL", "warning", kLogLevels, kRank,
                 "the least severe messages written (`warn` is `warning`); each line is prefixed with the rank"),
+  };
+}
+
+// How the data moves: algorithms, shared memory, transport, GPUs.
+std::vector<Knob> data_plane_knobs() {
+  return {
       choice<AllreduceAlgorithm, &O::allreduce_algorithm>("ALLREDUCE_ALGO", "auto", kAlgorithms, kJob,
                 "`auto`: shared memory when every rank is on one host (from `CHORUS_SHM_THRESHOLD_BYTES`), "
                 "otherwise MPI's own allreduce below `CHORUS_RING_THRESHOLD_BYTES` and the pipelined ring from "
@@ -237,6 +269,13 @@ std::vector<Knob> make_knobs() {
                 "TCP: a rank whose host stops answering is reported dead after this long (a closed connection: "
                 "at once)"),
   };
+}
+
+std::vector<Knob> make_knobs() {
+  std::vector<Knob> knobs = background_knobs();
+  for (Knob& k : data_plane_knobs()) knobs.push_back(std::move(k));
+  for (Knob& k : autotune_knobs()) knobs.push_back(std::move(k));
+  return knobs;
 }
 
 // "auto, ring, mpi or shm". A repeated value is an alias: accepted, not listed.

@@ -41,6 +41,7 @@ const char* reduce_op_name(ReduceOp op) {
     case ReduceOp::kMin: return "min";
     case ReduceOp::kMax: return "max";
     case ReduceOp::kProduct: return "product";
+    case ReduceOp::kAdasum: return "adasum";
   }
   return "unknown";
 }
@@ -52,7 +53,7 @@ bool is_floating(DataType dtype) {
 
 bool is_valid_dtype(int value) { return value >= 0 && value <= static_cast<int>(DataType::kBool); }
 bool is_valid_reduce_op(int value) {
-  return value >= 0 && value <= static_cast<int>(ReduceOp::kProduct);
+  return value >= 0 && value <= static_cast<int>(ReduceOp::kAdasum);
 }
 
 int64_t TensorShape::num_elements() const {

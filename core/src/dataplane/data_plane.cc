@@ -48,8 +48,12 @@ AllreduceOutcome DataPlane::allreduce(const FusedAllreduce& op) {
   int64_t total = 0;
   for (const ReducePiece& p : op.pieces) total += p.count;
   const PostScale scale{op.postscale, op.op == ReduceOp::kAverage ? world_size_ : 1};
-  out.route = choose_allreduce_route(options_, total * esize, world_size_, shared_ != nullptr);
+  out.route = choose_allreduce_route(options_, op.op, total * esize, world_size_, shared_ != nullptr);
   out.packed = AllreduceOutcome::Clock::now();
+  if (out.route == AllreduceRoute::kAdasum) {
+    out.status = adasum(op, total, &out);  // sets its own times
+    return out;
+  }
   if (out.route == AllreduceRoute::kTransport || out.route == AllreduceRoute::kRing) {
     out.status = reduce_contiguous(op, total, on_the_wire(op.op), scale, &out);  // sets its own times
     return out;

@@ -66,6 +66,10 @@ class DataPlane {
   /// `total`: the pieces' elements together.
   Status reduce_contiguous(const FusedAllreduce& op, int64_t total, ReduceOp wire, PostScale scale,
                            AllreduceOutcome* out);
+  /// Op Adasum: packs the pieces (half types widened to float32), runs the
+  /// Adasum tree with the pieces as the tensors, unpacks with the postscale
+  /// (dataplane/adasum_call.cc).
+  Status adasum(const FusedAllreduce& op, int64_t total, AllreduceOutcome* out);
   Status reduce_buffer(AllreduceRoute route, const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
                        PostScale scale);
 

@@ -9,6 +9,7 @@ const char* route_name(AllreduceRoute route) {
     case AllreduceRoute::kRing: return "ring";
     case AllreduceRoute::kSharedMemory: return "shm";
     case AllreduceRoute::kSingleCopy: return "cma";
+    case AllreduceRoute::kAdasum: return "adasum";
   }
   return "?";
 }
@@ -37,6 +38,12 @@ AllreduceRoute choose_allreduce_route(const RuntimeOptions& o, int64_t bytes, in
       return bytes >= o.ring_threshold_bytes ? AllreduceRoute::kRing : AllreduceRoute::kTransport;
   }
   return AllreduceRoute::kTransport;
+}
+
+AllreduceRoute choose_allreduce_route(const RuntimeOptions& o, ReduceOp op, int64_t bytes, int world_size,
+                                      bool shared_memory) {
+  if (op != ReduceOp::kAdasum) return choose_allreduce_route(o, bytes, world_size, shared_memory);
+  return world_size <= 1 ? AllreduceRoute::kAlone : AllreduceRoute::kAdasum;
 }
 
 }  // namespace chorus::detail

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "chorus/options.h"
+#include "chorus/types.h"
 
 namespace chorus::detail {
 
@@ -16,6 +17,7 @@ enum class AllreduceRoute {
   kRing,          ///< the pipelined ring over the peer links
   kSharedMemory,  ///< shared memory on one host: staged (zero-copy from the arenas)
   kSingleCopy,    ///< shared memory on one host, ordinary memory read across processes (zero-copy from the arenas)
+  kAdasum,        ///< op Adasum: its own tree over the peer links, whatever the size or the host
 };
 
 /// Whether the route runs through shared memory (staged, zero-copy or single copy).
@@ -23,12 +25,16 @@ inline bool on_shared_memory(AllreduceRoute route) {
   return route == AllreduceRoute::kSharedMemory || route == AllreduceRoute::kSingleCopy;
 }
 
-/// Name for the timeline and logs: "alone", "mpi", "ring", "shm", "cma".
+/// Name for the timeline and logs: "alone", "mpi", "ring", "shm", "cma", "adasum".
 const char* route_name(AllreduceRoute route);
 
 /// Where an allreduce of `bytes` on `world_size` ranks goes; `shared_memory`
 /// says whether every rank can reach the others' memory.
 AllreduceRoute choose_allreduce_route(const RuntimeOptions& options, int64_t bytes, int world_size,
+                                      bool shared_memory);
+/// The same for an allreduce with `op`: Adasum is not elementwise, so no
+/// route but its own (or kAlone on one rank) can carry it.
+AllreduceRoute choose_allreduce_route(const RuntimeOptions& options, ReduceOp op, int64_t bytes, int world_size,
                                       bool shared_memory);
 
 }  // namespace chorus::detail

@@ -283,6 +283,12 @@ void NcclDeviceOperations::execute(const Response& response, std::vector<TensorE
                            entries.front().name() + "'" + (entries.size() > 1 ? " and " + std::to_string(entries.size() - 1) + " more" : "");
   std::vector<Request> requests;
   for (const auto& e : entries) requests.push_back(e.request);
+  if (response.type == ResponseType::kAllreduce && entries.front().request.op == ReduceOp::kAdasum) {
+    // NCCL has no Adasum (it would sum); a fused response shares its op.
+    return fail_entries(entries, Status::invalid_argument(what + ": adasum does not run on NCCL; set "
+                                                          "CHORUS_GPU_OPERATIONS=staged to combine CUDA tensors with "
+                                                          "Adasum through pinned host memory and the CPU data plane"));
+  }
   StatusOr<NcclPlan> plan = plan_nccl(response, requests, topology_.rank, topology_.size);
   if (!plan.is_ok()) {  // agreed input, so the same refusal on every rank; a broken invariant is a fault
     if (plan.status().code() == StatusCode::kInternal) set_fault(plan.status());

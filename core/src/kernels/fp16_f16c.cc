@@ -54,6 +54,7 @@ void reduce_fp16_f16c(uint16_t* out, const uint16_t* a, const uint16_t* b, int64
     case ReduceOp::kProduct: reduce_f16c<ReduceOp::kProduct>(out, a, b, n); break;
     case ReduceOp::kMin: reduce_f16c<ReduceOp::kMin>(out, a, b, n); break;
     case ReduceOp::kMax: reduce_f16c<ReduceOp::kMax>(out, a, b, n); break;
+    case ReduceOp::kAdasum: break;  // not elementwise: never reaches the kernels
   }
 }
 

@@ -108,6 +108,7 @@ void scale_half(uint16_t* dst, const uint16_t* src, int64_t n, float factor) {
 
 bool reduction_supported(DataType dtype, ReduceOp op) {
   if (dtype == DataType::kBool) return op == ReduceOp::kMin || op == ReduceOp::kMax;
+  if (op == ReduceOp::kAdasum) return is_floating(dtype);
   return true;
 }
 
@@ -129,6 +130,7 @@ void reduce_to(void* out, const void* a, const void* b, int64_t count, DataType 
     case ReduceOp::kProduct: reduce_dispatch<ProdOp>(out, a, b, count, dtype); break;
     case ReduceOp::kMin: reduce_dispatch<MinOp>(out, a, b, count, dtype); break;
     case ReduceOp::kMax: reduce_dispatch<MaxOp>(out, a, b, count, dtype); break;
+    case ReduceOp::kAdasum: break;  // not elementwise: dataplane/algorithms/adasum_allreduce.cc
   }
 }
 

@@ -25,7 +25,7 @@ void reduce_to(void* out, const void* a, const void* b, int64_t count, DataType 
 void scale_copy(void* dst, const void* src, int64_t count, DataType dtype, double factor,
                 int64_t divisor);
 
-/// True when allreduce supports `op` on `dtype` (bool: min and max only).
+/// True when allreduce supports `op` on `dtype` (bool: min and max only; Adasum: float types only).
 bool reduction_supported(DataType dtype, ReduceOp op);
 
 }  // namespace chorus::detail

@@ -173,6 +173,13 @@ std::string ResponseList::serialize() const {
     w.put(x.slot);
     w.put(x.epoch);
   }
+  w.put<uint8_t>(tuned ? 1 : 0);
+  if (tuned) {
+    w.put(tuned->trial);
+    w.put(tuned->fusion_threshold_bytes);
+    w.put(tuned->fusion_wait_us);
+    w.put(tuned->cycle_time_ms);
+  }
   return w.take();
 }
 
@@ -255,6 +262,21 @@ Status ResponseList::parse(const std::string& bytes, ResponseList* out, size_t m
                                             " or cache slot " + std::to_string(x.slot));
     }
     out->resend.push_back(x);
+  }
+  uint8_t has_tuned = 0;
+  r.get(&has_tuned);
+  out->tuned.reset();
+  if (r.ok() && has_tuned != 0) {
+    TunedSettings t;
+    r.get(&t.trial);
+    r.get(&t.fusion_threshold_bytes);
+    r.get(&t.fusion_wait_us);
+    r.get(&t.cycle_time_ms);
+    // The knobs' own ranges (common/knob_registry.cc): a corrupt value never reaches a clock.
+    const bool sane = t.trial >= -1 && t.fusion_threshold_bytes >= 0 && t.fusion_wait_us >= 0 &&
+                      t.fusion_wait_us <= 1e7 && t.cycle_time_ms >= 0 && t.cycle_time_ms <= 1e4;
+    if (r.ok() && !sane) return malformed("response list", "tuned settings out of range");
+    out->tuned = t;
   }
   if (!r.ok() || !r.at_end()) return malformed("response list", "truncated");
   return Status::ok();

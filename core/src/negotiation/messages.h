@@ -3,6 +3,7 @@
 // (Response), and their wire form.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,20 @@ struct Response {
   }
 };
 
+/// Settings the coordinator's autotuner chose (CHORUS_AUTOTUNE): every rank
+/// applies them when it runs the list that carries them, so all change at
+/// the same point of the response order.
+struct TunedSettings {
+  int32_t trial = -1;  ///< the trial they are measured for; -1: the final choice
+  int64_t fusion_threshold_bytes = 0;
+  double fusion_wait_us = 0;
+  double cycle_time_ms = 0;
+  bool operator==(const TunedSettings& o) const {
+    return trial == o.trial && fusion_threshold_bytes == o.fusion_threshold_bytes &&
+           fusion_wait_us == o.fusion_wait_us && cycle_time_ms == o.cycle_time_ms;
+  }
+};
+
 /// Everything the coordinator tells all ranks in one round; every rank runs
 /// it in the same order.
 struct ResponseList {
@@ -162,6 +177,7 @@ struct ResponseList {
   uint64_t cache_epoch = 0;
   bool shutdown = false;
   std::string shutdown_reason;
+  std::optional<TunedSettings> tuned;  ///< only in the list where they change
 
   std::string serialize() const;
   /// Validates everything it reads (enums, sizes, counts, and cache slots
@@ -170,7 +186,7 @@ struct ResponseList {
   static Status parse(const std::string& bytes, ResponseList* out, size_t max_slots = size_t{1} << 30);
   bool operator==(const ResponseList& o) const {
     return responses == o.responses && resend == o.resend && shutdown == o.shutdown &&
-           shutdown_reason == o.shutdown_reason && cache_epoch == o.cache_epoch;
+           shutdown_reason == o.shutdown_reason && cache_epoch == o.cache_epoch && tuned == o.tuned;
   }
 };
 

@@ -37,6 +37,7 @@ void BackgroundLoop::request_shutdown() {
 void BackgroundLoop::run() {
   while (!finished_) {
     if (run_round()) {
+      if (timeline_.marks_cycles()) timeline_.instant("cycles", "CYCLE", Timeline::Clock::now());
       waiter_.on_progress();
     } else if (!finished_) {
       timeline_.flush();  // idle: a good moment to write
@@ -134,14 +135,24 @@ void BackgroundLoop::execute(ResponseList& list) {
     // skipping it would leave them waiting in its collectives: end the job.
     logger_.fatal(named.message());
   }
+  if (list.tuned) apply_tuned(*list.tuned);
   for (const Response& response : list.responses) run_response(response);
   hand_slot_changes();  // all of them before the side hears of the list or anything new
   side_->list_ran(list);
+  ++lists_run_;
   stats_.update([](RuntimeStats& st) { ++st.negotiation_rounds; });
   if (list.shutdown) {
     stall_shutdown_ = is_stall_shutdown(list.shutdown_reason);
     finish(Status::aborted("Chorus was shut down (" + list.shutdown_reason + ")"));
   }
+}
+
+// Every rank at the same point of the response order: the coordinator's
+// planning took the new fusion settings already; the cycle time is each
+// rank's own wait.
+void BackgroundLoop::apply_tuned(const TunedSettings& tuned) {
+  waiter_.set_cycle_time_ms(tuned.cycle_time_ms);
+  stats_.update([&](InternalStats& st) { st.tuning_applied.push_back({lists_run_, tuned}); });
 }
 
 // The order the side hears things in (runtime/loop_side.h): the cache's

@@ -55,6 +55,7 @@ class BackgroundLoop {
   Status run_due_lists(bool* progressed);
   Status name_cached_slots(ResponseList& list) const;
   void execute(ResponseList& list);
+  void apply_tuned(const TunedSettings& tuned);
   void run_response(const Response& response);
   void hand_slot_changes();
   void finish(const Status& reason);
@@ -74,6 +75,7 @@ class BackgroundLoop {
   std::atomic<bool> shutdown_requested_{false};
   bool shutdown_sent_ = false;
   bool finished_ = false;
+  int64_t lists_run_ = 0;  // this engine's response lists: the same count on every member
   bool stall_shutdown_ = false;
   std::string device_fault_;  // set once the device operations reported a fault
   std::string end_reason_;

@@ -53,7 +53,8 @@ void check_rows_input(const std::string& what, const std::shared_ptr<Tensor>& in
 void check_reduction(const std::string& what, DataType dtype, const AllreduceOptions& options) {
   if (!reduction_supported(dtype, options.op)) {
     invalid(what + reduce_op_name(options.op) + " is not defined for " + dtype_name(dtype) +
-            " (bool supports min and max)");
+            (options.op == ReduceOp::kAdasum ? " (adasum needs float16, bfloat16, float32 or float64)"
+                                             : " (bool supports min and max)"));
   }
   if (dtype == DataType::kBool && (options.prescale_factor != 1.0 || options.postscale_factor != 1.0)) {
     invalid(what + "bool tensors cannot be scaled");
@@ -106,6 +107,9 @@ TensorEntry reducescatter_entry(const std::string& name, const std::shared_ptr<T
   check_name(name, "reducescatter");
   const std::string what = "reducescatter of tensor '" + name + "': ";
   check_rows_input(what, input, "scattered");
+  if (options.op == ReduceOp::kAdasum) {
+    invalid(what + "adasum is defined for allreduce only (its pairwise combination needs whole tensors)");
+  }
   check_reduction(what, input->dtype(), options);
   TensorEntry entry = tensor_entry(CollectiveType::kReducescatter, name, input, rank, std::move(hooks));
   entry.request.op = options.op;

@@ -13,7 +13,16 @@ CoordinatorSide::CoordinatorSide(ControlChannel& control, const ResponseCache& c
       stats_(stats),
       coordinator_(topo.size, topo.scope),
       readiness_(topo.size, cache.capacity()),
-      stall_check_(options, topo, logger, std::chrono::steady_clock::now()) {}
+      stall_check_(options, topo, logger, std::chrono::steady_clock::now()),
+      fusion_threshold_bytes_(options.fusion_threshold_bytes),
+      fusion_wait_us_(options.fusion_wait_us) {
+  if (!options.autotune) return;
+  const TuningPoint start{options.fusion_threshold_bytes, options.fusion_wait_us, options.cycle_time_ms};
+  tuner_ = std::make_unique<Autotuner>(
+      options, ParameterSearch(start, TuningGrid::standard(), static_cast<int>(options.autotune_samples_per_trial),
+                               static_cast<int>(options.autotune_warmup_samples)));
+  if (!tuner_->warning().empty()) CHORUS_LOG(logger, kWarning) << tuner_->warning();
+}
 
 Status CoordinatorSide::submit(RequestList mine) {
   use_cache_bits(&mine, cache_, [](int32_t, const Request&) { return true; });
@@ -36,6 +45,7 @@ Status CoordinatorSide::poll(ResponseList* out, Polled* polled) {
   const auto now = std::chrono::steady_clock::now();
   const std::optional<std::string> stall = stall_check_.check(coordinator_, readiness_, cache_, now);
   if (stall && global_shutdown_reason_.empty()) global_shutdown_reason_ = *stall;
+  if (tuner_) tune(out, now);
   out->responses = take_fusable_burst();
   if (!global_shutdown_reason_.empty()) {
     out->shutdown = true;
@@ -47,7 +57,9 @@ Status CoordinatorSide::poll(ResponseList* out, Polled* polled) {
   // the others train on without collectives (an evaluation, a save).
   const bool waiting = !idle() || coordinator_.any_joined();
   const bool heartbeat = stall_check_.heartbeat_due(waiting, now);
-  if (out->responses.empty() && out->resend.empty() && !out->shutdown && !heartbeat) return Status::ok();
+  if (out->responses.empty() && out->resend.empty() && !out->shutdown && !out->tuned && !heartbeat) {
+    return Status::ok();
+  }
   *polled = Polled::kLastOfRound;
   if (topo_.size > 1) {
     Status s = control_.send_to_workers(out->serialize());
@@ -156,20 +168,30 @@ std::vector<Response> CoordinatorSide::take_fusable_burst() {
   if (held_.empty() && held_slots_.empty()) return {};
   const double held_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - held_since_).count();
-  if (!idle() && held_us < options_.fusion_wait_us && global_shutdown_reason_.empty()) return {};
+  if (!idle() && held_us < fusion_wait_us_ && global_shutdown_reason_.empty()) return {};
   std::vector<Response> plan;
   if (!held_.empty()) {
     std::vector<ReadyTensor> full;
     full.swap(held_);
     held_.reserve(full.size());  // bursts tend to repeat: grow once
-    plan = plan_fusion(std::move(full), options_.fusion_threshold_bytes);
+    plan = plan_fusion(std::move(full), fusion_threshold_bytes_);
   }
   if (!held_slots_.empty()) {
-    std::vector<Response> by_slot = plan_fusion(held_slots_, cache_, options_.fusion_threshold_bytes);
+    std::vector<Response> by_slot = plan_fusion(held_slots_, cache_, fusion_threshold_bytes_);
     plan.insert(plan.end(), std::make_move_iterator(by_slot.begin()), std::make_move_iterator(by_slot.end()));
     held_slots_.clear();  // keeps its capacity: bursts repeat
   }
   return plan;
+}
+
+// The tuner samples the bytes this rank allreduced; a change of settings
+// goes to every rank in this list, and rank 0 plans with it from now on.
+void CoordinatorSide::tune(ResponseList* out, std::chrono::steady_clock::time_point now) {
+  if (!tuner_->sample_due(now)) return;
+  const bool between_bursts = idle() && held_.empty() && held_slots_.empty() && bits_ready_.empty();
+  out->tuned = tuner_->observe(stats_.get().bytes_allreduced, now, between_bursts);
+  fusion_threshold_bytes_ = tuner_->current().fusion_threshold_bytes;
+  fusion_wait_us_ = tuner_->current().fusion_wait_us;
 }
 
 }  // namespace chorus::detail

@@ -23,6 +23,7 @@
 #include "runtime/coordinator_stall_check.h"
 #include "runtime/loop_side.h"
 #include "runtime/shared_stats.h"
+#include "tuning/autotuner.h"
 
 namespace chorus::detail {
 
@@ -49,6 +50,7 @@ class CoordinatorSide final : public LoopSide {
   void leave_fast_path(int32_t slot);
   void note_shutdown(int from_rank, const std::string& reason);
   std::vector<Response> take_fusable_burst();
+  void tune(ResponseList* out, std::chrono::steady_clock::time_point now);
 
   ControlChannel& control_;
   const ResponseCache& cache_;  // the loop's: updated while lists run
@@ -64,6 +66,9 @@ class CoordinatorSide final : public LoopSide {
   std::vector<int32_t> held_slots_;     // the same, negotiated by cache bits
   std::chrono::steady_clock::time_point held_since_;
   std::string global_shutdown_reason_;  // set once a rank asked to leave
+  std::unique_ptr<Autotuner> tuner_;    // CHORUS_AUTOTUNE only
+  int64_t fusion_threshold_bytes_;      // what plans now: the options', then the tuner's
+  double fusion_wait_us_;
 };
 
 }  // namespace chorus::detail

@@ -22,6 +22,8 @@ IdleWaiter::IdleWaiter(const RuntimeOptions& options, TensorQueue& queue)
       last_progress_(Clock::now()),
       next_sleep_(kFirstSleep) {}
 
+void IdleWaiter::set_cycle_time_ms(double ms) { max_sleep_ = std::max(from_us(ms * 1000.0), kFirstSleep); }
+
 void IdleWaiter::on_progress() {
   last_progress_ = Clock::now();
   next_sleep_ = kFirstSleep;

@@ -23,12 +23,14 @@ class IdleWaiter {
   void on_progress();
   /// Waits a little, as described above; `pending`: operations are in flight.
   void wait(bool pending);
+  /// The autotuner's cycle time (every rank applies the coordinator's choice).
+  void set_cycle_time_ms(double ms);
 
  private:
   TensorQueue& queue_;
   const std::chrono::nanoseconds spin_;
   const std::chrono::nanoseconds pending_spin_;
-  const std::chrono::nanoseconds max_sleep_;
+  std::chrono::nanoseconds max_sleep_;
   const bool wake_on_enqueue_;
   Clock::time_point last_progress_;
   std::chrono::nanoseconds next_sleep_;

@@ -150,6 +150,7 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
     st.tensors_allreduced += static_cast<int64_t>(entries.size());
     st.bytes_allreduced += bytes;
     st.ring_allreduce_ops += outcome.route == AllreduceRoute::kRing;
+    st.adasum_allreduce_ops += outcome.route == AllreduceRoute::kAdasum;
     st.shm_allreduce_ops += on_shared_memory(outcome.route);
     st.shm_zero_copy_ops += outcome.zero_copy;
     st.shm_single_copy_ops += outcome.route == AllreduceRoute::kSingleCopy;

@@ -66,6 +66,15 @@ std::vector<ProcessSet> ProcessSetTable::list() const {
   return out;
 }
 
+std::vector<std::pair<int32_t, std::shared_ptr<RuntimeImpl>>> ProcessSetTable::member_engines() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<int32_t, std::shared_ptr<RuntimeImpl>>> out;
+  for (const auto& [id, r] : sets_) {
+    if (r.engine) out.emplace_back(id, r.engine);
+  }
+  return out;
+}
+
 void ProcessSetTable::clear() {
   std::map<int32_t, Registered> sets;
   {

@@ -45,6 +45,8 @@ class ProcessSetTable {
   std::shared_ptr<RuntimeImpl> remove(const ProcessSet& set, const std::string& what);
   /// Registered sets, by id.
   std::vector<ProcessSet> list() const;
+  /// The engines of the sets this rank is a member of, by set id.
+  std::vector<std::pair<int32_t, std::shared_ptr<RuntimeImpl>>> member_engines() const;
   /// Shuts down and forgets every set.
   void clear();
 

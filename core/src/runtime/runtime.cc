@@ -34,6 +34,7 @@ int set_rank_of(const detail::Topology& topo, int global_rank) {
 // Options of a set's engine: its timeline goes to a file of its own.
 RuntimeOptions set_options(RuntimeOptions options, int32_t id) {
   if (!options.timeline_path.empty()) options.timeline_path += ".process_set" + std::to_string(id);
+  options.autotune = false;  // the global set's coordinator tunes (one log, one search)
   return options;
 }
 

@@ -50,7 +50,7 @@ void RuntimeImpl::thread_main(std::promise<Status>* started) {
                                     << "it is ignored (docs/tuning.md lists the knobs)";
     }
   }
-  const Status timeline_opened = timeline_.open(options_.timeline_path, topo_.rank);
+  const Status timeline_opened = timeline_.open(options_.timeline_path, topo_.rank, options_.timeline_mark_cycles);
   if (!timeline_opened.is_ok()) {
     CHORUS_LOG(logger_, kError) << timeline_opened.message() << "; running without a timeline";
   }

@@ -46,6 +46,9 @@ class RuntimeImpl {
   /// See Runtime::allocate_shared_host.
   std::shared_ptr<void> allocate_shared_host(int64_t bytes);
   bool in_shared_host(const void* p, int64_t bytes) const { return arena_ && arena_->contains(p, bytes); }
+  /// This engine's timeline (see Timeline::open / close / record): safe
+  /// while the background thread runs.
+  Timeline& timeline() { return timeline_; }
 
  private:
   void thread_main(std::promise<Status>* started);

@@ -4,19 +4,32 @@
 
 #include <mutex>
 
+#include <vector>
+
 #include "chorus/options.h"
+#include "negotiation/messages.h"
 
 namespace chorus::detail {
 
 /// RuntimeStats plus which route each data-plane allreduce took: the tests
 /// check those against choose_allreduce_route; users see the route's effect
 /// (shm_zero_copy_ops) and the tuning knobs, not the route itself.
+/// Autotuned settings this rank applied, before running the global set's
+/// response list number `round` (counted from 0).
+struct TuningApplied {
+  int64_t round = 0;
+  TunedSettings settings;
+  bool operator==(const TuningApplied& o) const { return round == o.round && settings == o.settings; }
+};
+
 struct InternalStats : RuntimeStats {
   int64_t ring_allreduce_ops = 0;  ///< allreduce calls the pipelined ring ran
+  int64_t adasum_allreduce_ops = 0;  ///< allreduce calls the Adasum tree ran
   int64_t shm_allreduce_ops = 0;   ///< allreduce calls run through shared memory
   int64_t shm_single_copy_ops = 0; ///< of those, read and written across processes
   int64_t staged_device_ops = 0;   ///< CUDA responses run through pinned host memory (staged path)
   int64_t staging_allocations = 0; ///< pinned staging buffers the staged path allocated (reuse keeps it low)
+  std::vector<TuningApplied> tuning_applied;  ///< CHORUS_AUTOTUNE: every change, in order
 };
 
 class SharedStats {

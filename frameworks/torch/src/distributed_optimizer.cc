@@ -18,6 +18,7 @@
 #include "chorus/torch/shared_host_tensor.h"
 #include "device_buffers.h"
 #include "rank_agreement.h"
+#include "sparse_gradient.h"
 #include "torch_tensor.h"
 
 namespace chorus {
@@ -96,6 +97,9 @@ class DistributedOptimizer::State : public std::enable_shared_from_this<Distribu
     Handle handle;   // the gradient's allreduce in flight
     std::shared_ptr<torch_adapter::TorchTensor> wire;  // what the allreduce works on
     torch::Dtype original_dtype = torch::kFloat32;
+    bool sparse = false;  // its gradient came sparse once: allgathered from then on
+    int64_t sparse_dim = 1;
+    torch_adapter::SparseGather sparse_gather;  // the allgather in flight (sparse only)
   };
 
   // `options` are checked and carry a compression.
@@ -118,6 +122,8 @@ class DistributedOptimizer::State : public std::enable_shared_from_this<Distribu
 
  private:
   void start_allreduce(Param& p);
+  void start_sparse_allgather(Param& p);
+  double sparse_scale() const;
   void refresh_hooks();
   void flatten_gradients();
 
@@ -192,6 +198,17 @@ void DistributedOptimizer::State::on_gradient(size_t index) {
 
 void DistributedOptimizer::State::start_allreduce(Param& p) {
   torch::Tensor& grad = p.tensor.mutable_grad();
+  if (grad.defined() && grad.is_sparse()) {
+    // An allgather sums; Min and Max need the dense rows.
+    const bool summed = options_.op == ReduceOp::kAverage || options_.op == ReduceOp::kSum;
+    if (options_.sparse_as_dense || !summed) {
+      grad = grad.to_dense();
+    } else if (!p.sparse) {
+      p.sparse = true;
+      p.sparse_dim = grad.sparse_dim();  // the layout every rank sends from now on
+    }
+  }
+  if (p.sparse) return start_sparse_allgather(p);
   // No gradient this step (unused in the graph): zeros, so ranks still match up.
   if (!grad.defined()) grad = torch::zeros_like(p.tensor, torch::MemoryFormat::Contiguous);
   torch::Tensor sent = options_.compression->compress(grad, &p.original_dtype);
@@ -200,6 +217,24 @@ void DistributedOptimizer::State::start_allreduce(Param& p) {
   hooks.process_set = options_.process_set;
   p.handle = current_runtime()->allreduce_async(p.name, p.wire, p.wire, allreduce_, std::move(hooks));
   p.passes = 0;
+}
+
+// Every rank's indices and values, gathered (Horovod's sparse allreduce).
+// Every rank sends something, an empty gradient when it got none.
+void DistributedOptimizer::State::start_sparse_allgather(Param& p) {
+  const torch::Tensor sent = torch_adapter::with_sparse_dim(p.tensor.grad(), p.tensor, p.sparse_dim);
+  p.sparse_gather = torch_adapter::allgather_sparse_async(sent, p.name, *options_.compression, options_.process_set);
+  p.handle = p.sparse_gather.handle.handle();
+  p.passes = 0;
+}
+
+// What the allreduce's options would have scaled the sum by: an average is
+// over the process set's members, not the whole job.
+double DistributedOptimizer::State::sparse_scale() const {
+  const double scale = allreduce_.prescale_factor * allreduce_.postscale_factor;
+  const ProcessSet& set = options_.process_set;
+  const int members = set.is_global() ? size() : static_cast<int>(set.ranks().size());
+  return options_.op == ReduceOp::kAverage ? scale / members : scale;
 }
 
 void DistributedOptimizer::State::synchronize() {
@@ -215,7 +250,9 @@ void DistributedOptimizer::State::synchronize() {
     Status s = p.handle.wait_status();
     if (s.is_ok()) {
       torch::Tensor& grad = p.tensor.mutable_grad();
-      if (!p.wire->tensor().is_same(grad)) {
+      if (p.sparse_gather.handle.valid()) {
+        grad = torch_adapter::wait_sparse(p.sparse_gather, sparse_scale(), *options_.compression);
+      } else if (!p.wire->tensor().is_same(grad)) {
         torch::NoGradGuard no_grad;
         grad.copy_(options_.compression->decompress(p.wire->tensor(), p.original_dtype));
       }
@@ -224,6 +261,7 @@ void DistributedOptimizer::State::synchronize() {
     }
     p.handle = Handle();
     p.wire.reset();
+    p.sparse_gather = {};
   }
   synchronized_ = first_error.is_ok();
   refresh_hooks();
@@ -243,9 +281,12 @@ void DistributedOptimizer::State::end_step() {
 // zero_grad()'s detach_() works on them; autograd accumulates into them in
 // place. Only this rank's layout changes: the collectives are the same.
 void DistributedOptimizer::State::flatten_gradients() {
-  std::vector<size_t> order = arrival_order_;
+  std::vector<size_t> order;  // sparse gradients stay out: they are replaced each step
+  for (size_t i : arrival_order_) {
+    if (!params_[i].sparse) order.push_back(i);
+  }
   for (size_t i = params_.size(); i-- > 0;) {
-    if (!arrived_[i]) order.push_back(i);  // autograd runs roughly in reverse
+    if (!arrived_[i] && !params_[i].sparse) order.push_back(i);  // autograd runs roughly in reverse
   }
   std::vector<torch::Tensor> tensors;
   for (const Param& p : params_) tensors.push_back(p.tensor);
@@ -369,6 +410,11 @@ torch::Tensor DistributedOptimizer::step(torch::optim::Optimizer::LossClosure cl
   skip_next_synchronize_ = false;
   torch::Tensor loss = optimizer_->step(std::move(closure));
   state_->end_step();
+  const auto now = std::chrono::steady_clock::now();
+  // In the set's own timeline file, beside the step's collectives.
+  current_runtime()->timeline_span("steps " + options_.name_prefix, "step " + std::to_string(++steps_), step_began_, now,
+                                   options_.process_set);
+  step_began_ = now;
   return loss;
 }
 

@@ -72,6 +72,7 @@ MPI_Datatype MpiTypes::datatype(DataType dtype) const {
 
 MPI_Op MpiTypes::op(DataType dtype, ReduceOp op) const {
   const int i = static_cast<int>(op);
+  if (op == ReduceOp::kAdasum) return MPI_OP_NULL;  // not elementwise: the data plane's own algorithm
   if (dtype == DataType::kFloat16) return fp16_ops_[i];
   if (dtype == DataType::kBFloat16) return bf16_ops_[i];
   if (dtype == DataType::kBool) return op == ReduceOp::kMin ? bool_and_ : bool_or_;
@@ -81,6 +82,7 @@ MPI_Op MpiTypes::op(DataType dtype, ReduceOp op) const {
     case ReduceOp::kMin: return MPI_MIN;
     case ReduceOp::kMax: return MPI_MAX;
     case ReduceOp::kProduct: return MPI_PROD;
+    case ReduceOp::kAdasum: break;
   }
   return MPI_OP_NULL;
 }

@@ -1,8 +1,9 @@
 #pragma once
 /// \file torch.h
-/// Chorus for LibTorch: collectives on torch::Tensor, DistributedOptimizer,
-/// broadcast of parameters, optimizer state and objects, gradient
-/// compression and a loss scaler whose decisions agree across ranks.
+/// Chorus for LibTorch: collectives on torch::Tensor, DistributedOptimizer
+/// (dense and sparse gradients), SyncBatchNorm, broadcast of parameters,
+/// optimizer state and objects, gradient compression and a loss scaler
+/// whose decisions agree across ranks.
 /// Horovod users find the names they know in namespace chorus.
 ///
 ///     chorus::init();
@@ -20,3 +21,4 @@
 #include "chorus/torch/loss_scaler.h"
 #include "chorus/torch/ops.h"
 #include "chorus/torch/shared_host_tensor.h"
+#include "chorus/torch/sync_batch_norm.h"

@@ -3,6 +3,7 @@
 /// DistributedOptimizer: wraps a torch::optim::Optimizer so that every
 /// gradient is allreduced across ranks, overlapped with backward.
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -53,6 +54,15 @@ struct DistributedOptimizerOptions {
   /// the global set by default. Only members construct the optimizer; two
   /// sets can train different models side by side.
   ProcessSet process_set;
+  /// Sparse gradients (torch::nn::Embedding with sparse(true)): false (the
+  /// default, as Horovod) allgathers every rank's indices and values and
+  /// leaves a sparse gradient holding all of them, scaled as op and the
+  /// factors above say; true turns them dense first and allreduces them like
+  /// the rest (Horovod's sparse_as_dense: better when most rows are touched).
+  /// With op Min or Max sparse gradients are always reduced densely.
+  /// A parameter whose gradient came sparse once stays sparse: a step in
+  /// which it got no gradient sends an empty sparse one.
+  bool sparse_as_dense = false;
 };
 
 /// Every rank constructs it (the parameter lists are compared across ranks
@@ -91,7 +101,14 @@ class DistributedOptimizer {
   /// The next step() skips its synchronize() (you called it yourself).
   void skip_synchronize();
   /// synchronize() (unless skipped), then the wrapped optimizer's step().
+  /// With a timeline running (chorus::start_timeline), each step is a span
+  /// "step N" (N = 1, 2, ... counting this optimizer's steps) on the row
+  /// "steps <name_prefix>", from the end of the previous step() (or the
+  /// construction) to the end of this one, so the collectives of step N lie
+  /// inside it.
   torch::Tensor step(torch::optim::Optimizer::LossClosure closure = nullptr);
+  /// Steps taken so far.
+  int64_t steps() const { return steps_; }
   /// The wrapped optimizer's zero_grad(); throws chorus::PreconditionError
   /// while allreduces of this step are still pending (call step() or
   /// synchronize() first).
@@ -109,6 +126,8 @@ class DistributedOptimizer {
   DistributedOptimizerOptions options_;
   std::shared_ptr<State> state_;
   bool skip_next_synchronize_ = false;
+  int64_t steps_ = 0;
+  std::chrono::steady_clock::time_point step_began_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace chorus

@@ -48,6 +48,8 @@ constexpr ReduceOp Sum = ReduceOp::kSum;
 constexpr ReduceOp Min = ReduceOp::kMin;
 constexpr ReduceOp Max = ReduceOp::kMax;
 constexpr ReduceOp Product = ReduceOp::kProduct;
+/// Adaptive summation (hvd.Adasum): float gradients, allreduce only (docs/torch.md).
+constexpr ReduceOp Adasum = ReduceOp::kAdasum;
 
 /// An operation on torch tensors running in the background. Cheap to copy.
 class TensorHandle {

@@ -1,0 +1,136 @@
+// Sparse gradients under DistributedOptimizer: an embedding with sparse
+// gradients trains to the same parameters as the same model with dense
+// gradients, whether its indices and values are allgathered or it is
+// densified (sparse_as_dense); ranks touch different rows.
+#include "torch_test_util.h"
+
+using namespace chorus;
+
+namespace {
+
+struct BagNetImpl : torch::nn::Module {
+  explicit BagNetImpl(bool sparse) {
+    torch::manual_seed(3);
+    embedding = register_module("embedding", torch::nn::Embedding(torch::nn::EmbeddingOptions(20, 4).sparse(sparse)));
+    head = register_module("head", torch::nn::Linear(4, 3));
+  }
+  // Rows of `indices` (rows, 2) -> the mean of their two embeddings -> head;
+  // no indices: the head alone on zeros (the embedding gets no gradient).
+  torch::Tensor forward(const torch::Tensor& indices, int64_t rows) {
+    if (!indices.defined()) return head->forward(torch::zeros({rows, 4}));
+    return head->forward(embedding->forward(indices).mean(1));
+  }
+  torch::nn::Embedding embedding{nullptr};
+  torch::nn::Linear head{nullptr};
+};
+TORCH_MODULE(BagNet);
+
+// Rank r looks up rows near 4r (neighbours overlap, some rows only one rank
+// or none touches), 3 + r lookups per step; the last rank of several skips
+// the embedding at step 1.
+torch::Tensor indices_for(int rank, int step) {
+  if (step == 1 && rank == chorus::size() - 1 && chorus::size() > 1) return {};
+  torch::manual_seed(100 * rank + step);
+  return (torch::randint(0, 8, {3 + rank, 2}, torch::kLong) + 4 * rank) % 20;
+}
+
+// Trains three steps; returns the embedding weight, the head's weight and
+// whether the embedding's last reduced gradient was sparse.
+std::tuple<torch::Tensor, torch::Tensor, bool> train(bool sparse_model, DistributedOptimizerOptions options,
+                                                    double momentum) {
+  BagNet net(sparse_model);
+  options.name_prefix = (options.process_set.is_global() ? "" : "set" + std::to_string(options.process_set.id()) + ".") +
+                        (sparse_model ? "sparse." : "dense.");
+  auto sgd = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(0.5).momentum(momentum));
+  DistributedOptimizer opt(sgd, net->named_parameters(), options);
+  bool last_sparse = false;
+  for (int step = 0; step < 3; ++step) {
+    const int64_t rows = 3 + chorus::rank();
+    torch::manual_seed(7 + step + chorus::rank());
+    const torch::Tensor target = torch::randn({rows, 3});
+    opt.zero_grad();
+    torch::mse_loss(net->forward(indices_for(chorus::rank(), step), rows), target).backward();
+    opt.synchronize();
+    last_sparse = net->embedding->weight.grad().is_sparse();
+    opt.skip_synchronize();
+    opt.step();
+  }
+  return {net->embedding->weight.detach().clone(), net->head->weight.detach().clone(), last_sparse};
+}
+
+void compare_with_dense(const DistributedOptimizerOptions& options, double momentum, bool expect_sparse) {
+  auto [dense_embedding, dense_head, dense_was_sparse] = train(false, options, momentum);
+  auto [embedding, head, was_sparse] = train(true, options, momentum);
+  CHECK_FALSE(dense_was_sparse);
+  CHECK(was_sparse == expect_sparse);
+  CHECK((embedding - dense_embedding).abs().max().item<double>() < 1e-6);
+  CHECK((head - dense_head).abs().max().item<double>() < 1e-6);
+  if (options.process_set.is_global()) CHECK(torch_test::same_on_all_ranks(embedding, "sparse.test.same"));
+  // The rows nobody touched did not move; the touched ones did.
+  BagNet untrained(false);
+  CHECK_FALSE(torch::equal(embedding, untrained->embedding->weight.detach()));
+  if (chorus::size() < 4) CHECK(torch::equal(embedding[19], untrained->embedding->weight.detach()[19]));
+}
+
+}  // namespace
+
+TEST_CASE("Sparse embedding gradients allgathered train like dense ones", "[sparse]") {
+  compare_with_dense({}, 0.0, /*expect_sparse=*/true);
+}
+
+TEST_CASE("Sparse embedding gradients with momentum and Sum train like dense ones", "[sparse]") {
+  DistributedOptimizerOptions options;
+  options.op = ReduceOp::kSum;
+  compare_with_dense(options, 0.9, true);
+}
+
+TEST_CASE("Sparse embedding gradients with a predivide factor", "[sparse]") {
+  DistributedOptimizerOptions options;
+  options.gradient_predivide_factor = 2.0;
+  compare_with_dense(options, 0.0, true);
+}
+
+TEST_CASE("sparse_as_dense reduces sparse gradients densely", "[sparse]") {
+  DistributedOptimizerOptions options;
+  options.sparse_as_dense = true;
+  compare_with_dense(options, 0.0, /*expect_sparse=*/false);
+}
+
+TEST_CASE("Sparse embedding gradients with fp16 compression", "[sparse]") {
+  DistributedOptimizerOptions options;
+  options.compression = Compression::fp16();
+  auto [embedding, head, was_sparse] = train(true, options, 0.0);
+  auto [dense_embedding, dense_head, dense_was_sparse] = train(false, options, 0.0);
+  CHECK(was_sparse);
+  CHECK((embedding - dense_embedding).abs().max().item<double>() < 1e-3);
+}
+
+TEST_CASE("Sparse gradients under Max are reduced densely", "[sparse]") {
+  DistributedOptimizerOptions options;
+  options.op = ReduceOp::kMax;
+  compare_with_dense(options, 0.0, /*expect_sparse=*/false);
+}
+
+// Two process sets (the first and second half of the ranks) each train their
+// own model: the sparse gradients are gathered among the set's members only
+// and averaged over the set's size, as the dense allreduce in the set is.
+TEST_CASE("Sparse embedding gradients inside a process set average over its members", "[sparse][process_set]") {
+  const int n = chorus::size(), me = chorus::rank(), half = (n + 1) / 2;
+  std::vector<int> first, second;
+  for (int r = 0; r < n; ++r) (r < half ? first : second).push_back(r);
+  const ProcessSet a = add_process_set(first);
+  const ProcessSet b = second.empty() ? ProcessSet() : add_process_set(second);
+  for (ReduceOp op : {ReduceOp::kAverage, ReduceOp::kSum}) {
+    DistributedOptimizerOptions options;
+    options.op = op;
+    options.process_set = me < half ? a : b;
+    compare_with_dense(options, 0.0, /*expect_sparse=*/true);
+    auto [embedding, head, was_sparse] = train(true, options, 0.0);
+    // Equal within the set, different from the other set's model.
+    const torch::Tensor all = allgather(embedding.flatten().unsqueeze(0).contiguous(), "sparse.test.sets");
+    for (int r = 0; r < n; ++r) CHECK(torch::equal(all[r], all[me]) == ((r < half) == (me < half)));
+  }
+  barrier();
+  remove_process_set(a);
+  if (!second.empty()) remove_process_set(b);
+}
