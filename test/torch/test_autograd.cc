@@ -1,6 +1,9 @@
-// Autograd through the collectives under mpirun: every rank's gradient (and
-// forward result) equals the one a single process gets by computing every
-// rank's part itself, with the global loss the sum of the ranks' losses.
+// Autograd through the collectives under mpirun: every rank's forward result
+// equals the one a single process gets by computing every rank's part itself,
+// and its gradient that process's gradient of the sum of the ranks' losses
+// times Horovod's factor for the collective (1, or 1/size for allgather and
+// broadcast, size for reducescatter). The last cases check the exact values
+// Horovod's test/parallel/test_torch.py expects.
 #include "torch_test_util.h"
 
 using namespace chorus;
@@ -24,7 +27,8 @@ torch::Tensor loss_of(const torch::Tensor& y, int s) {
   return (torch::randn(y.sizes(), y.options()) * y * y).sum();
 }
 
-void expect_reference_gradient(const Shapes& shape_of, const Distributed& distributed, const Reference& reference) {
+void expect_reference_gradient(const Shapes& shape_of, const Distributed& distributed, const Reference& reference,
+                               double grad_scale = 1.0) {
   const int n = chorus::size(), me = chorus::rank();
   torch::Tensor x = input_of(me, shape_of(me)).requires_grad_();
   torch::Tensor y = distributed(x);
@@ -42,7 +46,7 @@ void expect_reference_gradient(const Shapes& shape_of, const Distributed& distri
   CHECK(torch::allclose(y, ys[me], 1e-9, 1e-12));
   REQUIRE(x.grad().defined());
   // An input that reaches no output (a broadcast's non-root) has no gradient: zeros.
-  torch::Tensor expected = xs[me].grad().defined() ? xs[me].grad() : torch::zeros_like(xs[me]);
+  torch::Tensor expected = xs[me].grad().defined() ? xs[me].grad() * grad_scale : torch::zeros_like(xs[me]);
   REQUIRE(x.grad().sizes() == expected.sizes());
   CHECK(torch::allclose(x.grad(), expected, 1e-9, 1e-12));
 }
@@ -52,7 +56,7 @@ void expect_reference_gradient(const Shapes& shape_of, const Distributed& distri
 // alone on one process.
 using GroupedDistributed = std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>& xs)>;
 void expect_grouped_reference_gradient(const Shapes& shape_of, const GroupedDistributed& distributed,
-                                       const Reference& reference) {
+                                       const Reference& reference, double grad_scale = 1.0) {
   const int n = chorus::size(), me = chorus::rank(), members = 2;
   std::vector<torch::Tensor> mine;
   for (int m = 0; m < members; ++m) mine.push_back(input_of(10 * m + me, shape_of(me)).requires_grad_());
@@ -69,7 +73,7 @@ void expect_grouped_reference_gradient(const Shapes& shape_of, const GroupedDist
     for (int s = 0; s < n; ++s) total = total + loss_of(expected_ys[s], 10 * m + s);
     total.backward();
     CHECK(torch::allclose(ys[m], expected_ys[me], 1e-9, 1e-12));
-    CHECK(torch::allclose(mine[m].grad(), xs[me].grad(), 1e-9, 1e-12));
+    CHECK(torch::allclose(mine[m].grad(), xs[me].grad() * grad_scale, 1e-9, 1e-12));
   }
 }
 
@@ -121,19 +125,20 @@ TEST_CASE("allreduce with Max has no gradient: a clear error on every rank", "[t
   }
 }
 
-TEST_CASE("allgather's gradient: the ranks' gradients summed, this rank's rows", "[torch][autograd]") {
+TEST_CASE("allgather's gradient: the ranks' gradients averaged, this rank's rows", "[torch][autograd]") {
   // A different first dimension on every rank.
   auto rows = [](int r) { return std::vector<int64_t>{r + 1, 2}; };
   expect_reference_gradient(
       rows, [](const torch::Tensor& x) { return allgather(x, "grad.allgather"); },
-      [](const std::vector<torch::Tensor>& xs) { return same_for_all(torch::cat(xs)); });
+      [](const std::vector<torch::Tensor>& xs) { return same_for_all(torch::cat(xs)); }, 1.0 / chorus::size());
 }
 
-TEST_CASE("broadcast's gradient: the sum of the gradients on the root, zeros elsewhere", "[torch][autograd]") {
+TEST_CASE("broadcast's gradient: the average of the gradients on the root, zeros elsewhere", "[torch][autograd]") {
   const int root = chorus::size() - 1;
   expect_reference_gradient(
       fixed, [root](const torch::Tensor& x) { return broadcast(x, root, "grad.broadcast"); },
-      [root](const std::vector<torch::Tensor>& xs) { return same_for_all(xs[static_cast<size_t>(root)] * 1.0); });
+      [root](const std::vector<torch::Tensor>& xs) { return same_for_all(xs[static_cast<size_t>(root)] * 1.0); },
+      1.0 / chorus::size());
 }
 
 TEST_CASE("alltoall's gradient: the reverse alltoall, zeros for rows not sent", "[torch][autograd]") {
@@ -170,7 +175,7 @@ TEST_CASE("alltoall's gradient: the reverse alltoall, zeros for rows not sent", 
       });
 }
 
-TEST_CASE("reducescatter's gradient: the allgather of the gradients, scaled", "[torch][autograd]") {
+TEST_CASE("reducescatter's gradient: the allgather of the gradients, times size for Sum", "[torch][autograd]") {
   const int n = chorus::size();
   const int64_t rows = 2 * n + 1;  // uneven blocks: the first rank gets one row more
   auto shape = [rows](int) { return std::vector<int64_t>{rows, 2}; };
@@ -178,12 +183,12 @@ TEST_CASE("reducescatter's gradient: the allgather of the gradients, scaled", "[
   sum.op = Sum;
   expect_reference_gradient(
       shape, [&](const torch::Tensor& x) { return reducescatter(x, "grad.reducescatter.sum", sum); },
-      [&](const std::vector<torch::Tensor>& xs) { return scattered_blocks(torch::stack(xs).sum(0)); });
+      [&](const std::vector<torch::Tensor>& xs) { return scattered_blocks(torch::stack(xs).sum(0)); }, n);
   AllreduceOptions average;
   average.prescale_factor = 2.0;
   expect_reference_gradient(
       shape, [&](const torch::Tensor& x) { return reducescatter(x, "grad.reducescatter.avg", average); },
-      [&](const std::vector<torch::Tensor>& xs) { return scattered_blocks(torch::stack(xs).sum(0) * 2.0 / n); });
+      [&](const std::vector<torch::Tensor>& xs) { return scattered_blocks(torch::stack(xs).sum(0) * 2.0 / n); }, n);
 }
 
 TEST_CASE("Grouped allreduce, allgather and reducescatter carry gradients too", "[torch][autograd][group]") {
@@ -195,14 +200,14 @@ TEST_CASE("Grouped allreduce, allgather and reducescatter carry gradients too", 
   auto rows = [](int r) { return std::vector<int64_t>{2 * r + 1, 2}; };
   expect_grouped_reference_gradient(
       rows, [](const std::vector<torch::Tensor>& xs) { return grouped_allgather(xs, "grad.grouped.allgather"); },
-      [](const std::vector<torch::Tensor>& xs) { return same_for_all(torch::cat(xs)); });
+      [](const std::vector<torch::Tensor>& xs) { return same_for_all(torch::cat(xs)); }, 1.0 / n);
   AllreduceOptions sum;
   sum.op = Sum;
   const int64_t total_rows = n + 2;
   expect_grouped_reference_gradient(
       [total_rows](int) { return std::vector<int64_t>{total_rows, 3}; },
       [&](const std::vector<torch::Tensor>& xs) { return grouped_reducescatter(xs, "", sum); },
-      [](const std::vector<torch::Tensor>& xs) { return scattered_blocks(torch::stack(xs).sum(0)); });
+      [](const std::vector<torch::Tensor>& xs) { return scattered_blocks(torch::stack(xs).sum(0)); }, n);
 }
 
 TEST_CASE("Autograd through a collective in a process set", "[torch][autograd][process_set]") {
@@ -221,7 +226,7 @@ TEST_CASE("Autograd through a collective in a process set", "[torch][autograd][p
     torch::Tensor total = torch::zeros({}, torch::kFloat64);
     for (int s = 0; s < m; ++s) total = total + loss_of(all, s);
     total.backward();
-    CHECK(torch::allclose(x.grad(), xs[static_cast<size_t>(me)].grad(), 1e-9, 1e-12));
+    CHECK(torch::allclose(x.grad(), xs[static_cast<size_t>(me)].grad() / m, 1e-9, 1e-12));  // averaged in the set
   }
   barrier();
   remove_process_set(set);

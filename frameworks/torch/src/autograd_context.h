@@ -60,10 +60,20 @@ inline AllreduceOptions differentiable_reduction(torch::autograd::AutogradContex
   return options;
 }
 
-/// Reducescatter's gradient scale: prescale x postscale, / set size for Average.
+/// Allgather's and broadcast's backward reduction: Horovod averages the
+/// gradients there (allreduce(average=True)), not sums them.
+inline AllreduceOptions gradient_average() {
+  AllreduceOptions average;
+  average.op = ReduceOp::kAverage;
+  return average;
+}
+
+/// Reducescatter's gradient scale, Horovod's: the set size for Sum, 1 for
+/// Average, times prescale x postscale. That is the set size times the
+/// gradient of the sum of the ranks' losses.
 inline double scatter_gradient_scale(const AllreduceOptions& options, const ProcessSet& set) {
   const double scale = options.prescale_factor * options.postscale_factor;
-  return options.op == ReduceOp::kAverage ? scale / set_size(set) : scale;
+  return options.op == ReduceOp::kSum ? scale * set_size(set) : scale;
 }
 
 }  // namespace torch_adapter

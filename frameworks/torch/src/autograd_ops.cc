@@ -1,6 +1,8 @@
-// Autograd through the collectives. Each backward is the collective whose
-// result is the gradient of the global loss (the sum of every rank's loss)
-// with respect to this rank's input; the formulas are Horovod's.
+// Autograd through the collectives, with Horovod's backward formulas and
+// factors exactly (horovod/torch/mpi_ops.py). Allreduce and alltoall give the
+// gradient of the sum of every rank's loss; allgather and broadcast give it
+// divided by the set size (Horovod averages), reducescatter times the set size
+// (docs/torch.md, "Autograd").
 #include "autograd_ops.h"
 
 #include <torch/autograd.h>
@@ -37,17 +39,16 @@ struct AllgatherFunction : torch::autograd::Function<AllgatherFunction> {
     ctx->saved_data["rows"] = tensor.size(0);
     return allgather_async(tensor, name, set).wait();
   }
-  // Every rank's gradient of the whole output, summed; this rank keeps its rows
-  // (ranks' row counts may differ, so they are gathered first).
+  // Horovod's HorovodAllgather.backward: every rank's gradient of the whole
+  // output, averaged; this rank keeps its rows (ranks' row counts may differ,
+  // so they are gathered first).
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const ProcessSet set = set_of(ctx);
     const int64_t rows = ctx->saved_data["rows"].toInt();
     torch::Tensor all_rows = allgather(torch::tensor({rows}, torch::kInt64), grad_name(ctx) + ".rows", set);
-    AllreduceOptions sum;
-    sum.op = ReduceOp::kSum;
-    torch::Tensor summed = allreduce(grads[0], grad_name(ctx), sum, nullptr, set);
+    torch::Tensor averaged = allreduce(grads[0], grad_name(ctx), gradient_average(), nullptr, set);
     const int64_t offset = all_rows.narrow(0, 0, set.rank_of(rank())).sum().item<int64_t>();
-    return {summed.narrow(0, offset, rows), {}, {}};
+    return {averaged.narrow(0, offset, rows), {}, {}};
   }
 };
 
@@ -58,14 +59,12 @@ struct BroadcastFunction : torch::autograd::Function<BroadcastFunction> {
     ctx->saved_data["root"] = static_cast<int64_t>(root_rank);
     return broadcast_async(tensor, root_rank, name, set).wait();
   }
-  // Only the root's input reaches any output: it gets every rank's gradient
-  // summed, the others zeros.
+  // Horovod's HorovodBroadcast.backward: only the root's input reaches any
+  // output; it gets every rank's gradient averaged, the others zeros.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    AllreduceOptions sum;
-    sum.op = ReduceOp::kSum;
-    torch::Tensor summed = allreduce(grads[0], grad_name(ctx), sum, nullptr, set_of(ctx));
-    if (rank() != ctx->saved_data["root"].toInt()) summed.zero_();
-    return {summed, {}, {}, {}};
+    torch::Tensor averaged = allreduce(grads[0], grad_name(ctx), gradient_average(), nullptr, set_of(ctx));
+    if (rank() != ctx->saved_data["root"].toInt()) averaged.zero_();
+    return {averaged, {}, {}, {}};
   }
 };
 
@@ -101,8 +100,9 @@ struct ReducescatterFunction : torch::autograd::Function<ReducescatterFunction> 
     save_reduction_call(ctx, name, set, options);
     return reducescatter_async(tensor, name, options, set).wait();
   }
-  // Rank r's block of the output came from every rank's block r: each rank's
-  // input gradient is every rank's output gradient, gathered, times the scale.
+  // Horovod's HorovodReducescatter.backward: every rank's output gradient,
+  // gathered, times the scale (set size for Sum, 1 for Average, x prescale x
+  // postscale).
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const AllreduceOptions options = differentiable_reduction(ctx, "reducescatter of tensor");
     const ProcessSet set = set_of(ctx);

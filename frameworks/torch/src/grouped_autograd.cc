@@ -31,19 +31,17 @@ struct GroupedAllgatherFunction : torch::autograd::Function<GroupedAllgatherFunc
     ctx->saved_data["rows"] = rows;
     return grouped_allgather(tensors.vec(), name, set);
   }
-  // Every member: the ranks' gradients summed, this rank's rows.
+  // Every member: the ranks' gradients averaged, this rank's rows.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const ProcessSet set = set_of(ctx);
     const std::vector<int64_t> rows = ctx->saved_data["rows"].toIntVector();
     const int64_t members = static_cast<int64_t>(rows.size());
     torch::Tensor all_rows = allgather(torch::tensor(rows, torch::kInt64).reshape({1, members}),
                                        grad_name(ctx) + ".rows", set);
-    AllreduceOptions sum;
-    sum.op = ReduceOp::kSum;
-    variable_list summed = grouped_allreduce(grads, grad_name(ctx), sum, set);
+    variable_list averaged = grouped_allreduce(grads, grad_name(ctx), gradient_average(), set);
     const torch::Tensor offsets = all_rows.narrow(0, 0, set.rank_of(rank())).sum(0);
-    for (int64_t m = 0; m < members; ++m) summed[m] = summed[m].narrow(0, offsets[m].item<int64_t>(), rows[m]);
-    return with_unused(summed, 2);
+    for (int64_t m = 0; m < members; ++m) averaged[m] = averaged[m].narrow(0, offsets[m].item<int64_t>(), rows[m]);
+    return with_unused(averaged, 2);
   }
 };
 
