@@ -85,6 +85,13 @@ class StagedDeviceOperations final : public DeviceOperations {
                                       const std::string& what);
   void complete(StagedJob& job, const std::vector<Status>& each);
   Status await(const std::vector<std::shared_ptr<DeviceMark>>& marks, const std::string& what) const;
+  // Not ok once the runtime is ending (abort) or a device operation failed.
+  Status ended_status() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!aborted_.is_ok()) return aborted_;
+    if (!fault_.is_ok()) return Status(fault_.code(), "an earlier device operation failed: " + fault_.message());
+    return Status::ok();
+  }
   void note_fault(const Status& s) {
     std::lock_guard<std::mutex> lock(mu_);
     if (fault_.is_ok()) fault_ = s;
@@ -133,6 +140,9 @@ void StagedDeviceOperations::worker_main() {
   }
   watchdog_ = nullptr;
   host.reset();
+  // A copy that never finished may still target a staging buffer, and
+  // cudaFreeHost can block on a hung device: such buffers are leaked.
+  if (!ended_status().is_ok()) pool_.leak_buffers();
   if (started.is_ok()) backend_->stop();
 }
 
@@ -149,6 +159,7 @@ Status StagedDeviceOperations::await(const std::vector<std::shared_ptr<DeviceMar
       const Status s = mark->query();
       if (s.is_ok()) break;
       if (s.code() != StatusCode::kInProgress) return Status(s.code(), what + " failed: " + s.message());
+      if (const Status ended = ended_status(); !ended.is_ok()) return Status(ended.code(), what + ": " + ended.message());
       if (limit > 0 && std::chrono::duration<double>(Clock::now() - start).count() > limit) {
         std::ostringstream seconds;
         seconds << limit;
@@ -165,9 +176,13 @@ Status StagedDeviceOperations::await(const std::vector<std::shared_ptr<DeviceMar
   return Status::ok();
 }
 
-// Waits for the copies in; a failure is this rank's fault.
+// Waits for the copies in; a failure is this rank's fault. After a fault or
+// an abort nothing more is waited on: a job queued behind a hung copy fails
+// at once instead of waiting a fresh CHORUS_GPU_OP_TIMEOUT_SECONDS (its rank
+// still sends 0 in the agreement, so the other ranks pair up).
 Status StagedDeviceOperations::copied_in(const StagedJob& job, const std::string& what, const Status& unusable) {
   if (!unusable.is_ok()) return unusable;
+  if (const Status ended = ended_status(); !ended.is_ok()) return Status(ended.code(), what + ": " + ended.message());
   Status in = job.queued.is_ok() ? await(job.copied_in, what + ": the copy to the host")
                                  : Status(job.queued.code(), what + ": " + job.queued.message());
   if (!in.is_ok()) note_fault(in);
