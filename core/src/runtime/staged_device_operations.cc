@@ -190,17 +190,20 @@ Status StagedDeviceOperations::copied_in(const StagedJob& job, const std::string
 }
 
 // The host collective runs only when every rank's copies in succeeded (one
-// small allreduce of a flag first), so a rank whose device failed never
+// small allgather of a flag first), so a rank whose device failed never
 // feeds the others stale bytes: all of them fail this job instead, and the
 // failed rank's fault() then ends the job everywhere.
 std::vector<Status> StagedDeviceOperations::host_collective(StagedJob& job, OperationExecutor* host, const Status& in,
                                                             const std::string& what) {
   const size_t n = job.entries.size();
   if (host == nullptr) return std::vector<Status>(n, in);
+  // One flag per rank (an allgather), so the others can name who failed.
   const int32_t mine = in.is_ok() ? 1 : 0;
-  int32_t all = 0;
+  const int size = backend_->topology().size;
+  std::vector<int32_t> flags(static_cast<size_t>(size), 0);
   Inside inside(*watchdog_, job.response.names);
-  const Status agreed = backend_->collectives().allreduce(&mine, &all, 1, DataType::kInt32, ReduceOp::kMin);
+  const Status agreed =
+      backend_->collectives().allgatherv(&mine, flags.data(), std::vector<int64_t>(flags.size(), 1), sizeof(int32_t));
   if (!agreed.is_ok()) {
     const Status s(agreed.code(), what + ": agreeing that every rank's copy to the host succeeded failed: " +
                                       agreed.message());
@@ -208,9 +211,13 @@ std::vector<Status> StagedDeviceOperations::host_collective(StagedJob& job, Oper
     return std::vector<Status>(n, s);
   }
   if (!in.is_ok()) return std::vector<Status>(n, in);
-  if (all == 0) {
-    return std::vector<Status>(n, Status::aborted(what + ": another rank's copy to the host failed (its error ends "
-                                                         "the job)"));
+  std::string failed;
+  for (int r = 0; r < size; ++r) {
+    if (flags[static_cast<size_t>(r)] == 0) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!failed.empty()) {
+    return std::vector<Status>(n, Status::aborted(what + ": another rank's copy to the host failed (on rank(s) " +
+                                                         failed + "; its error ends the job)"));
   }
   return host->run(job.response, job.host);
 }
