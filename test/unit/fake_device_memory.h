@@ -44,8 +44,8 @@ class FakeDeviceMemory final : public detail::DeviceMemory {
   detail::StatusOr<std::shared_ptr<detail::DeviceMark>> record(int, void* stream) override {
     std::lock_guard<std::mutex> lock(mu_);
     ++records;
-    if (stream == nullptr) return std::shared_ptr<detail::DeviceMark>(std::make_shared<FakeGate>(true));
-    return std::shared_ptr<detail::DeviceMark>(static_cast<FakeProducer*>(stream)->ready);
+    if (stream == nullptr) return kept(std::make_shared<FakeGate>(true));
+    return kept(static_cast<FakeProducer*>(stream)->ready);
   }
   Status wait(int device, const detail::DeviceMark& mark) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -71,7 +71,7 @@ class FakeDeviceMemory final : public detail::DeviceMemory {
     std::lock_guard<std::mutex> lock(mu_);
     const int id = next_mark_++;
     streams_[device].push_back({nullptr, nullptr, nullptr, 0, id, nullptr});
-    return std::shared_ptr<detail::DeviceMark>(std::make_shared<StreamMark>(this, device, id));
+    return kept(std::make_shared<StreamMark>(this, device, id));
   }
   detail::StatusOr<std::shared_ptr<void>> allocate_pinned(int64_t bytes) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -120,6 +120,14 @@ class FakeDeviceMemory final : public detail::DeviceMemory {
     return it != passed_.end() && it->second >= id;
   }
 
+  // A wait queued on a stream reads its mark later, maybe after the caller
+  // dropped it (as CUDA keeps an event's state from cudaStreamWaitEvent):
+  // every mark made here lives as long as the fake.
+  std::shared_ptr<detail::DeviceMark> kept(std::shared_ptr<detail::DeviceMark> mark) {
+    made_.push_back(mark);
+    return mark;
+  }
+  std::vector<std::shared_ptr<detail::DeviceMark>> made_;
   std::mutex mu_;
   std::map<int, std::deque<Op>> streams_;
   std::map<int, int> passed_;  // the last mark each stream passed

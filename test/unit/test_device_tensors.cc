@@ -320,9 +320,37 @@ TEST_CASE("Staged: a ready point that never comes times out (CHORUS_GPU_OP_TIMEO
           RANK_CHECK(contains(s.message(), "staged allreduce of tensor(s) 'hung': the copy to the host did not "
                                            "finish within 0.3 s (CHORUS_GPU_OP_TIMEOUT_SECONDS)"));
         } else {
-          RANK_CHECK(contains(s.message(), "another rank's copy to the host failed"));
+          RANK_CHECK(contains(s.message(), "another rank's copy to the host failed (on rank(s) 0;"));
         }
         stuck.ready->release();  // the fake's queue may still hold the wait
+      },
+      options);
+}
+
+TEST_CASE("Staged: jobs queued behind a hung copy fail at once, not one timeout each", "[device][staged][faults]") {
+  RuntimeOptions options = chorus::test::quiet_options();
+  options.gpu_op_timeout_seconds = 1.0;
+  options.fusion_threshold_bytes = 0;  // one job per tensor
+  run_device_ranks(
+      2,
+      [](Runtime& rt, int rank, FakeDeviceMemory&) {
+        FakeProducer stuck;
+        std::vector<std::shared_ptr<Tensor>> tensors;
+        std::vector<Handle> handles;
+        const auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < 3; ++i) {
+          tensors.push_back(device_floats({1, 2}, 0, rank == 0 ? &stuck : nullptr));
+          handles.push_back(rt.allreduce_async("hung" + std::to_string(i), tensors.back(), tensors.back()));
+        }
+        for (Handle& h : handles) RANK_CHECK(!h.wait_status().is_ok());
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        RANK_CHECK(seconds < 2.5);  // one timeout (1 s), not three
+        if (rank == 0) {
+          const Status last = handles.back().wait_status();
+          RANK_CHECK(contains(last.message(), "an earlier device operation failed") ||
+                     contains(last.message(), "the GPU operations failed"));
+        }
+        stuck.ready->release();
       },
       options);
 }

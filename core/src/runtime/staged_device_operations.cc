@@ -85,6 +85,13 @@ class StagedDeviceOperations final : public DeviceOperations {
                                       const std::string& what);
   void complete(StagedJob& job, const std::vector<Status>& each);
   Status await(const std::vector<std::shared_ptr<DeviceMark>>& marks, const std::string& what) const;
+  // Not ok once the runtime is ending (abort) or a device operation failed.
+  Status ended_status() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!aborted_.is_ok()) return aborted_;
+    if (!fault_.is_ok()) return Status(fault_.code(), "an earlier device operation failed: " + fault_.message());
+    return Status::ok();
+  }
   void note_fault(const Status& s) {
     std::lock_guard<std::mutex> lock(mu_);
     if (fault_.is_ok()) fault_ = s;
@@ -133,6 +140,9 @@ void StagedDeviceOperations::worker_main() {
   }
   watchdog_ = nullptr;
   host.reset();
+  // A copy that never finished may still target a staging buffer, and
+  // cudaFreeHost can block on a hung device: such buffers are leaked.
+  if (!ended_status().is_ok()) pool_.leak_buffers();
   if (started.is_ok()) backend_->stop();
 }
 
@@ -149,6 +159,7 @@ Status StagedDeviceOperations::await(const std::vector<std::shared_ptr<DeviceMar
       const Status s = mark->query();
       if (s.is_ok()) break;
       if (s.code() != StatusCode::kInProgress) return Status(s.code(), what + " failed: " + s.message());
+      if (const Status ended = ended_status(); !ended.is_ok()) return Status(ended.code(), what + ": " + ended.message());
       if (limit > 0 && std::chrono::duration<double>(Clock::now() - start).count() > limit) {
         std::ostringstream seconds;
         seconds << limit;
@@ -165,9 +176,13 @@ Status StagedDeviceOperations::await(const std::vector<std::shared_ptr<DeviceMar
   return Status::ok();
 }
 
-// Waits for the copies in; a failure is this rank's fault.
+// Waits for the copies in; a failure is this rank's fault. After a fault or
+// an abort nothing more is waited on: a job queued behind a hung copy fails
+// at once instead of waiting a fresh CHORUS_GPU_OP_TIMEOUT_SECONDS (its rank
+// still sends 0 in the agreement, so the other ranks pair up).
 Status StagedDeviceOperations::copied_in(const StagedJob& job, const std::string& what, const Status& unusable) {
   if (!unusable.is_ok()) return unusable;
+  if (const Status ended = ended_status(); !ended.is_ok()) return Status(ended.code(), what + ": " + ended.message());
   Status in = job.queued.is_ok() ? await(job.copied_in, what + ": the copy to the host")
                                  : Status(job.queued.code(), what + ": " + job.queued.message());
   if (!in.is_ok()) note_fault(in);
@@ -175,17 +190,20 @@ Status StagedDeviceOperations::copied_in(const StagedJob& job, const std::string
 }
 
 // The host collective runs only when every rank's copies in succeeded (one
-// small allreduce of a flag first), so a rank whose device failed never
+// small allgather of a flag first), so a rank whose device failed never
 // feeds the others stale bytes: all of them fail this job instead, and the
 // failed rank's fault() then ends the job everywhere.
 std::vector<Status> StagedDeviceOperations::host_collective(StagedJob& job, OperationExecutor* host, const Status& in,
                                                             const std::string& what) {
   const size_t n = job.entries.size();
   if (host == nullptr) return std::vector<Status>(n, in);
+  // One flag per rank (an allgather), so the others can name who failed.
   const int32_t mine = in.is_ok() ? 1 : 0;
-  int32_t all = 0;
+  const int size = backend_->topology().size;
+  std::vector<int32_t> flags(static_cast<size_t>(size), 0);
   Inside inside(*watchdog_, job.response.names);
-  const Status agreed = backend_->collectives().allreduce(&mine, &all, 1, DataType::kInt32, ReduceOp::kMin);
+  const Status agreed =
+      backend_->collectives().allgatherv(&mine, flags.data(), std::vector<int64_t>(flags.size(), 1), sizeof(int32_t));
   if (!agreed.is_ok()) {
     const Status s(agreed.code(), what + ": agreeing that every rank's copy to the host succeeded failed: " +
                                       agreed.message());
@@ -193,9 +211,13 @@ std::vector<Status> StagedDeviceOperations::host_collective(StagedJob& job, Oper
     return std::vector<Status>(n, s);
   }
   if (!in.is_ok()) return std::vector<Status>(n, in);
-  if (all == 0) {
-    return std::vector<Status>(n, Status::aborted(what + ": another rank's copy to the host failed (its error ends "
-                                                         "the job)"));
+  std::string failed;
+  for (int r = 0; r < size; ++r) {
+    if (flags[static_cast<size_t>(r)] == 0) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!failed.empty()) {
+    return std::vector<Status>(n, Status::aborted(what + ": another rank's copy to the host failed (on rank(s) " +
+                                                         failed + "; its error ends the job)"));
   }
   return host->run(job.response, job.host);
 }

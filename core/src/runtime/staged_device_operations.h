@@ -18,7 +18,7 @@
 // CHORUS_GPU_OP_TIMEOUT_SECONDS), runs the host collective, queues the copies
 // back, waits for them, and completes the entries.
 //
-// Before each host collective the ranks agree (one small allreduce of a
+// Before each host collective the ranks agree (one small allgather of a
 // flag) that every rank's copies in succeeded; when one failed or timed out,
 // no rank runs the collective (no stale bytes reach anyone), every rank
 // fails the job's tensors, and the failed rank's fault() shuts the job down

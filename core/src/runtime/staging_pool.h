@@ -23,6 +23,9 @@ class StagingPool {
 
   /// At least `bytes` of pinned host memory (a zero-byte lease is valid).
   StatusOr<std::shared_ptr<char>> lease(int64_t bytes);
+  /// Never frees the buffers (after a device fault: a copy that never
+  /// finished may still write them, and freeing may block on the device).
+  void leak_buffers();
   /// Buffers allocated so far (reuse keeps this small).
   int64_t allocations() const;
   /// The size a request of `bytes` allocates.
@@ -37,6 +40,8 @@ class StagingPool {
     std::mutex mu;
     std::vector<Buffer> free;
     int64_t allocations = 0;
+    bool leak = false;
+    ~State();
   };
   DeviceMemory& memory_;
   std::shared_ptr<State> state_;  // shared with the leases, which return buffers to it
