@@ -161,6 +161,7 @@ TEST_CASE("broadcast_object: numbers, structs, strings, tensors", "[torch][broad
   CHECK(broadcast_object<std::string>(r == 0 ? std::string("resume at epoch 3") : std::string("x"), 0) ==
         "resume at epoch 3");
   CHECK(broadcast_object<std::string>(std::string(), 0, "obj.empty").empty());
+  CHECK(broadcast_object<int64_t>(r == 0 ? 7 : r) == 7);  // root_rank 0 by default, as Horovod
   torch::Tensor t = broadcast_object<torch::Tensor>(torch::full({2, 2}, r), 0, "obj.tensor");
   CHECK(t.eq(0).all().item<bool>());
 }

@@ -27,9 +27,10 @@ TORCH_MODULE(BagNet);
 
 // Rank r looks up rows near 4r (neighbours overlap, some rows only one rank
 // or none touches), 3 + r lookups per step; the last rank of several skips
-// the embedding at step 1.
+// the embedding at step `skipped_step`.
+int skipped_step = 1;
 torch::Tensor indices_for(int rank, int step) {
-  if (step == 1 && rank == chorus::size() - 1 && chorus::size() > 1) return {};
+  if (step == skipped_step && rank == chorus::size() - 1 && chorus::size() > 1) return {};
   torch::manual_seed(100 * rank + step);
   return (torch::randint(0, 8, {3 + rank, 2}, torch::kLong) + 4 * rank) % 20;
 }
@@ -90,10 +91,28 @@ TEST_CASE("Sparse embedding gradients with a predivide factor", "[sparse]") {
   compare_with_dense(options, 0.0, true);
 }
 
+// Reduced densely, handed back sparse (as Horovod): optimizers that take
+// only sparse gradients still work.
 TEST_CASE("sparse_as_dense reduces sparse gradients densely", "[sparse]") {
   DistributedOptimizerOptions options;
   options.sparse_as_dense = true;
-  compare_with_dense(options, 0.0, /*expect_sparse=*/false);
+  compare_with_dense(options, 0.0, /*expect_sparse=*/true);
+}
+
+// The last rank has no embedding gradient at the first step while the others
+// have sparse ones: the ranks agree to allgather it (not one allgathering and
+// one allreducing dense zeros under the same name), flattened or not.
+TEST_CASE("A rank without the sparse gradient at the first step still gathers it", "[sparse]") {
+  skipped_step = 0;
+  for (bool flat : {true, false}) {
+    for (bool as_dense : {false, true}) {
+      DistributedOptimizerOptions options;
+      options.flat_gradients = flat;
+      options.sparse_as_dense = as_dense;
+      compare_with_dense(options, 0.9, /*expect_sparse=*/true);
+    }
+  }
+  skipped_step = 1;
 }
 
 TEST_CASE("Sparse embedding gradients with fp16 compression", "[sparse]") {
@@ -108,7 +127,7 @@ TEST_CASE("Sparse embedding gradients with fp16 compression", "[sparse]") {
 TEST_CASE("Sparse gradients under Max are reduced densely", "[sparse]") {
   DistributedOptimizerOptions options;
   options.op = ReduceOp::kMax;
-  compare_with_dense(options, 0.0, /*expect_sparse=*/false);
+  compare_with_dense(options, 0.0, /*expect_sparse=*/true);  // densely, handed back sparse
 }
 
 // Two process sets (the first and second half of the ranks) each train their

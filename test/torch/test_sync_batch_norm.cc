@@ -143,3 +143,30 @@ TEST_CASE("SyncBatchNorm refuses inputs it cannot normalize", "[sync_batch_norm]
   }
   CHECK_THROWS_AS(SyncBatchNorm(SyncBatchNormOptions(0)), InvalidArgumentError);
 }
+
+// As PyTorch: a float16 input comes back float16 while the statistics and
+// the arithmetic stay float32 (a float32 module, the usual mixed precision).
+TEST_CASE("SyncBatchNorm on float16 input returns float16 with float32 statistics", "[sync_batch_norm]") {
+  const int r = chorus::rank(), n = chorus::size();
+  const int64_t first = first_row_of(r), rows = rows_of(r);
+  torch::nn::BatchNorm2d reference(3);
+  SyncBatchNorm sync(*reference);
+  torch::manual_seed(9);
+  const torch::Tensor x = (torch::randn({first_row_of(n), 3, 2, 2}) * 3 + 1).to(torch::kHalf);
+  const torch::Tensor upstream = torch::randn(x.sizes());
+  torch::Tensor x_ref = x.to(torch::kFloat32).requires_grad_(true);
+  torch::Tensor x_mine = x.slice(0, first, first + rows).clone().requires_grad_(true);
+  torch::Tensor y_ref = reference->forward(x_ref), y_mine = sync->forward(x_mine);
+  (y_ref * upstream).sum().backward();
+  (y_mine * upstream.slice(0, first, first + rows).to(torch::kHalf)).sum().backward();
+  CHECK(y_mine.scalar_type() == torch::kHalf);
+  CHECK(x_mine.grad().scalar_type() == torch::kHalf);
+  CHECK(sync->running_mean.scalar_type() == torch::kFloat32);
+  CHECK(sync->weight.grad().scalar_type() == torch::kFloat32);
+  constexpr double kHalfTolerance = 1e-2;  // float16 keeps about 3 decimal digits
+  CHECK(max_diff(y_mine.to(torch::kFloat32), y_ref.slice(0, first, first + rows)) < kHalfTolerance);
+  CHECK(max_diff(x_mine.grad().to(torch::kFloat32), x_ref.grad().slice(0, first, first + rows)) < kHalfTolerance);
+  // Statistics from float32 arithmetic: as close as float32 allows.
+  CHECK(max_diff(sync->running_mean, reference->running_mean) < kTolerance);
+  CHECK(max_diff(sync->running_var, reference->running_var) < kTolerance);
+}

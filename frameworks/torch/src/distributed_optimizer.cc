@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include "chorus/chorus.h"
+#include "chorus/torch/ops.h"
 #include "chorus/torch/shared_host_tensor.h"
 #include "device_buffers.h"
 #include "rank_agreement.h"
@@ -97,8 +98,12 @@ class DistributedOptimizer::State : public std::enable_shared_from_this<Distribu
     Handle handle;   // the gradient's allreduce in flight
     std::shared_ptr<torch_adapter::TorchTensor> wire;  // what the allreduce works on
     torch::Dtype original_dtype = torch::kFloat32;
-    bool sparse = false;  // its gradient came sparse once: allgathered from then on
+    bool sparse = false;  // the ranks agreed its gradient is sparse: allgathered
     int64_t sparse_dim = 1;
+    // Its gradients are sparse (some rank's came sparse at the first step, or
+    // this rank's since): reduced densely they are handed back sparse, and
+    // never flattened.
+    bool sparse_grads = false;
     torch_adapter::SparseGather sparse_gather;  // the allgather in flight (sparse only)
   };
 
@@ -123,6 +128,11 @@ class DistributedOptimizer::State : public std::enable_shared_from_this<Distribu
  private:
   void start_allreduce(Param& p);
   void start_sparse_allgather(Param& p);
+  void agree_on_layout();
+  // Its allreduce is in flight, or (first step) waits for the layout's agreement.
+  bool pending(const Param& p) const {
+    return p.handle.valid() || (!layout_agreed_ && p.passes >= options_.backward_passes_per_step);
+  }
   double sparse_scale() const;
   void refresh_hooks();
   void flatten_gradients();
@@ -132,6 +142,9 @@ class DistributedOptimizer::State : public std::enable_shared_from_this<Distribu
   std::vector<size_t> arrival_order_;
   std::vector<bool> arrived_;
   bool flattened_ = false;
+  // Whether each gradient is allgathered sparse or allreduced dense is agreed
+  // by all ranks at the first synchronize(); until then no collective starts.
+  bool layout_agreed_ = false;
 
   DistributedOptimizerOptions options_;
   AllreduceOptions allreduce_;
@@ -187,26 +200,47 @@ void DistributedOptimizer::State::on_gradient(size_t index) {
     arrived_[index] = true;
     arrival_order_.push_back(index);
   }
-  if (p.handle.valid()) {
+  if (pending(p)) {
     throw PreconditionError(Status::precondition_error(
         "DistributedOptimizer: parameter '" + p.name + "' got a gradient while its allreduce is still pending: more than " +
         std::to_string(options_.backward_passes_per_step) +
         " backward passes before step(); call step() (or synchronize()) after every backward_passes_per_step passes"));
   }
-  if (++p.passes >= options_.backward_passes_per_step) start_allreduce(p);
+  if (++p.passes >= options_.backward_passes_per_step && layout_agreed_) start_allreduce(p);
+}
+
+// A rank whose batch skipped an embedding has no sparse gradient for it while
+// the others do: one Max allreduce of each parameter's sparse_dim (0: dense)
+// over the process set, so every rank takes the same path under the same name
+// and hands back the same layout. Row 0: gathered; row 1: sparse at all.
+void DistributedOptimizer::State::agree_on_layout() {
+  const bool gathered = (options_.op == ReduceOp::kAverage || options_.op == ReduceOp::kSum) && !options_.sparse_as_dense;
+  torch::Tensor dims = torch::zeros({2, static_cast<int64_t>(params_.size())}, torch::kInt64);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const torch::Tensor& grad = params_[i].tensor.grad();
+    if (!grad.defined() || !grad.is_sparse()) continue;
+    dims[0][i] = gathered ? grad.sparse_dim() : 0;
+    dims[1][i] = grad.sparse_dim();
+  }
+  AllreduceOptions max;
+  max.op = ReduceOp::kMax;
+  dims = chorus::allreduce(dims, options_.name_prefix + "sparse_layout", max, nullptr, options_.process_set);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    params_[i].sparse = dims[0][i].item<int64_t>() > 0;
+    params_[i].sparse_grads = dims[1][i].item<int64_t>() > 0;
+    params_[i].sparse_dim = std::max<int64_t>(dims[1][i].item<int64_t>(), 1);
+  }
+  layout_agreed_ = true;
 }
 
 void DistributedOptimizer::State::start_allreduce(Param& p) {
   torch::Tensor& grad = p.tensor.mutable_grad();
-  if (grad.defined() && grad.is_sparse()) {
-    // An allgather sums; Min and Max need the dense rows.
-    const bool summed = options_.op == ReduceOp::kAverage || options_.op == ReduceOp::kSum;
-    if (options_.sparse_as_dense || !summed) {
-      grad = grad.to_dense();
-    } else if (!p.sparse) {
-      p.sparse = true;
-      p.sparse_dim = grad.sparse_dim();  // the layout every rank sends from now on
-    }
+  if (grad.defined() && grad.is_sparse() && !p.sparse) {
+    // Agreed dense (sparse_as_dense; Min and Max need the dense rows; no rank
+    // had it sparse at the first step): reduced dense, handed back sparse.
+    p.sparse_grads = true;
+    p.sparse_dim = grad.sparse_dim();
+    grad = grad.to_dense();
   }
   if (p.sparse) return start_sparse_allgather(p);
   // No gradient this step (unused in the graph): zeros, so ranks still match up.
@@ -241,6 +275,12 @@ void DistributedOptimizer::State::synchronize() {
   std::lock_guard<std::mutex> lock(mu_);
   const bool any_pending = std::any_of(params_.begin(), params_.end(), [](const Param& p) { return p.handle.valid(); });
   if (synchronized_ && !any_pending) return;
+  if (!layout_agreed_) agree_on_layout();
+  // In arrival order first, as the hooks would have (the first step's order
+  // is the one the response cache and the flat buffers keep).
+  for (size_t i : arrival_order_) {
+    if (!params_[i].handle.valid()) start_allreduce(params_[i]);
+  }
   for (Param& p : params_) {
     if (!p.handle.valid()) start_allreduce(p);
   }
@@ -256,6 +296,7 @@ void DistributedOptimizer::State::synchronize() {
         torch::NoGradGuard no_grad;
         grad.copy_(options_.compression->decompress(p.wire->tensor(), p.original_dtype));
       }
+      if (p.sparse_grads && !p.sparse) grad = grad.to_sparse(p.sparse_dim);  // as Horovod: sparse-only optimizers still work
     } else if (first_error.is_ok()) {
       first_error = s;
     }
@@ -283,10 +324,10 @@ void DistributedOptimizer::State::end_step() {
 void DistributedOptimizer::State::flatten_gradients() {
   std::vector<size_t> order;  // sparse gradients stay out: they are replaced each step
   for (size_t i : arrival_order_) {
-    if (!params_[i].sparse) order.push_back(i);
+    if (!params_[i].sparse && !params_[i].sparse_grads) order.push_back(i);
   }
   for (size_t i = params_.size(); i-- > 0;) {
-    if (!arrived_[i] && !params_[i].sparse) order.push_back(i);  // autograd runs roughly in reverse
+    if (!arrived_[i] && !params_[i].sparse && !params_[i].sparse_grads) order.push_back(i);  // autograd runs roughly in reverse
   }
   std::vector<torch::Tensor> tensors;
   for (const Param& p : params_) tensors.push_back(p.tensor);
@@ -335,7 +376,7 @@ std::vector<std::string> DistributedOptimizer::State::pending() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out;
   for (const Param& p : params_) {
-    if (p.handle.valid()) out.push_back(p.name);
+    if (pending(p)) out.push_back(p.name);
   }
   return out;
 }

@@ -33,9 +33,15 @@ torch::Tensor per_channel(const torch::Tensor& v, const torch::Tensor& x) {
 }
 
 struct GlobalStats {
-  torch::Tensor mean, var;  // per channel, biased variance, x's dtype
+  torch::Tensor mean, var;  // per channel, biased variance, stats_dtype(x)
   double count = 0;         // rows x spatial positions over every member
 };
+
+// As PyTorch: half inputs (fp16, bf16) keep their statistics in float32.
+torch::ScalarType stats_dtype(const torch::Tensor& x) {
+  const torch::ScalarType t = x.scalar_type();
+  return t == torch::kHalf || t == torch::kBFloat16 ? torch::kFloat32 : t;
+}
 
 // Each member's count, mean and biased variance, allgathered in float64 and
 // combined by the parallel-variance formula: every member computes the
@@ -46,7 +52,7 @@ GlobalStats gather_stats(const torch::Tensor& x, const std::string& name, const 
   torch::Tensor mean = torch::zeros({channels}, x.options().dtype(torch::kFloat64));
   torch::Tensor var = torch::zeros_like(mean);
   if (count > 0) {
-    auto [v, m] = torch::var_mean(x, reduced_dims(x), /*unbiased=*/false);
+    auto [v, m] = torch::var_mean(x.to(stats_dtype(x)), reduced_dims(x), /*unbiased=*/false);
     mean = m.to(torch::kFloat64);
     var = v.to(torch::kFloat64);
   }
@@ -62,8 +68,8 @@ GlobalStats gather_stats(const torch::Tensor& x, const std::string& name, const 
   }
   torch::Tensor global_mean = (counts * means).sum(0) / out.count;
   torch::Tensor global_var = (counts * (vars + (means - global_mean).pow(2))).sum(0) / out.count;
-  out.mean = global_mean.to(x.scalar_type());
-  out.var = global_var.to(x.scalar_type());
+  out.mean = global_mean.to(stats_dtype(x));
+  out.var = global_var.to(stats_dtype(x));
   return out;
 }
 
@@ -79,14 +85,17 @@ struct SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFun
     ctx->saved_data["name"] = name;
     ctx->saved_data["set_id"] = static_cast<int64_t>(set.id());
     ctx->saved_data["set_ranks"] = std::vector<int64_t>(set.ranks().begin(), set.ranks().end());
-    return (x - per_channel(mean, x)) * per_channel(invstd * weight, x) + per_channel(bias, x);
+    ctx->saved_data["bias_dtype"] = static_cast<int64_t>(bias.scalar_type());
+    // Computed in the statistics' precision, returned in the input's dtype.
+    const torch::Tensor xs = x.to(mean.scalar_type());
+    return ((xs - per_channel(mean, x)) * per_channel(invstd * weight, x) + per_channel(bias, x)).to(x.scalar_type());
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &x = saved[0], &weight = saved[1], &mean = saved[2], &invstd = saved[3];
-    const torch::Tensor dy = grad_outputs[0];
+    const torch::Tensor &weight = saved[1], &mean = saved[2], &invstd = saved[3];
+    const torch::Tensor x = saved[0].to(mean.scalar_type()), dy = grad_outputs[0].to(mean.scalar_type());
     const torch::Tensor xmu = x - per_channel(mean, x);
     const std::vector<int64_t> dims = reduced_dims(x);
     const torch::Tensor sum_dy = dy.sum(dims), sum_dy_xmu = (dy * xmu).sum(dims);
@@ -105,11 +114,14 @@ struct SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFun
       const int64_t channels = x.size(1);
       const torch::Tensor mean_dy = both.slice(0, 0, channels) / count;
       const torch::Tensor mean_dy_xmu = both.slice(0, channels) / count;
-      grad_x = (dy - per_channel(mean_dy, x) - xmu * per_channel(invstd * invstd * mean_dy_xmu, x)) *
-               per_channel(invstd * weight, x);
+      grad_x = ((dy - per_channel(mean_dy, x) - xmu * per_channel(invstd * invstd * mean_dy_xmu, x)) *
+                per_channel(invstd * weight, x))
+                   .to(saved[0].scalar_type());
     }
-    torch::Tensor grad_weight = ctx->needs_input_grad(1) ? sum_dy_xmu * invstd : torch::Tensor();
-    torch::Tensor grad_bias = ctx->needs_input_grad(2) ? sum_dy : torch::Tensor();
+    const auto bias_dtype = static_cast<torch::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
+    torch::Tensor grad_weight =
+        ctx->needs_input_grad(1) ? (sum_dy_xmu * invstd).to(weight.scalar_type()) : torch::Tensor();
+    torch::Tensor grad_bias = ctx->needs_input_grad(2) ? sum_dy.to(bias_dtype) : torch::Tensor();
     return {grad_x, grad_weight, grad_bias, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
             torch::Tensor()};
   }

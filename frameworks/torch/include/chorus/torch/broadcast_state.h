@@ -97,10 +97,10 @@ T from_bytes(const std::string& bytes) {
 
 }  // namespace torch_object
 
-/// root_rank's value on every rank (Horovod's broadcast_object). T is
-/// anything torch_object::to_bytes serializes.
+/// root_rank's value on every rank (Horovod's broadcast_object; root_rank 0
+/// by default, as there). T is anything torch_object::to_bytes serializes.
 template <typename T>
-T broadcast_object(const T& value, int root_rank, const std::string& name = "",
+T broadcast_object(const T& value, int root_rank = 0, const std::string& name = "",
                    const ProcessSet& process_set = ProcessSet()) {
   return torch_object::from_bytes<T>(broadcast_bytes(torch_object::to_bytes(value), root_rank, name, process_set));
 }
