@@ -248,6 +248,26 @@ TEST_CASE("Staged allgather, alltoall, reducescatter and broadcast size and plac
   });
 }
 
+TEST_CASE("Staged: pinned memory and OpContext outputs are allocated with the tensor's device current",
+          "[device][staged]") {
+  run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
+    const int gpu = 3 + 2 * rank;  // never device 0, which a thread nobody set reports
+    auto context = std::make_shared<FakeDeviceContext>(gpu, &memory);
+    OpHooks on_gpu;
+    on_gpu.context = context;
+    auto in = device_floats({1.0f + rank, 2}, gpu);
+    Handle g = rt.allgather_async("gathered_here", in, on_gpu);
+    g.wait();
+    auto out = std::static_pointer_cast<FakeDeviceTensor>(g.output());
+    RANK_CHECK(out->as<float>()[2] == 2.0f && out->as<float>()[3] == 2.0f);
+    RANK_CHECK(context->current_at_allocation == std::vector<int>{gpu});
+    RANK_CHECK(!memory.pinned_on.empty());
+    for (int d : memory.pinned_on) RANK_CHECK(d == gpu);
+    // The framework's thread is left alone: Chorus set no device on it.
+    RANK_CHECK(memory.current_device() == -1);
+  });
+}
+
 TEST_CASE("Staged: the copy in waits for the producer's ready point, completion for the copy back",
           "[device][staged]") {
   run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
