@@ -296,6 +296,40 @@ TEST_CASE("Staged: the copy in waits for the producer's ready point, completion 
   });
 }
 
+TEST_CASE("Staged: the copy back waits for an out-of-place output's own stream and an allocated output's stream",
+          "[device][staged]") {
+  run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
+    const int gpu = rank;
+    // The output is still being read on another stream at enqueue.
+    FakeProducer output_stream;
+    auto in = device_floats({1.0f + rank, 2}, gpu);
+    auto out = device_floats({-1, -1}, gpu, &output_stream);
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    Handle h = rt.allreduce_async("to_busy_output", in, out, sum);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    RANK_CHECK(h.status().code() == StatusCode::kInProgress);
+    RANK_CHECK(out->as<float>()[0] == -1.0f);  // not written before its stream's ready point
+    output_stream.ready->release();
+    h.wait();
+    RANK_CHECK(out->as<float>()[0] == 3.0f && out->as<float>()[1] == 4.0f);
+    RANK_CHECK(memory.records == 2);  // the input's ready point and the output's
+
+    // An allocated output whose block's last user still has work queued.
+    FakeProducer reused_block;
+    OpHooks on_gpu;
+    on_gpu.context = std::make_shared<FakeDeviceContext>(gpu, &memory, &reused_block);
+    Handle g = rt.allgather_async("to_reused_block", in, on_gpu);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    RANK_CHECK(g.status().code() == StatusCode::kInProgress);
+    reused_block.ready->release();
+    g.wait();
+    auto gathered = std::static_pointer_cast<FakeDeviceTensor>(g.output());
+    RANK_CHECK(gathered->as<float>()[0] == 1.0f && gathered->as<float>()[2] == 2.0f);
+    RANK_CHECK(memory.records == 4);  // + the input's, + the allocated output's stream
+  });
+}
+
 TEST_CASE("Staged: a failed copy on one rank fails the tensor on every rank and ends the job with its message",
           "[device][staged][faults]") {
   run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {

@@ -34,7 +34,8 @@ class DeviceMemory {
   virtual ~DeviceMemory() = default;
   /// Records the current end of `stream`'s work on `device` (a cudaStream_t
   /// as void*; nullptr: the default stream). Called at enqueue, on the
-  /// framework's thread.
+  /// framework's thread, and by the staged worker for an output it had
+  /// allocated on a stream.
   virtual StatusOr<std::shared_ptr<DeviceMark>> record(int device, void* stream) = 0;
   /// Makes `device`'s staging stream wait for `mark` (on the device).
   virtual Status wait(int device, const DeviceMark& mark) = 0;

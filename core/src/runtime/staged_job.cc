@@ -162,6 +162,19 @@ StatusOr<std::shared_ptr<Tensor>> device_target(StagedJob& job, size_t i, Device
   return slot.tensor;
 }
 
+// Makes the staging stream wait until the output may be written: for the
+// caller's out-of-place output, its ready point from enqueue; for one just
+// allocated, the current end of its stream (a caching allocator may hand
+// out a block whose last user's kernels are still queued there).
+Status wait_for_output(const TensorEntry& e, const Tensor& out, bool callers_output, DeviceMemory& memory) {
+  const int device = e.input->device();
+  if (callers_output) return e.output_ready ? memory.wait(device, *e.output_ready) : Status::ok();
+  if (out.stream() == nullptr) return Status::ok();
+  StatusOr<std::shared_ptr<DeviceMark>> free_point = memory.record(device, out.stream());
+  if (!free_point.is_ok()) return free_point.status();
+  return memory.wait(device, *free_point.value());
+}
+
 }  // namespace
 
 StatusOr<std::vector<std::shared_ptr<DeviceMark>>> stage_out(StagedJob& job, std::vector<Status>& each,
@@ -177,6 +190,8 @@ StatusOr<std::vector<std::shared_ptr<DeviceMark>>> stage_out(StagedJob& job, std
       continue;
     }
     std::shared_ptr<Tensor> out = std::move(target).value();
+    Status ordered = wait_for_output(e, *out, in_place_on_staging(job.response.type), memory);
+    if (!ordered.is_ok()) return ordered;
     const Tensor& result = in_place_on_staging(job.response.type) ? *job.host[i].input : *job.host[i].handle->output();
     if (result.size_bytes() > 0) {
       Status s = memory.copy_to_device(e.input->device(), out->mutable_data(), result.data(), result.size_bytes());
