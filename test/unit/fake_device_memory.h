@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "chorus/tensor.h"
@@ -73,8 +74,21 @@ class FakeDeviceMemory final : public detail::DeviceMemory {
     streams_[device].push_back({nullptr, nullptr, nullptr, 0, id, nullptr});
     return kept(std::make_shared<StreamMark>(this, device, id));
   }
-  detail::StatusOr<std::shared_ptr<void>> allocate_pinned(int64_t bytes) override {
+  Status use_device(int device) override {
     std::lock_guard<std::mutex> lock(mu_);
+    current_[std::this_thread::get_id()] = device;
+    return Status::ok();
+  }
+  /// The device use_device made current on the calling thread; -1 if none.
+  int current_device() {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = current_.find(std::this_thread::get_id());
+    return it == current_.end() ? -1 : it->second;
+  }
+  detail::StatusOr<std::shared_ptr<void>> allocate_pinned(int64_t bytes) override {
+    const int device = current_device();
+    std::lock_guard<std::mutex> lock(mu_);
+    pinned_on.push_back(device);
     ++pinned_allocations;
     return std::shared_ptr<void>(new char[static_cast<size_t>(bytes) + 1], [](void* p) { delete[] static_cast<char*>(p); });
   }
@@ -82,6 +96,7 @@ class FakeDeviceMemory final : public detail::DeviceMemory {
   // Counters and switches the tests read and set (under no lock: set them
   // before the work starts, read them after it ended).
   int records = 0, waits = 0, copies_to_host = 0, copies_to_device = 0, pinned_allocations = 0;
+  std::vector<int> pinned_on;  ///< the current device at each pinned allocation
   bool fail_copies_to_host = false;
   std::shared_ptr<FakeGate> gate;  ///< holds copies back to the device while closed
 
@@ -131,6 +146,7 @@ class FakeDeviceMemory final : public detail::DeviceMemory {
   std::mutex mu_;
   std::map<int, std::deque<Op>> streams_;
   std::map<int, int> passed_;  // the last mark each stream passed
+  std::map<std::thread::id, int> current_;  // use_device, per thread
   int next_mark_ = 0;
 };
 
@@ -159,14 +175,19 @@ class FakeDeviceTensor final : public Tensor {
   std::vector<char> bytes_;
 };
 
-/// Allocates outputs in fake device memory on `device`.
+/// Allocates outputs in fake device memory on `device`, on `producer`'s
+/// stream when given (a block whose last user's work may still be queued);
+/// with `memory`, records the device current at each allocation.
 class FakeDeviceContext final : public OpContext {
  public:
-  explicit FakeDeviceContext(int device) : device_(device) {}
+  explicit FakeDeviceContext(int device, FakeDeviceMemory* memory = nullptr, FakeProducer* producer = nullptr)
+      : device_(device), memory_(memory), producer_(producer) {}
   Status allocate_output(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out) override {
-    *out = std::make_shared<FakeDeviceTensor>(dtype, shape, device_);
+    if (memory_) current_at_allocation.push_back(memory_->current_device());
+    *out = std::make_shared<FakeDeviceTensor>(dtype, shape, device_, producer_);
     return Status::ok();
   }
+  std::vector<int> current_at_allocation;  ///< read after the work ended
   Status allocate_zeros(const TensorShape& shape, DataType dtype, std::shared_ptr<Tensor>* out) override {
     Status s = allocate_output(shape, dtype, out);
     std::memset((*out)->mutable_data(), 0, static_cast<size_t>((*out)->size_bytes()));
@@ -175,6 +196,8 @@ class FakeDeviceContext final : public OpContext {
 
  private:
   int device_;
+  FakeDeviceMemory* memory_;
+  FakeProducer* producer_;
 };
 
 }  // namespace chorus::test

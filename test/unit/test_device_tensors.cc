@@ -248,6 +248,26 @@ TEST_CASE("Staged allgather, alltoall, reducescatter and broadcast size and plac
   });
 }
 
+TEST_CASE("Staged: pinned memory and OpContext outputs are allocated with the tensor's device current",
+          "[device][staged]") {
+  run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
+    const int gpu = 3 + 2 * rank;  // never device 0, which a thread nobody set reports
+    auto context = std::make_shared<FakeDeviceContext>(gpu, &memory);
+    OpHooks on_gpu;
+    on_gpu.context = context;
+    auto in = device_floats({1.0f + rank, 2}, gpu);
+    Handle g = rt.allgather_async("gathered_here", in, on_gpu);
+    g.wait();
+    auto out = std::static_pointer_cast<FakeDeviceTensor>(g.output());
+    RANK_CHECK(out->as<float>()[2] == 2.0f && out->as<float>()[3] == 2.0f);
+    RANK_CHECK(context->current_at_allocation == std::vector<int>{gpu});
+    RANK_CHECK(!memory.pinned_on.empty());
+    for (int d : memory.pinned_on) RANK_CHECK(d == gpu);
+    // The framework's thread is left alone: Chorus set no device on it.
+    RANK_CHECK(memory.current_device() == -1);
+  });
+}
+
 TEST_CASE("Staged: the copy in waits for the producer's ready point, completion for the copy back",
           "[device][staged]") {
   run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
@@ -273,6 +293,40 @@ TEST_CASE("Staged: the copy in waits for the producer's ready point, completion 
     RANK_CHECK(t->as<float>()[0] == 3.0f);
     RANK_CHECK(t->as<float>()[1] == 20.0f);
     RANK_CHECK(memory.records == 1 && memory.waits == 1);
+  });
+}
+
+TEST_CASE("Staged: the copy back waits for an out-of-place output's own stream and an allocated output's stream",
+          "[device][staged]") {
+  run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
+    const int gpu = rank;
+    // The output is still being read on another stream at enqueue.
+    FakeProducer output_stream;
+    auto in = device_floats({1.0f + rank, 2}, gpu);
+    auto out = device_floats({-1, -1}, gpu, &output_stream);
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    Handle h = rt.allreduce_async("to_busy_output", in, out, sum);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    RANK_CHECK(h.status().code() == StatusCode::kInProgress);
+    RANK_CHECK(out->as<float>()[0] == -1.0f);  // not written before its stream's ready point
+    output_stream.ready->release();
+    h.wait();
+    RANK_CHECK(out->as<float>()[0] == 3.0f && out->as<float>()[1] == 4.0f);
+    RANK_CHECK(memory.records == 2);  // the input's ready point and the output's
+
+    // An allocated output whose block's last user still has work queued.
+    FakeProducer reused_block;
+    OpHooks on_gpu;
+    on_gpu.context = std::make_shared<FakeDeviceContext>(gpu, &memory, &reused_block);
+    Handle g = rt.allgather_async("to_reused_block", in, on_gpu);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    RANK_CHECK(g.status().code() == StatusCode::kInProgress);
+    reused_block.ready->release();
+    g.wait();
+    auto gathered = std::static_pointer_cast<FakeDeviceTensor>(g.output());
+    RANK_CHECK(gathered->as<float>()[0] == 1.0f && gathered->as<float>()[2] == 2.0f);
+    RANK_CHECK(memory.records == 4);  // + the input's, + the allocated output's stream
   });
 }
 

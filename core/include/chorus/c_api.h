@@ -171,7 +171,10 @@ CHORUS_API int chorus_barrier_in_set(int process_set_id);
  * on the device, never blocking the caller. Read the results after
  * chorus_wait (or chorus_poll returning 1): the handle completes once they
  * are on the device. `process_set_id` 0 is the global set. Outputs sized by
- * the negotiation come from `alloc`, which must return memory on `device`.
+ * the negotiation come from `alloc`, which must return memory on `device`:
+ * Chorus calls it on a thread of its own (the staged worker, or the
+ * background thread on NCCL; not the caller's), with `device` current (cudaSetDevice), so a plain cudaMalloc
+ * there lands on `device`.
  * A build of Chorus without GPU support fails with
  * CHORUS_ERR_INVALID_ARGUMENT and a message naming the tensor. */
 CHORUS_API int chorus_allreduce_async_on_device(int process_set_id, const char* name, const void* input,

@@ -11,13 +11,25 @@ namespace chorus::detail::gpu {
 
 namespace {
 
-// Puts the caller's current device back: enqueue runs on the framework's
-// thread, whose current device is the framework's business.
+// The device use_device made current on this thread, one of Chorus's own;
+// -1 on the framework's threads (and on ours before their first tensor).
+thread_local int t_own_device = -1;
+
+// Puts the current device back after a call that sets another: on the
+// framework's thread (enqueue), what it had, its own business; on Chorus's
+// threads the device use_device chose. Never what cudaGetDevice reports on
+// a thread nobody set (0): cudaSetDevice(0) would make a context on GPU 0.
 class CurrentDeviceKept {
  public:
-  CurrentDeviceKept() { ok_ = cudaGetDevice(&device_) == cudaSuccess; }
+  CurrentDeviceKept() {
+    if (t_own_device < 0) ok_ = cudaGetDevice(&device_) == cudaSuccess;
+  }
   ~CurrentDeviceKept() {
-    if (ok_) cudaSetDevice(device_);
+    if (t_own_device >= 0) {
+      cudaSetDevice(t_own_device);
+    } else if (ok_) {
+      cudaSetDevice(device_);
+    }
   }
   CurrentDeviceKept(const CurrentDeviceKept&) = delete;
   CurrentDeviceKept& operator=(const CurrentDeviceKept&) = delete;
@@ -94,6 +106,15 @@ class CudaDeviceMemory final : public DeviceMemory {
     return record_on(device, stream.value());
   }
 
+  Status use_device(int device) override {
+    if (t_own_device == device) return Status::ok();
+    Status s = usable(device);
+    if (s.is_ok()) s = cuda_status(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+    if (s.is_ok()) t_own_device = device;
+    return s;
+  }
+
+  // On Chorus's threads after use_device, so no context is made on GPU 0.
   StatusOr<std::shared_ptr<void>> allocate_pinned(int64_t bytes) override {
     void* p = nullptr;
     const Status s = cuda_status(cudaHostAlloc(&p, static_cast<size_t>(bytes > 0 ? bytes : 1), cudaHostAllocPortable),

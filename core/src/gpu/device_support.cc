@@ -24,6 +24,9 @@ DeviceSupport build_device_support() {
     gpu::NcclOperationsSettings settings;
     settings.op_timeout_seconds = context.options.gpu_op_timeout_seconds;
     settings.ready_event = [](const TensorEntry& entry) { return entry.ready ? entry.ready->native() : nullptr; };
+    settings.output_ready_event = [](const TensorEntry& entry) {
+      return entry.output_ready ? entry.output_ready->native() : nullptr;
+    };
     return gpu::make_nccl_device_operations(context.backend, std::move(settings), devices);
   };
   return support;

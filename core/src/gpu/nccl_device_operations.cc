@@ -53,6 +53,9 @@ struct Launch {
   std::vector<std::pair<size_t, int64_t>> scratch_bytes;  ///< tensor, bytes: made on the stream at launch
   std::vector<void*> scratch;
   std::vector<Status> alloc_errors;
+  /// The streams of outputs allocated through the OpContext: a caching
+  /// allocator's block may still be in use by work queued there.
+  std::vector<cudaStream_t> allocated_streams;
 };
 
 void fail_entries(std::vector<TensorEntry>& entries, const Status& s) {
@@ -107,6 +110,7 @@ class NcclDeviceOperations final : public DeviceOperations {
   void allocate_outputs(const NcclPlan& plan, std::vector<TensorEntry>& entries, Launch& launch);
   Status allocate_scratch(Launch& launch, cudaStream_t stream);
   Status wait_ready(const std::vector<TensorEntry>& entries, cudaStream_t stream);
+  Status wait_allocated(const Launch& launch, cudaStream_t stream);
   Status launch_device_work(const NcclPlan& plan, GpuDevice& gpu, const std::vector<TensorEntry>& entries,
                             Launch& launch, const std::string& what, DeviceEvent* done, bool* queued);
   void launch_failed(std::vector<TensorEntry> entries, DeviceEvent done, bool queued, const Status& why);
@@ -171,6 +175,7 @@ void NcclDeviceOperations::allocate_outputs(const NcclPlan& plan, std::vector<Te
       e.output = out;
       if (e.handle) e.handle->set_output(out, plan.received_splits);
       launch.buffers.outputs.push_back(out->mutable_data());
+      if (out->stream() != nullptr) launch.allocated_streams.push_back(static_cast<cudaStream_t>(out->stream()));
       continue;
     }
     launch.alloc_errors.resize(entries.size());
@@ -210,6 +215,11 @@ Status NcclDeviceOperations::wait_ready(const std::vector<TensorEntry>& entries,
     Status s = cuda_status(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(event), 0),
                            "cudaStreamWaitEvent(ready point of '" + e.name() + "')");
     if (!s.is_ok()) return s;
+    void* output_event = settings_.output_ready_event ? settings_.output_ready_event(e) : nullptr;
+    if (output_event == nullptr) continue;
+    s = cuda_status(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(output_event), 0),
+                    "cudaStreamWaitEvent(ready point of the output of '" + e.name() + "')");
+    if (!s.is_ok()) return s;
   }
   if (!legacy) return Status::ok();
   DeviceEvent mark;
@@ -217,6 +227,21 @@ Status NcclDeviceOperations::wait_ready(const std::vector<TensorEntry>& entries,
   if (s.is_ok()) s = mark.record(cudaStreamLegacy);
   if (s.is_ok()) s = mark.make_wait(stream);
   return s;  // destroying a waited-on event is fine: the wait keeps its point
+}
+
+// The launch stream waits for the current end of each allocated output's
+// stream (as the staged path does), so no collective writes a block whose
+// previous user's kernels are still queued.
+Status NcclDeviceOperations::wait_allocated(const Launch& launch, cudaStream_t stream) {
+  for (cudaStream_t other : launch.allocated_streams) {
+    if (other == stream) continue;
+    DeviceEvent freed;
+    Status s = DeviceEvent::create(device_, &freed);
+    if (s.is_ok()) s = freed.record(other);
+    if (s.is_ok()) s = freed.make_wait(stream);
+    if (!s.is_ok()) return Status(s.code(), "waiting for an allocated output's stream: " + s.message());
+  }
+  return Status::ok();
 }
 
 // Queues the plan; `*done` marks the end of everything queued, recorded
@@ -229,6 +254,7 @@ Status NcclDeviceOperations::launch_device_work(const NcclPlan& plan, GpuDevice&
   const cudaStream_t stream = gpu.stream.get();
   Status s = cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
   if (s.is_ok()) s = wait_ready(entries, stream);
+  if (s.is_ok()) s = wait_allocated(launch, stream);
   if (!s.is_ok()) return s;  // only waits are queued: nothing uses the tensors yet
   *queued = true;
   s = allocate_scratch(launch, stream);
@@ -303,6 +329,9 @@ void NcclDeviceOperations::execute(const Response& response, std::vector<TensorE
   Launch launch;
   DeviceEvent done;
   bool queued = false;
+  // The OpContext (a C alloc callback's cudaMalloc) allocates on the current
+  // device: this rank's, which NcclComm::create set on this thread.
+  cudaSetDevice(device_);
   allocate_outputs(plan.value(), entries, launch);
   s = launch_device_work(plan.value(), *gpu, entries, launch, what, &done, &queued);
   if (!s.is_ok()) return launch_failed(std::move(entries), std::move(done), queued, Status(s.code(), what + ": " + s.message()));

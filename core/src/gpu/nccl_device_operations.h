@@ -41,6 +41,10 @@ struct NcclOperationsSettings {
   /// nullptr. Without one, the launch stream waits for everything queued so
   /// far on the legacy default stream.
   std::function<void*(const TensorEntry&)> ready_event;
+  /// An out-of-place output's own ready point (TensorEntry::output_ready,
+  /// recorded at enqueue when its stream differs from the input's), or
+  /// nullptr; the launch stream waits on it before writing the output.
+  std::function<void*(const TensorEntry&)> output_ready_event;
   /// Runs on the completion thread once a response's device work finished
   /// or failed (statistics: the runtime's SharedStats); may be empty.
   std::function<void(ResponseType type, size_t tensors, int64_t bytes, const Status& status)> on_finish;

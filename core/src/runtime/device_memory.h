@@ -34,7 +34,8 @@ class DeviceMemory {
   virtual ~DeviceMemory() = default;
   /// Records the current end of `stream`'s work on `device` (a cudaStream_t
   /// as void*; nullptr: the default stream). Called at enqueue, on the
-  /// framework's thread.
+  /// framework's thread, and by the staged worker for an output it had
+  /// allocated on a stream.
   virtual StatusOr<std::shared_ptr<DeviceMark>> record(int device, void* stream) = 0;
   /// Makes `device`'s staging stream wait for `mark` (on the device).
   virtual Status wait(int device, const DeviceMark& mark) = 0;
@@ -43,6 +44,14 @@ class DeviceMemory {
   virtual Status copy_to_device(int device, void* device_ptr, const void* host, int64_t bytes) = 0;
   /// The current end of `device`'s staging stream.
   virtual StatusOr<std::shared_ptr<DeviceMark>> mark(int device) = 0;
+  /// Makes `device` current on the calling thread, one of Chorus's own (the
+  /// background thread, the staged worker), before it allocates pinned
+  /// memory or asks an OpContext for a device output: the framework's
+  /// allocator then works on the tensor's device, and no context is made on
+  /// GPU 0. Such a thread keeps it current from then on; the other calls
+  /// put back only the current device of a thread Chorus never set (the
+  /// framework's, at enqueue).
+  virtual Status use_device(int device) = 0;
   /// Page-locked host memory (so the copies run asynchronously), freed when
   /// the last reference goes.
   virtual StatusOr<std::shared_ptr<void>> allocate_pinned(int64_t bytes) = 0;

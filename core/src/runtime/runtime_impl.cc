@@ -148,6 +148,15 @@ void RuntimeImpl::prepare_device(TensorEntry& e) const {
     throw_if_error(Status(ready.status().code(), what + ready.status().message()));
   }
   e.ready = std::move(ready).value();
+  // An out-of-place output on another stream may still be read or written
+  // by work queued there: the copy back waits for that too.
+  if (e.output && e.output != e.input && e.output->stream() != e.input->stream()) {
+    StatusOr<std::shared_ptr<DeviceMark>> out_ready = device_->memory->record(e.output->device(), e.output->stream());
+    if (!out_ready.is_ok()) {
+      throw_if_error(Status(out_ready.status().code(), what + "its output's ready point: " + out_ready.status().message()));
+    }
+    e.output_ready = std::move(out_ready).value();
+  }
 }
 
 }  // namespace chorus::detail

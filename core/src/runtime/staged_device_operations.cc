@@ -225,7 +225,10 @@ std::vector<Status> StagedDeviceOperations::host_collective(StagedJob& job, Oper
 void StagedDeviceOperations::run_job(StagedJob& job, OperationExecutor* host, const Status& unusable) {
   const std::string what = "staged " + std::string(collective_name(job.entries.front().request.type)) +
                            " of tensor(s) " + job.names;
-  const Status in = copied_in(job, what, unusable);
+  // The host collective leases pinned memory for its outputs on this thread.
+  const Status current = memory_->use_device(job.entries.front().input->device());
+  const Status in =
+      copied_in(job, what, current.is_ok() ? unusable : Status(current.code(), what + ": " + current.message()));
   std::vector<Status> each = host_collective(job, host, in, what);
   Status aborted;
   {

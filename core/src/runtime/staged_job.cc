@@ -109,7 +109,10 @@ StagedJob stage_in(const Response& response, std::vector<TensorEntry> entries, D
   job.entries = std::move(entries);
   for (const TensorEntry& e : job.entries) job.names += (job.names.empty() ? "'" : ", '") + e.name() + "'";
   const int64_t total = staging_layout(job.entries, &job.offsets);
-  StatusOr<std::shared_ptr<char>> lease = pool.lease(total);
+  // Pinned memory is allocated with the tensors' device current (this is
+  // the background thread, on which nothing else set one).
+  const Status current = memory.use_device(job.entries.front().input->device());
+  StatusOr<std::shared_ptr<char>> lease = current.is_ok() ? pool.lease(total) : StatusOr<std::shared_ptr<char>>(current);
   if (lease.is_ok()) {
     job.staging = std::move(lease).value();
     job.queued = queue_copies_in(job, memory);
@@ -139,9 +142,13 @@ namespace {
 
 // The device tensor the result of entry `i` goes to, allocated now when the
 // negotiation decided its size.
-StatusOr<std::shared_ptr<Tensor>> device_target(StagedJob& job, size_t i, const Logger& logger) {
+StatusOr<std::shared_ptr<Tensor>> device_target(StagedJob& job, size_t i, DeviceMemory& memory, const Logger& logger) {
   TensorEntry& e = job.entries[i];
   if (in_place_on_staging(job.response.type)) return e.output;
+  // The framework's allocator (a C user's cudaMalloc) works on the current
+  // device: the input's, not whatever this thread had.
+  const Status current = memory.use_device(e.input->device());
+  if (!current.is_ok()) return current;
   const std::shared_ptr<Tensor> host_out = job.host[i].handle->output();
   if (!host_out) return Status::internal("the staged " + std::string(collective_name(e.request.type)) +
                                          " of tensor '" + e.name() + "' left no host output");
@@ -155,6 +162,19 @@ StatusOr<std::shared_ptr<Tensor>> device_target(StagedJob& job, size_t i, const 
   return slot.tensor;
 }
 
+// Makes the staging stream wait until the output may be written: for the
+// caller's out-of-place output, its ready point from enqueue; for one just
+// allocated, the current end of its stream (a caching allocator may hand
+// out a block whose last user's kernels are still queued there).
+Status wait_for_output(const TensorEntry& e, const Tensor& out, bool callers_output, DeviceMemory& memory) {
+  const int device = e.input->device();
+  if (callers_output) return e.output_ready ? memory.wait(device, *e.output_ready) : Status::ok();
+  if (out.stream() == nullptr) return Status::ok();
+  StatusOr<std::shared_ptr<DeviceMark>> free_point = memory.record(device, out.stream());
+  if (!free_point.is_ok()) return free_point.status();
+  return memory.wait(device, *free_point.value());
+}
+
 }  // namespace
 
 StatusOr<std::vector<std::shared_ptr<DeviceMark>>> stage_out(StagedJob& job, std::vector<Status>& each,
@@ -163,13 +183,15 @@ StatusOr<std::vector<std::shared_ptr<DeviceMark>>> stage_out(StagedJob& job, std
   for (size_t i = 0; i < job.entries.size(); ++i) {
     if (!each[i].is_ok()) continue;
     const TensorEntry& e = job.entries[i];
-    StatusOr<std::shared_ptr<Tensor>> target = device_target(job, i, logger);
+    StatusOr<std::shared_ptr<Tensor>> target = device_target(job, i, memory, logger);
     if (!target.is_ok()) {
       each[i] = Status(target.status().code(), std::string(collective_name(e.request.type)) + " of tensor '" +
                                                    e.name() + "': " + target.status().message());
       continue;
     }
     std::shared_ptr<Tensor> out = std::move(target).value();
+    Status ordered = wait_for_output(e, *out, in_place_on_staging(job.response.type), memory);
+    if (!ordered.is_ok()) return ordered;
     const Tensor& result = in_place_on_staging(job.response.type) ? *job.host[i].input : *job.host[i].handle->output();
     if (result.size_bytes() > 0) {
       Status s = memory.copy_to_device(e.input->device(), out->mutable_data(), result.data(), result.size_bytes());

@@ -34,6 +34,9 @@ struct TensorEntry {
   /// CUDA tensors: the input's ready point, recorded on the producer's
   /// stream at enqueue; device work on the input waits on it (on the device).
   std::shared_ptr<DeviceMark> ready;
+  /// CUDA tensors: an out-of-place output's ready point, recorded at enqueue
+  /// when its stream differs from the input's; writes to it wait on it.
+  std::shared_ptr<DeviceMark> output_ready;
   OpHooks hooks;
   std::shared_ptr<HandleState> handle;
   /// Set for members of a group (grouped allreduce, allgather, reducescatter): they complete together.
