@@ -24,7 +24,7 @@ std::string check_build_report() {
       << "    " << mark(CHORUS_BUILT_WITH_SHM) << " Shared-memory allreduce (ranks on one host)\n"
       << "    " << mark(CHORUS_BUILT_WITH_RING) << " Ring-AllReduce over MPI or TCP point-to-point\n"
       << "    " << mark(CHORUS_BUILT_WITH_MPI) << " MPI collectives\n"
-      << "    " << mark(CHORUS_BUILT_WITH_NCCL) << " NCCL toolkit (GPU collectives not wired yet)\n";
+      << "    " << mark(CHORUS_BUILT_WITH_NCCL) << " NCCL (GPU collectives on CUDA tensors)\n";
   return out.str();
 }
 

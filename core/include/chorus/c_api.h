@@ -5,7 +5,8 @@
  * chorus_last_error() then gives this thread's message. No C++ exception
  * ever crosses this boundary.
  *
- * ABI versioning: CHORUS_ABI_VERSION grows when a function is added; a
+ * ABI versioning: CHORUS_ABI_VERSION grows when a function, an error code or an enum value
+ * is added; a
  * function never changes its signature once published. Check
  * chorus_abi_version() >= the version you compiled against.
  */
