@@ -1,6 +1,8 @@
 #include "runtime/staging_pool.h"
 
 #include <algorithm>
+#include <mutex>
+#include <vector>
 
 namespace chorus::detail {
 
@@ -47,9 +49,25 @@ StatusOr<std::shared_ptr<char>> StagingPool::lease(int64_t bytes) {
   });
 }
 
+namespace {
+
+// Buffers a hung copy may still write: kept for the life of the process,
+// never freed (freeing pinned memory synchronizes the device). Held by a
+// never-destroyed list so they stay reachable, not lost.
+void keep_forever(std::vector<std::shared_ptr<void>> buffers) {
+  static std::mutex mu;
+  static auto* kept = new std::vector<std::shared_ptr<void>>();
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto& b : buffers) kept->push_back(std::move(b));
+}
+
+}  // namespace
+
 StagingPool::State::~State() {
   if (!leak) return;
-  for (Buffer& b : free) new std::shared_ptr<void>(std::move(b.memory));  // deliberately never deleted
+  std::vector<std::shared_ptr<void>> buffers;
+  for (Buffer& b : free) buffers.push_back(std::move(b.memory));
+  keep_forever(std::move(buffers));
 }
 
 void StagingPool::leak_buffers() {
