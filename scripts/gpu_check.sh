@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The GPU data plane on a machine with a GPU (docs/architecture.md, "GPU"):
-# prints the versions it runs with, builds Chorus without MPI and with CUDA
-# ON (only the GPU tests, the device benchmark and collective_benchmark),
-# runs `ctest -L gpu` plus the host GPU tests, the device data plane
+# prints the versions it runs with, takes the binaries that
+# scripts/gpu_check_prebuild.sh built elsewhere (.build-gpu-prebuilt, carried
+# with the tree) when they run here, else builds Chorus without MPI and with
+# CUDA ON (only the GPU tests, the device benchmark and collective_benchmark),
+# runs the GPU tests (what `ctest -L gpu` runs) plus the host GPU tests, the device data plane
 # benchmark, `collective_benchmark --device cuda` at one rank through NCCL
 # and through the staged path, and 2 and 4 processes on GPU 0 through the
 # staged path (started by hand with torchrun's variables over the TCP
@@ -12,13 +14,13 @@
 # Nothing is installed there: Catch2 v2 (one header) comes from the system,
 # $CATCH2_INCLUDE_DIR, or .build-gpu-deps/catch2/catch.hpp carried with the
 # tree:  mkdir -p .build-gpu-deps/catch2 && cp /usr/include/catch2/catch.hpp .build-gpu-deps/catch2/
-# .build-gpu-deps is gitignored, so a device run must name it in its carry
-# (run(carry=[".build-gpu-deps"], command="bash scripts/gpu_check.sh")).
+# .build-gpu-deps and .build-gpu-prebuilt are gitignored, so a device run names them in its carry
+# (run(carry=[".build-gpu-deps", ".build-gpu-prebuilt"], command="bash scripts/gpu_check.sh")).
 # Worst case: every step's timeout is cut to what is left of one budget,
 # $CHORUS_GPU_CHECK_SECONDS (default 530 s), so the whole stays under 9 min.
 # Exit status: 0 when every step passed, 77 when the build and host tests
 # passed and every device step found no GPU, else 1. The optional LibTorch step (torch in python3)
-# gets only what is left of the budget, and is skipped under 150 s.
+# runs the prebuilt LibTorch tests, or builds them with what is left of the budget (skipped under 150 s).
 # NCCL: $NCCL_ROOT, the CUDA prefix, the system, or the nvidia-nccl-cu13 wheel.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,9 +58,27 @@ if [[ -z "${NCCL_ROOT:-}" ]]; then
 fi
 echo "NCCL_ROOT=${NCCL_ROOT:-<unset: CUDA prefix and system paths>}"
 [[ -n "${NCCL_ROOT:-}" ]] && export LD_LIBRARY_PATH="$NCCL_ROOT/lib:${LD_LIBRARY_PATH:-}"
+export NCCL_DEBUG="${NCCL_DEBUG:-WARN}"  # NCCL's own reason beside ours, should a call fail
 
+# What gpu_check_prebuild.sh built on the development machine, when it loads
+# here (its libraries found, its C library new enough); else a build here.
+prebuilt="${CHORUS_GPU_PREBUILT:-$root/.build-gpu-prebuilt}"
+use_prebuilt=0 catch_args=()
+if [[ -x "$prebuilt/core/bin/chorus_gpu_tests" ]]; then
+  echo "== prebuilt binaries in $prebuilt"
+  cat "$prebuilt/MANIFEST" 2>/dev/null
+  if LD_LIBRARY_PATH="$prebuilt/core/lib:${LD_LIBRARY_PATH:-}" "$prebuilt/core/bin/chorus_gpu_tests" --help >/dev/null 2>"$build/prebuilt.err"; then
+    use_prebuilt=1
+    export LD_LIBRARY_PATH="$prebuilt/core/lib:${LD_LIBRARY_PATH:-}"
+    gpu_tests="$prebuilt/core/bin/chorus_gpu_tests" runtime_tests="$prebuilt/core/bin/chorus_gpu_runtime_tests"
+    ops_bench="$prebuilt/core/bin/chorus_gpu_ops_benchmark" bench="$prebuilt/core/bin/collective_benchmark"
+  else
+    echo "they do not run here ($(head -c 300 "$build/prebuilt.err")): building here instead"
+  fi
+fi
+
+if ((!use_prebuilt)); then
 echo "== Catch2"
-catch_args=()
 if [[ ! -f /usr/lib/cmake/Catch2/Catch2Config.cmake ]]; then
   catch_dir="${CATCH2_INCLUDE_DIR:-$root/.build-gpu-deps}"
   if [[ ! -f "$catch_dir/catch2/catch.hpp" ]]; then
@@ -81,31 +101,34 @@ step 90 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCHORUS_WITH_MP
   ${CHORUS_CUDA_ARCHITECTURES:+-DCHORUS_CUDA_ARCHITECTURES=$CHORUS_CUDA_ARCHITECTURES} || exit 1
 step 330 cmake --build "$build" -j "${CHORUS_BUILD_JOBS:-$(nproc)}" \
   --target chorus_gpu_tests chorus_gpu_runtime_tests chorus_gpu_ops_benchmark collective_benchmark || exit 1
-bench="$build/examples/collective_benchmark"
-ldd "$build/test/gpu/chorus_gpu_tests" | grep -E 'nccl|cuda|mpi|stdc'
-ldd "$bench" | grep -E 'chorus|nccl|cuda|mpi'
-echo "built after $((SECONDS - start)) s"
+gpu_tests="$build/test/gpu/chorus_gpu_tests" runtime_tests="$build/test/gpu/chorus_gpu_runtime_tests"
+ops_bench="$build/test/gpu/chorus_gpu_ops_benchmark" bench="$build/examples/collective_benchmark"
+fi
+ldd "$gpu_tests" | grep -E 'nccl|cuda|mpi|stdc|not found'
+ldd "$bench" | grep -E 'chorus|nccl|cuda|mpi|not found'
+echo "ready after $((SECONDS - start)) s"
 
 echo "== tests"
-(cd "$build" && step 120 ctest --output-on-failure -j1 -R '^gpu_host$')
+step 120 "$gpu_tests" "[host]" --reporter compact > "$build/host_tests.log" 2>&1
 host_status=$?
+tail -2 "$build/host_tests.log"
 # The device tests once, with every assertion listed for the record (the
 # binary's own skip code 77 when there is no GPU); not rerun through CTest.
-step 240 "$build/test/gpu/chorus_gpu_tests" --device "[device]" --reporter compact --success \
+step 240 "$gpu_tests" --device "[device]" --reporter compact --success \
   > "$out/device_tests_detail.log" 2>&1
 gpu_status=$?
 tail -3 "$out/device_tests_detail.log"
 echo "device tests exit code: $gpu_status (77: no GPU found)"
 # CUDA tensors through the whole runtime: two in-process ranks on this GPU
 # through the staged path.
-step 90 "$build/test/gpu/chorus_gpu_runtime_tests" --device "[device]" --reporter compact --success \
+step 90 "$runtime_tests" --device "[device]" --reporter compact --success \
   > "$out/runtime_device_tests_detail.log" 2>&1
 runtime_status=$?
 tail -3 "$out/runtime_device_tests_detail.log"
 echo "runtime device tests exit code: $runtime_status (77: no GPU found)"
 
 echo "== benchmark: the device data plane against raw ncclAllReduce"
-step 60 "$build/test/gpu/chorus_gpu_ops_benchmark" 20 | tee "$out/gpu_ops_benchmark.txt"
+step 60 "$ops_bench" 20 | tee "$out/gpu_ops_benchmark.txt"
 echo "benchmark exit code: ${PIPESTATUS[0]} (77: no GPU found)"
 
 # The public API with device tensors and a real ready stream, against raw
@@ -138,9 +161,25 @@ done
 echo "== LibTorch adapter on CUDA tensors (optional)"
 torch_status=skipped
 torch_cmake="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)"
+torch_lib="$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null || true)"
 left=$((budget - (SECONDS - start)))
 if [[ -z "$torch_cmake" ]]; then
   echo "skipped: python3 has no torch (no LibTorch CMake package)"
+elif ((use_prebuilt)) && [[ -x "$prebuilt/torch/bin/chorus_torch_cuda_tests" ]] &&
+     LD_LIBRARY_PATH="$prebuilt/torch/lib:$torch_lib:$LD_LIBRARY_PATH" "$prebuilt/torch/bin/chorus_torch_device_rules" --help >/dev/null 2>&1; then
+  # Built here against the same torch version (MANIFEST); torch's own libraries are python3's.
+  torch_status=0
+  for ops in device_rules nccl staged; do
+    exe="$prebuilt/torch/bin/chorus_torch_cuda_tests"
+    [[ $ops == device_rules ]] && exe="$prebuilt/torch/bin/chorus_torch_device_rules"
+    echo "-- torch $ops"
+    CHORUS_GPU_OPERATIONS=${ops/device_rules/auto} LD_LIBRARY_PATH="$prebuilt/torch/lib:$torch_lib:$LD_LIBRARY_PATH" \
+      step 120 "$exe" --reporter compact --success >> "$out/torch_cuda_tests.log" 2>&1
+    rc=$?
+    tail -2 "$out/torch_cuda_tests.log"
+    echo "torch $ops exit code: $rc"
+    [[ $rc -eq 0 || $torch_status -ne 0 ]] || torch_status=$rc
+  done
 elif (( left < 150 )); then
   echo "skipped: only $left s left of the budget"
 else
