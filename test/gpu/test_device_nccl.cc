@@ -73,7 +73,9 @@ TEST_CASE("One-rank NCCL allreduce over the packed fusion buffer", "[device][ncc
     pieces.push_back({in.data() + at * 4, out.data() + at * 4, c});
     at += c;
   }
-  REQUIRE(pack_pieces(pieces, DataType::kFloat32, 0.5, plan, fusion.data(), stream.get()).is_ok());
+  const chorus::Status packed = pack_pieces(pieces, DataType::kFloat32, 0.5, plan, fusion.data(), stream.get());
+  INFO(packed.message());
+  REQUIRE(packed.is_ok());
   REQUIRE(nccl_status(ncclAllReduce(fusion.data(), fusion.data(), static_cast<size_t>(plan.buffer_bytes / 4), ncclFloat,
                                     ncclSum, comm, stream.get()),
                       "ncclAllReduce", comm)
@@ -86,7 +88,9 @@ TEST_CASE("One-rank NCCL allreduce over the packed fusion buffer", "[device][ncc
   CHECK(std::memcmp(result.data(), expected.data(), bytes) == 0);
 
   // A bad call names itself and NCCL's reason.
-  chorus::Status bad = nccl_status(ncclAllReduce(nullptr, nullptr, 4, ncclFloat, ncclSum, comm, stream.get()),
+  // (A datatype NCCL does not have: it accepts null buffers at one rank.)
+  chorus::Status bad = nccl_status(ncclAllReduce(fusion.data(), fusion.data(), 4, static_cast<ncclDataType_t>(255),
+                                                 ncclSum, comm, stream.get()),
                                    "ncclAllReduce(test)", comm);
   CHECK_FALSE(bad.is_ok());
   CHECK(bad.message().find("ncclAllReduce(test) failed: ") == 0);

@@ -129,6 +129,12 @@ int64_t element_size_of(DataType dtype) {
 cudaError_t launch_scaled_copies(const CopyBatch& batch, DataType dtype, CopyScale scale, cudaStream_t stream) {
   if (batch.size <= 0) return cudaSuccess;
   if (batch.size > kMaxCopiesPerLaunch) return cudaErrorInvalidValue;
+  // A <<<>>> launch reports through the thread's last error, which an
+  // earlier call left there too: a cudaEventQuery that found its event not
+  // yet complete leaves cudaErrorNotReady (seen on an H200: the launch after
+  // such a query read as failed). Cleared first, so what is read after is
+  // this launch's. (A sticky error is not cleared: every call reports it.)
+  (void)cudaGetLastError();
   const int64_t esize = element_size_of(dtype);
   if (scale.identity() || dtype == DataType::kBool) {
     copy_bytes_kernel<<<grid_for(batch, esize), kThreads, 0, stream>>>(batch, esize);

@@ -26,6 +26,7 @@ ncclRedOp_t nccl_op(ReduceOp op) {
     case ReduceOp::kMax: return ncclMax;
     case ReduceOp::kProduct: return ncclProd;
     case ReduceOp::kSum: case ReduceOp::kAverage: return ncclSum;
+    case ReduceOp::kAdasum: break;  // refused before any plan (nccl_device_operations.cc)
   }
   return ncclSum;
 }
