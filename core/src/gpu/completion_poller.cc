@@ -196,7 +196,10 @@ bool CompletionPoller::poll_once(std::unique_lock<std::mutex>& lock) {
     progress = true;
   }
   if (pending_.empty()) return progress;
-  const Status f = check_faults(Clock::now());
+  const auto now = Clock::now();
+  if (now - last_fault_check_ < backoff_.fault_check_interval) return progress;
+  last_fault_check_ = now;
+  const Status f = check_faults(now);
   if (f.is_ok()) return progress;
   if (fault_.is_ok()) fault_ = f;
   fail_pending_locked(f, lock);
@@ -218,7 +221,9 @@ void CompletionPoller::wait_for_work(std::unique_lock<std::mutex>& lock, std::ch
   if (backoff_.now() - last_progress < backoff_.spin) {
     ++waits_.spins;
     lock.unlock();
-    std::this_thread::yield();
+    const auto next_poll = Clock::now() + backoff_.spin_interval;  // the real clock: a test's may stand still
+    do std::this_thread::yield();
+    while (Clock::now() < next_poll);
     lock.lock();
     return;
   }

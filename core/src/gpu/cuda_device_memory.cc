@@ -1,5 +1,6 @@
 #include "gpu/cuda_device_memory.h"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <string>
@@ -51,8 +52,13 @@ class CudaMark final : public DeviceMark {
 
 StatusOr<std::shared_ptr<DeviceMark>> record_on(int device, cudaStream_t stream) {
   CurrentDeviceKept kept;
+  Status s;
+  // A default stream is the current device's: make `device` current for it.
+  // (An explicit stream names its device; a reused event needs none current.)
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
+    s = cuda_status(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
   DeviceEvent event;
-  Status s = DeviceEvent::create(device, &event);
+  if (s.is_ok()) s = DeviceEvent::create(device, &event);
   if (s.is_ok()) s = event.record(stream);
   if (!s.is_ok()) return s;
   return std::shared_ptr<DeviceMark>(std::make_shared<CudaMark>(std::move(event)));
@@ -62,8 +68,11 @@ StatusOr<std::shared_ptr<DeviceMark>> record_on(int device, cudaStream_t stream)
 // driver, no device, an index past the last), before any other CUDA call
 // fails with a less telling message.
 Status usable(int device) {
-  int count = 0;
+  static std::atomic<int> known_count{0};  // the devices a process sees do not change: asked once
+  int count = known_count.load(std::memory_order_relaxed);
+  if (count > 0 && device >= 0 && device < count) return Status::ok();
   const cudaError_t r = cudaGetDeviceCount(&count);
+  if (r == cudaSuccess) known_count.store(count, std::memory_order_relaxed);
   if (r != cudaSuccess || count == 0) {
     return Status::invalid_argument("the tensor is on CUDA device " + std::to_string(device) +
                                     ", but this machine has no usable CUDA device (" +

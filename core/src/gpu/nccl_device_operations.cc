@@ -204,21 +204,29 @@ Status NcclDeviceOperations::allocate_scratch(Launch& launch, cudaStream_t strea
 
 // The launch stream waits on the device for each input's producer: never a
 // host-side synchronize (Horovod's PR 363 bug was not waiting at all).
+// Tensors enqueued together share one ready point (RuntimeImpl::ready_mark)
+// and sit side by side in the response: an event is waited for once per run.
 Status NcclDeviceOperations::wait_ready(const std::vector<TensorEntry>& entries, cudaStream_t stream) {
   bool legacy = false;
+  void* last = nullptr;
+  auto wait_once = [&](void* event, const TensorEntry& e, const char* which) {
+    if (event == last) return Status::ok();
+    last = event;
+    const cudaError_t r = cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(event), 0);
+    return r == cudaSuccess ? Status::ok()
+                            : cuda_status(r, std::string("cudaStreamWaitEvent(ready point of ") + which + "'" + e.name() + "')");
+  };
   for (const auto& e : entries) {
     void* event = settings_.ready_event ? settings_.ready_event(e) : nullptr;
     if (event == nullptr) {
       legacy = true;
       continue;
     }
-    Status s = cuda_status(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(event), 0),
-                           "cudaStreamWaitEvent(ready point of '" + e.name() + "')");
+    Status s = wait_once(event, e, "");
     if (!s.is_ok()) return s;
     void* output_event = settings_.output_ready_event ? settings_.output_ready_event(e) : nullptr;
     if (output_event == nullptr) continue;
-    s = cuda_status(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(output_event), 0),
-                    "cudaStreamWaitEvent(ready point of the output of '" + e.name() + "')");
+    s = wait_once(output_event, e, "the output of ");
     if (!s.is_ok()) return s;
   }
   if (!legacy) return Status::ok();

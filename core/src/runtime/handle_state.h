@@ -2,6 +2,7 @@
 // Shared completion state behind a Handle: set once by the background
 // thread, read by any number of waiting threads.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -41,7 +42,7 @@ class HandleState {
  private:
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  bool done_ = false;
+  std::atomic<bool> done_{false};  // written under mu_; read without it by wait()'s spin
   Status status_ = Status::in_progress();
   std::shared_ptr<Tensor> output_;
   std::vector<int64_t> received_splits_;

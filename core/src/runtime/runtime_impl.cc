@@ -108,8 +108,9 @@ std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
   std::vector<Handle> handles;
   handles.reserve(entries.size());
   const auto now = std::chrono::steady_clock::now();
+  RecordedMarks recorded;
   for (auto& e : entries) {
-    if (e.request.device_kind != DeviceKind::kCpu) prepare_device(e);
+    if (e.request.device_kind != DeviceKind::kCpu) prepare_device(e, recorded);
     e.enqueued = now;
     e.handle = std::make_shared<HandleState>();
     handles.push_back(Handle(e.handle));
@@ -119,7 +120,10 @@ std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
 }
 
 Handle RuntimeImpl::enqueue(TensorEntry entry) {
-  if (entry.request.device_kind != DeviceKind::kCpu) prepare_device(entry);
+  if (entry.request.device_kind != DeviceKind::kCpu) {
+    RecordedMarks recorded;
+    prepare_device(entry, recorded);
+  }
   entry.enqueued = std::chrono::steady_clock::now();
   entry.handle = std::make_shared<HandleState>();
   Handle handle(entry.handle);
@@ -127,12 +131,16 @@ Handle RuntimeImpl::enqueue(TensorEntry entry) {
   return handle;
 }
 
-void RuntimeImpl::prepare_device(TensorEntry& e) const {
-  const std::string what = std::string(collective_name(e.request.type)) + " of tensor '" + e.name() + "': ";
+// The message prefix is built only on failure: this runs per tensor.
+static std::string device_what(const TensorEntry& e) {
+  return std::string(collective_name(e.request.type)) + " of tensor '" + e.name() + "': ";
+}
+
+void RuntimeImpl::prepare_device(TensorEntry& e, RecordedMarks& recorded) const {
   const int device = e.input->device();
   if (!device_->memory) {
     throw_if_error(Status::invalid_argument(
-        what + "the tensor is on CUDA device " + std::to_string(device) +
+        device_what(e) + "the tensor is on CUDA device " + std::to_string(device) +
         ", but this build of Chorus has no GPU support (built without CUDA: CHORUS_WITH_CUDA)"));
   }
   const CollectiveType t = e.request.type;
@@ -140,23 +148,24 @@ void RuntimeImpl::prepare_device(TensorEntry& e) const {
       t == CollectiveType::kAllgather || t == CollectiveType::kAlltoall || t == CollectiveType::kReducescatter;
   if (output_after_negotiation && !e.hooks.context) {
     throw_if_error(Status::invalid_argument(
-        what + "its output is allocated after negotiation, on CUDA device " + std::to_string(device) +
+        device_what(e) + "its output is allocated after negotiation, on CUDA device " + std::to_string(device) +
         ": pass an OpContext that allocates there (OpHooks::context)"));
   }
-  StatusOr<std::shared_ptr<DeviceMark>> ready = device_->memory->record(device, e.input->stream());
-  if (!ready.is_ok()) {
-    throw_if_error(Status(ready.status().code(), what + ready.status().message()));
-  }
-  e.ready = std::move(ready).value();
+  e.ready = ready_mark(device, e.input->stream(), recorded, e, "");
   // An out-of-place output on another stream may still be read or written
   // by work queued there: the copy back waits for that too.
-  if (e.output && e.output != e.input && e.output->stream() != e.input->stream()) {
-    StatusOr<std::shared_ptr<DeviceMark>> out_ready = device_->memory->record(e.output->device(), e.output->stream());
-    if (!out_ready.is_ok()) {
-      throw_if_error(Status(out_ready.status().code(), what + "its output's ready point: " + out_ready.status().message()));
-    }
-    e.output_ready = std::move(out_ready).value();
-  }
+  if (e.output && e.output != e.input && e.output->stream() != e.input->stream())
+    e.output_ready = ready_mark(e.output->device(), e.output->stream(), recorded, e, "its output's ready point: ");
+}
+
+std::shared_ptr<DeviceMark> RuntimeImpl::ready_mark(int device, void* stream, RecordedMarks& recorded,
+                                                    const TensorEntry& e, const char* which) const {
+  for (const auto& m : recorded.marks)
+    if (m.device == device && m.stream == stream) return m.mark;
+  StatusOr<std::shared_ptr<DeviceMark>> made = device_->memory->record(device, stream);
+  if (!made.is_ok()) throw_if_error(Status(made.status().code(), device_what(e) + which + made.status().message()));
+  recorded.marks.push_back({device, stream, made.value()});
+  return std::move(made).value();
 }
 
 }  // namespace chorus::detail

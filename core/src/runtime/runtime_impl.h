@@ -52,9 +52,23 @@ class RuntimeImpl {
 
  private:
   void thread_main(std::promise<Status>* started);
+  /// Ready points recorded during one enqueue call, by (device, stream):
+  /// tensors enqueued together from one stream share one (no host code runs
+  /// between them), so a group of 200 records one event, not 200.
+  struct RecordedMarks {
+    struct Mark {
+      int device;
+      void* stream;
+      std::shared_ptr<DeviceMark> mark;
+    };
+    std::vector<Mark> marks;
+  };
   /// A CUDA tensor: checked against this build and its ready point recorded
-  /// on the producer's stream; throws chorus::Error naming the tensor.
-  void prepare_device(TensorEntry& entry) const;
+  /// on the producer's stream (or taken from `recorded`); throws
+  /// chorus::Error naming the tensor.
+  void prepare_device(TensorEntry& entry, RecordedMarks& recorded) const;
+  std::shared_ptr<DeviceMark> ready_mark(int device, void* stream, RecordedMarks& recorded, const TensorEntry& entry,
+                                         const char* which) const;
 
   RuntimeOptions options_;
   Logger logger_;
