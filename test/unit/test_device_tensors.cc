@@ -10,6 +10,7 @@
 #include "chorus/error.h"
 #include "fake_device_memory.h"
 #include "fusion/fusion_planner.h"
+#include "runtime/shared_stats.h"
 #include "loopback_job.h"
 #include "stderr_capture.h"
 
@@ -533,4 +534,25 @@ TEST_CASE("A cached tensor that moves to the GPU on one rank only: the mismatch,
     }
     RANK_CHECK(RuntimeAccess::stats(rt).cache_hits > 0);  // the cache was in use before the move
   });
+}
+
+// What the NCCL path reports when a response's device work finished (its
+// completion thread calls this): the counters the CPU executor keeps.
+TEST_CASE("A finished device response counts in the runtime's statistics", "[device][stats]") {
+  SharedStats stats;
+  record_device_response(stats, ResponseType::kAllreduce, 3, 1200, Status::ok());
+  record_device_response(stats, ResponseType::kAllreduce, 1, 400, Status::ok());
+  record_device_response(stats, ResponseType::kAllgather, 2, 64, Status::ok());
+  record_device_response(stats, ResponseType::kBroadcast, 1, 8, Status::ok());
+  record_device_response(stats, ResponseType::kAllreduce, 2, 800, Status::timeout("stuck"));
+  const RuntimeStats st = stats.get();
+  CHECK(st.tensors_allreduced == 4);
+  CHECK(st.bytes_allreduced == 1600);
+  CHECK(st.allreduce_ops == 2);
+  CHECK(st.fused_allreduce_ops == 1);
+  CHECK(st.allgathers == 2);
+  CHECK(st.allgather_ops == 1);
+  CHECK(st.fused_allgather_ops == 1);
+  CHECK(st.broadcasts == 1);
+  CHECK(st.errors == 2);
 }

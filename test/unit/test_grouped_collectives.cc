@@ -3,12 +3,17 @@
 // disagree across ranks failing the whole group on every rank.
 #include <catch2/catch.hpp>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "chorus/error.h"
 #include "loopback_job.h"
+#include "runtime/handle_state.h"
+#include "runtime/tensor_entry.h"
 
 using namespace chorus;
 using chorus::test::run_ranks;
@@ -177,4 +182,43 @@ TEST_CASE("A grouped call with mismatched lists is refused at once", "[runtime][
     }
     RANK_CHECK(refused);
   });
+}
+
+// A group split over two responses can finish on two threads at once (on the
+// NCCL path: one response on the completion thread, the next failed on the
+// background thread after a fault). Every member must complete exactly once.
+TEST_CASE("A group's members finished from two threads at once complete the group once", "[runtime][group]") {
+  constexpr int kGroups = 20000;
+  for (int round = 0; round < 5; ++round) {
+    std::vector<std::shared_ptr<detail::HandleState>> handles;
+    std::vector<std::array<detail::TensorEntry, 2>> members(kGroups);
+    std::atomic<int> callbacks{0};
+    for (auto& pair : members) {
+      auto group = std::make_shared<detail::GroupCompletion>(2);
+      for (detail::TensorEntry& e : pair) {
+        e.request.name = "g";
+        e.handle = std::make_shared<detail::HandleState>();
+        e.hooks.on_complete = [&callbacks](const Status&) { callbacks.fetch_add(1); };
+        e.group = group;
+        handles.push_back(e.handle);
+      }
+    }
+    std::atomic<int> ready{0};
+    auto finish_side = [&](size_t side, const Status& status) {
+      ready.fetch_add(1);
+      while (ready.load() < 2) std::this_thread::yield();  // both start together
+      for (auto& pair : members) {
+        detail::CompletionBatch batch;
+        detail::finish_entry(std::move(pair[side]), status, batch);
+      }
+    };
+    std::thread completion(finish_side, 0, Status::ok());
+    std::thread background(finish_side, 1, Status::aborted("the GPU operations failed"));
+    completion.join();
+    background.join();
+    int done = 0;
+    for (const auto& h : handles) done += h->done() && h->status().code() == StatusCode::kAborted;
+    REQUIRE(done == 2 * kGroups);
+    REQUIRE(callbacks.load() == 2 * kGroups);
+  }
 }

@@ -27,6 +27,12 @@ DeviceSupport build_device_support() {
     settings.output_ready_event = [](const TensorEntry& entry) {
       return entry.output_ready ? entry.output_ready->native() : nullptr;
     };
+    // The engine's stats outlive its device operations (their completion
+    // thread is joined when the engine's background thread ends).
+    settings.on_finish = [&stats = context.stats](ResponseType type, size_t tensors, int64_t bytes,
+                                                  const Status& status) {
+      record_device_response(stats, type, tensors, bytes, status);
+    };
     return gpu::make_nccl_device_operations(context.backend, std::move(settings), devices);
   };
   return support;

@@ -114,8 +114,7 @@ class NcclDeviceOperations final : public DeviceOperations {
   Status launch_device_work(const NcclPlan& plan, GpuDevice& gpu, const std::vector<TensorEntry>& entries,
                             Launch& launch, const std::string& what, DeviceEvent* done, bool* queued);
   void launch_failed(std::vector<TensorEntry> entries, DeviceEvent done, bool queued, const Status& why);
-  void submit(const Response& response, const std::vector<Request>& requests, std::vector<TensorEntry> entries,
-              Launch& launch, DeviceEvent done);
+  void submit(const Response& response, std::vector<TensorEntry> entries, Launch& launch, DeviceEvent done);
   void set_fault(const Status& s) {
     std::lock_guard<std::mutex> lock(mu_);
     if (fault_.is_ok()) fault_ = s;
@@ -343,11 +342,11 @@ void NcclDeviceOperations::execute(const Response& response, std::vector<TensorE
   allocate_outputs(plan.value(), entries, launch);
   s = launch_device_work(plan.value(), *gpu, entries, launch, what, &done, &queued);
   if (!s.is_ok()) return launch_failed(std::move(entries), std::move(done), queued, Status(s.code(), what + ": " + s.message()));
-  submit(response, requests, std::move(entries), launch, std::move(done));
+  submit(response, std::move(entries), launch, std::move(done));
 }
 
-void NcclDeviceOperations::submit(const Response& response, const std::vector<Request>& requests,
-                                  std::vector<TensorEntry> entries, Launch& launch, DeviceEvent done) {
+void NcclDeviceOperations::submit(const Response& response, std::vector<TensorEntry> entries, Launch& launch,
+                                  DeviceEvent done) {
   PendingBatch batch;
   batch.what = "GPU " + std::string(collective_name(entries.front().request.type));
   batch.done = std::make_unique<EventSignal>(std::move(done), device_);
@@ -367,10 +366,10 @@ void NcclDeviceOperations::submit(const Response& response, const std::vector<Re
     }
   }
   batch.resources = held;
-  if (settings_.on_finish) {
+  if (settings_.on_finish) {  // the tensors that went to the device (not those failed alone above)
     int64_t bytes = 0;
-    for (const auto& r : requests) bytes += r.num_elements() * dtype_size(r.dtype);
-    batch.on_finish = [f = settings_.on_finish, type = response.type, n = entries.size(), bytes](const Status& st) {
+    for (const auto& e : batch.entries) bytes += e.request.num_elements() * dtype_size(e.request.dtype);
+    batch.on_finish = [f = settings_.on_finish, type = response.type, n = batch.entries.size(), bytes](const Status& st) {
       f(type, n, bytes, st);
     };
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "chorus/options.h"
+#include "chorus/status.h"
 #include "negotiation/messages.h"
 
 namespace chorus::detail {
@@ -52,5 +53,29 @@ class SharedStats {
   mutable std::mutex mu_;
   InternalStats stats_;
 };
+
+/// A response that ran wholly on the device (NCCL), once it finished: the
+/// counters the CPU executor keeps for its own responses, so the stats and
+/// autotune's samples (bytes_allreduced) see GPU work too.
+inline void record_device_response(SharedStats& stats, ResponseType type, size_t tensors, int64_t bytes,
+                                   const Status& status) {
+  const auto n = static_cast<int64_t>(tensors);
+  stats.update([&](RuntimeStats& st) {
+    if (!status.is_ok()) {
+      st.errors += n;
+    } else if (type == ResponseType::kAllreduce) {
+      ++st.allreduce_ops;
+      st.fused_allreduce_ops += tensors > 1;
+      st.tensors_allreduced += n;
+      st.bytes_allreduced += bytes;
+    } else if (type == ResponseType::kAllgather) {
+      st.allgathers += n;
+      ++st.allgather_ops;
+      st.fused_allgather_ops += tensors > 1;
+    } else if (type == ResponseType::kBroadcast) {
+      st.broadcasts += n;
+    }
+  });
+}
 
 }  // namespace chorus::detail

@@ -25,12 +25,18 @@ void finish_entry(TensorEntry entry, const Status& status, CompletionBatch& batc
 }
 
 void GroupCompletion::finish(TensorEntry entry, const Status& status, CompletionBatch& batch) {
-  if (!status.is_ok() && first_error_.is_ok()) first_error_ = status;
   entry.group.reset();  // break the entry -> group -> entry cycle
-  done_.push_back(std::move(entry));
-  if (--remaining_ > 0) return;
-  for (auto& e : done_) complete_entry(e, first_error_, batch);
-  done_.clear();
+  std::vector<TensorEntry> members;
+  Status result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!status.is_ok() && first_error_.is_ok()) first_error_ = status;
+    done_.push_back(std::move(entry));
+    if (--remaining_ > 0) return;
+    members.swap(done_);
+    result = first_error_;
+  }
+  for (auto& e : members) complete_entry(e, result, batch);  // callbacks run without the lock
 }
 
 }  // namespace chorus::detail

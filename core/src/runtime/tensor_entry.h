@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -59,9 +60,9 @@ class CompletionBatch {
 };
 
 /// Holds back the completion of a group's members until the last one ran.
-/// Only the thread that completes its members touches it: the background
-/// thread, or the device operations' completion thread (a group's tensors
-/// share one device kind, checked at enqueue).
+/// Thread-safe: a group split over several responses may finish on two
+/// threads (the NCCL path completes one response on its completion thread
+/// while the background thread fails the next after a fault).
 class GroupCompletion {
  public:
   explicit GroupCompletion(size_t members) : remaining_(members) {}
@@ -70,6 +71,7 @@ class GroupCompletion {
   void finish(TensorEntry entry, const Status& status, CompletionBatch& batch);
 
  private:
+  std::mutex mu_;
   size_t remaining_;
   Status first_error_;
   std::vector<TensorEntry> done_;
