@@ -25,7 +25,7 @@ struct DeviceRun {
   // What the targets are computed from (rank 0's view; 0 when not measured).
   double worst_sweep_ratio = 0;  ///< max over sizes >= 1 MiB of chorus / nccl time
   int64_t worst_sweep_bytes = 0;
-  double storm_ratio = 0;        ///< chorus storm (200 x allreduce_async) / one packed ncclAllReduce
+  double storm_ratio = 0;        ///< chorus storm (one allreduce_async each) / one packed ncclAllReduce
   double storm_grouped_ratio = 0;  ///< the same through one grouped_allreduce_async
   double latency_over_us = 0;    ///< chorus 4 KiB median - nccl median
   bool latency_measured = false;

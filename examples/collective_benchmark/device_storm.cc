@@ -13,6 +13,33 @@
 
 namespace bench {
 
+namespace {
+
+/// One way of enqueueing the storm, and what it measured.
+struct StormMode {
+  const char* label;
+  std::vector<double> total, enqueue;
+  int64_t wrong = 0;
+};
+
+void print_storm(const DeviceRun& run, const StormMode (&modes)[2], const std::vector<double>& packed,
+                 int64_t packed_wrong) {
+  const Settings& s = run.settings;
+  std::printf("\n# storm: %d tensors x %lld bytes float32 sum per round on the device, %d rounds, medians\n",
+              s.storm_tensors, (long long)s.storm_bytes, s.storm_rounds);
+  for (const StormMode& m : modes) {
+    std::printf("%-40s %10.1f us  (enqueue %.1f us, #wrong %lld)\n", m.label, median(m.total) * 1e6,
+                median(m.enqueue) * 1e6, (long long)m.wrong);
+  }
+  if (run.reference) {
+    std::printf("%-40s %10.1f us  (chorus / this = %.3f and %.3f, #wrong %lld)\n", "ncclAllReduce x 1, packed by hand",
+                median(packed) * 1e6, run.storm_ratio, run.storm_grouped_ratio, (long long)packed_wrong);
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
 void device_storm(DeviceRun& run) {
   const Settings& s = run.settings;
   CudaRig& rig = run.rig;
@@ -40,12 +67,7 @@ void device_storm(DeviceRun& run) {
   // Two ways to enqueue the same tensors: one allreduce_async each (a ready
   // event recorded per tensor), and one grouped_allreduce_async (one event
   // for all: they come from one stream at one moment).
-  struct Mode {
-    const char* label;
-    std::vector<double> total, enqueue;
-    int64_t wrong = 0;
-  };
-  Mode modes[2] = {{"chorus, 200 x allreduce_async", {}, {}}, {"chorus, one grouped_allreduce_async", {}, {}}};
+  StormMode modes[2] = {{"chorus, one allreduce_async each", {}, {}}, {"chorus, one grouped_allreduce_async", {}, {}}};
   std::vector<double> tp;
   for (int m = 0; m < 2; ++m) {
     rig.zero(out.get(), total);
@@ -82,18 +104,7 @@ void device_storm(DeviceRun& run) {
     run.storm_ratio = median(modes[0].total) / median(tp);
     run.storm_grouped_ratio = median(modes[1].total) / median(tp);
   }
-  if (run.rank != 0) return;
-  std::printf("\n# storm: %d tensors x %lld bytes float32 sum per round on the device, %d rounds, medians\n", count,
-              (long long)s.storm_bytes, s.storm_rounds);
-  for (const Mode& m : modes) {
-    std::printf("%-40s %10.1f us  (enqueue %.1f us, #wrong %lld)\n", m.label, median(m.total) * 1e6,
-                median(m.enqueue) * 1e6, (long long)m.wrong);
-  }
-  if (run.reference) {
-    std::printf("%-40s %10.1f us  (chorus / this = %.3f and %.3f, #wrong %lld)\n", "ncclAllReduce x 1, packed by hand",
-                median(tp) * 1e6, run.storm_ratio, run.storm_grouped_ratio, (long long)packed_wrong);
-  }
-  std::fflush(stdout);
+  if (run.rank == 0) print_storm(run, modes, tp, packed_wrong);
 }
 
 void device_latency(DeviceRun& run) {

@@ -41,6 +41,32 @@ TEST_CASE("Streams and events: order work and report completion without blocking
   CHECK(producer.get() == nullptr);
 }
 
+TEST_CASE("A released event is handed out again and orders work as a new one", "[device][stream]") {
+  cudaEvent_t first = nullptr;
+  {
+    DeviceEvent e;
+    REQUIRE(DeviceEvent::create(0, &e).is_ok());
+    first = e.get();
+  }  // released to the device's pool
+  DeviceStream producer, consumer;
+  REQUIRE(DeviceStream::create(0, &producer).is_ok());
+  REQUIRE(DeviceStream::create(0, &consumer).is_ok());
+  DeviceEvent reused;
+  REQUIRE(DeviceEvent::create(0, &reused).is_ok());
+  CHECK(reused.get() == first);
+  std::vector<char> host(4 << 20, 3);
+  DeviceBuffer a(host.size()), b(host.size());
+  REQUIRE(cudaMemcpyAsync(a.data(), host.data(), host.size(), cudaMemcpyHostToDevice, producer.get()) == cudaSuccess);
+  REQUIRE(reused.record(producer.get()).is_ok());
+  REQUIRE(reused.make_wait(consumer.get()).is_ok());
+  REQUIRE(cudaMemcpyAsync(b.data(), a.data(), host.size(), cudaMemcpyDeviceToDevice, consumer.get()) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(consumer.get()) == cudaSuccess);
+  CHECK(b.download() == host);
+  DeviceEvent other;  // never the one still held
+  REQUIRE(DeviceEvent::create(0, &other).is_ok());
+  CHECK(other.get() != first);
+}
+
 TEST_CASE("A stream on a device that does not exist names the call", "[device][stream]") {
   DeviceStream s;
   chorus::Status status = DeviceStream::create(4096, &s);

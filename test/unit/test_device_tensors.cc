@@ -297,6 +297,39 @@ TEST_CASE("Staged: the copy in waits for the producer's ready point, completion 
   });
 }
 
+TEST_CASE("Tensors enqueued together from one stream share one ready point; each enqueue call records its own",
+          "[device][staged]") {
+  run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
+    FakeProducer first, second;
+    auto a = device_floats({0}, 0, &first), b = device_floats({0}, 0, &first), c = device_floats({0}, 0, &second);
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    std::vector<Handle> group = rt.grouped_allreduce_async({"a", "b", "c"}, {a, b, c}, {a, b, c}, sum);
+    RANK_CHECK(memory.records == 2);  // one per stream: a and b share theirs
+    // Written before the streams' ready points: c's producer still holds
+    // the whole group back, a shared point does not let a and b run early.
+    a->as<float>()[0] = 1.0f + rank;
+    b->as<float>()[0] = 10.0f;
+    first.ready->release();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    RANK_CHECK(group[0].status().code() == StatusCode::kInProgress);
+    c->as<float>()[0] = 100.0f;
+    second.ready->release();
+    for (auto& h : group) h.wait();
+    RANK_CHECK(a->as<float>()[0] == 3.0f && b->as<float>()[0] == 20.0f && c->as<float>()[0] == 200.0f);
+    // Separate enqueues from one stream: one ready point each (work may be
+    // queued on the stream between the calls).
+    FakeProducer third;
+    third.ready->release();
+    auto d = device_floats({1}, 0, &third), e = device_floats({2}, 0, &third);
+    Handle hd = rt.allreduce_async("d", d, d, sum), he = rt.allreduce_async("e", e, e, sum);
+    hd.wait();
+    he.wait();
+    RANK_CHECK(memory.records == 4);
+    RANK_CHECK(d->as<float>()[0] == 2.0f && e->as<float>()[0] == 4.0f);
+  });
+}
+
 TEST_CASE("Staged: the copy back waits for an out-of-place output's own stream and an allocated output's stream",
           "[device][staged]") {
   run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {

@@ -18,6 +18,11 @@ namespace chorus::detail {
 
 class HandleState {
  public:
+  /// How long wait() spins before it sleeps (see handle.cc).
+  static constexpr std::chrono::microseconds kHostWaitSpin{30};
+  static constexpr std::chrono::microseconds kDeviceWaitSpin{1000};
+  HandleState() = default;
+  explicit HandleState(std::chrono::microseconds wait_spin) : wait_spin_(wait_spin) {}
   /// Records the result and wakes every waiter. Later calls are ignored.
   void complete(Status status);
   /// Records the result without waking anyone yet: completing a batch first
@@ -40,6 +45,7 @@ class HandleState {
   int last_joined_rank() const;
 
  private:
+  const std::chrono::microseconds wait_spin_ = kHostWaitSpin;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::atomic<bool> done_{false};  // written under mu_; read without it by wait()'s spin

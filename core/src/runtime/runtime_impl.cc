@@ -104,6 +104,12 @@ void RuntimeImpl::shutdown() {
 // handle fail with "shut down" also sees is_running() == false.
 bool RuntimeImpl::is_running() const { return running_.load() && !queue_.closed(); }
 
+// A device collective's waiter spins longer (HandleState::wait).
+static std::shared_ptr<HandleState> make_handle_state(const TensorEntry& e) {
+  return std::make_shared<HandleState>(e.request.device_kind == DeviceKind::kCpu ? HandleState::kHostWaitSpin
+                                                                                 : HandleState::kDeviceWaitSpin);
+}
+
 std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
   std::vector<Handle> handles;
   handles.reserve(entries.size());
@@ -112,7 +118,7 @@ std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
   for (auto& e : entries) {
     if (e.request.device_kind != DeviceKind::kCpu) prepare_device(e, recorded);
     e.enqueued = now;
-    e.handle = std::make_shared<HandleState>();
+    e.handle = make_handle_state(e);
     handles.push_back(Handle(e.handle));
   }
   throw_if_error(queue_.add(std::move(entries)));
@@ -125,7 +131,7 @@ Handle RuntimeImpl::enqueue(TensorEntry entry) {
     prepare_device(entry, recorded);
   }
   entry.enqueued = std::chrono::steady_clock::now();
-  entry.handle = std::make_shared<HandleState>();
+  entry.handle = make_handle_state(entry);
   Handle handle(entry.handle);
   throw_if_error(queue_.add(std::move(entry)));
   return handle;
