@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu/gpu_errors.h"
+#include "gpu/nccl_wait.h"
 
 namespace chorus::detail::gpu {
 
@@ -35,14 +36,9 @@ Status GpuDevice::ensure_fusion(int64_t bytes) {
 GpuDevice::~GpuDevice() {
   if (device < 0 || cudaSetDevice(device) != cudaSuccess) return;  // the fusion buffer is leaked then
   if (fusion == nullptr) return;
-  for (int i = 0; i < 10000; ++i) {
-    const cudaError_t r = cudaStreamQuery(stream.get());
-    if (r != cudaErrorNotReady) {
-      if (r == cudaSuccess) cudaFree(fusion);
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  cudaError_t r = cudaErrorNotReady;
+  wait_until_done([&] { return (r = cudaStreamQuery(stream.get())) != cudaErrorNotReady; }, std::chrono::seconds(10));
+  if (r == cudaSuccess) cudaFree(fusion);
 }
 
 Status GpuDevices::get(int device, GpuDevice** out) {

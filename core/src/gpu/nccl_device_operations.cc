@@ -58,6 +58,9 @@ struct Launch {
   std::vector<cudaStream_t> allocated_streams;
 };
 
+/// How long shutdown and abort wait for device work to end.
+constexpr std::chrono::milliseconds kDrainWait{10000};
+
 void fail_entries(std::vector<TensorEntry>& entries, const Status& s) {
   CompletionBatch wake;
   for (auto& e : entries) finish_entry(std::move(e), s, wake);
@@ -76,7 +79,7 @@ class NcclDeviceOperations final : public DeviceOperations {
   // The poller fails what is pending before the Abort, as in abort(): the
   // aborted kernels' events complete, and must not read as success.
   ~NcclDeviceOperations() override {
-    for (int i = 0; i < 10000 && poller_->pending() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    wait_until_done([this] { return poller_->pending() == 0; }, kDrainWait);
     const bool clean = fault().is_ok() && poller_->pending() == 0;
     if (!clean) {
       poller_->fail_all(Status::aborted("GPU data plane of " + topology_.scope.describe() +
@@ -101,8 +104,7 @@ class NcclDeviceOperations final : public DeviceOperations {
     set_fault(why);
     if (poller_) poller_->fail_all(why);  // after this nothing polls the communicator
     if (comm_) comm_->abort();            // ends its kernels, so the events complete
-    for (int i = 0; i < 10000 && poller_ && poller_->draining() > 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (poller_) wait_until_done([this] { return poller_->draining() == 0; }, kDrainWait);
   }
 
  private:

@@ -38,4 +38,13 @@ Status wait_in_progress(const std::function<Status()>& poll, const OpDeadline& d
   }
 }
 
+bool wait_until_done(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 }  // namespace chorus::detail::gpu

@@ -35,4 +35,8 @@ using SteadyNow = std::function<std::chrono::steady_clock::time_point()>;
 Status wait_in_progress(const std::function<Status()>& poll, const OpDeadline& deadline, const std::string& what,
                         const SteadyNow& now = [] { return std::chrono::steady_clock::now(); });
 
+/// Sleeps in 1 ms steps until `done()` or `limit` has passed (by the clock,
+/// so a loaded machine does not stretch it); returns done().
+bool wait_until_done(const std::function<bool()>& done, std::chrono::milliseconds limit);
+
 }  // namespace chorus::detail::gpu

@@ -138,12 +138,13 @@ void make_group(std::vector<TensorEntry>& entries, const char* kind) {
   }
 }
 
-void check_group_sizes(const char* kind, const std::vector<std::string>& names, size_t inputs, size_t outputs) {
+void check_group_sizes(const char* kind, const std::vector<std::string>& names, size_t inputs, size_t others,
+                       const char* others_are) {
   const std::string what = std::string("grouped ") + kind;
   if (names.empty()) invalid(what + ": no tensors given");
-  if (inputs != names.size() || (outputs != 0 && outputs != names.size())) {
+  if (inputs != names.size() || (others != 0 && others != names.size())) {
     invalid(what + " '" + names.front() + "', ...: " + std::to_string(names.size()) + " names but " +
-            std::to_string(inputs) + " inputs and " + std::to_string(outputs) + " outputs");
+            std::to_string(inputs) + " inputs and " + std::to_string(others) + " " + others_are);
   }
 }
 

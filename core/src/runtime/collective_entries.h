@@ -36,7 +36,9 @@ void make_group(std::vector<TensorEntry>& entries, const char* kind);
 
 /// Throws unless there is one tensor (and one output or hooks, when any are
 /// given) per name and at least one name.
-void check_group_sizes(const char* kind, const std::vector<std::string>& names, size_t inputs, size_t outputs);
+/// `others` counts what `others_are` names ("outputs" or "hooks").
+void check_group_sizes(const char* kind, const std::vector<std::string>& names, size_t inputs, size_t others,
+                       const char* others_are = "outputs");
 
 /// The process set of a group's members (the same for all, or it throws).
 const ProcessSet& group_set(const std::vector<OpHooks>& hooks, const char* kind, const std::vector<std::string>& names);

@@ -148,7 +148,7 @@ std::vector<Handle> Runtime::grouped_allgather_async(const std::vector<std::stri
 std::vector<Handle> Runtime::grouped_allgather_async(const std::vector<std::string>& names,
                                                      const std::vector<std::shared_ptr<Tensor>>& inputs,
                                                      const std::vector<OpHooks>& hooks) {
-  detail::check_group_sizes("allgather", names, inputs.size(), hooks.size());
+  detail::check_group_sizes("allgather", names, inputs.size(), hooks.size(), "hooks");
   auto target = engine(detail::group_set(hooks, "allgather", names), "grouped allgather '" + names.front() + "', ...: ");
   std::vector<detail::TensorEntry> entries;
   for (size_t i = 0; i < names.size(); ++i) {
@@ -168,7 +168,7 @@ std::vector<Handle> Runtime::grouped_reducescatter_async(const std::vector<std::
                                                          const std::vector<std::shared_ptr<Tensor>>& inputs,
                                                          const AllreduceOptions& options,
                                                          const std::vector<OpHooks>& hooks) {
-  detail::check_group_sizes("reducescatter", names, inputs.size(), hooks.size());
+  detail::check_group_sizes("reducescatter", names, inputs.size(), hooks.size(), "hooks");
   auto target =
       engine(detail::group_set(hooks, "reducescatter", names), "grouped reducescatter '" + names.front() + "', ...: ");
   std::vector<detail::TensorEntry> entries;
