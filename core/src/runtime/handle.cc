@@ -55,12 +55,16 @@ bool HandleState::done() const {
 }
 
 Status HandleState::wait(std::optional<std::chrono::milliseconds> timeout) const {
-  // A result due soon is seen sooner by a spin than by a sleeping thread's
-  // wake-up (a futex round trip, 10-20 us on a VM): host collectives spin
-  // 30 us (the background thread needs the cores), device ones up to 1 ms
-  // (as cudaStreamSynchronize spins, which raw NCCL callers wait with; an
-  // H200 allreduces 256 MiB at one rank in 0.14 ms). Then it sleeps.
-  if (!done_.load(std::memory_order_acquire) && (!timeout || *timeout >= std::chrono::milliseconds(1))) {
+  // A device collective's result is seen sooner by a spin than by a
+  // sleeping thread's wake-up (a futex round trip, 10-20 us on a VM): it
+  // spins up to 1 ms (as cudaStreamSynchronize, which raw NCCL callers wait
+  // with; an H200 allreduces 256 MiB at one rank in 0.14 ms; measured there,
+  // the spin took 256 MiB from 1.40x to 1.13-1.22x of raw NCCL). A host
+  // collective does not spin: its work runs on the host's cores, and on the
+  // 2-core VM a 30 us spin made the 4 KiB latency worse (np 2: 11-14 ->
+  // 15-16 us; np 4: 47-54 -> 61-72 us).
+  if (wait_spin_.count() > 0 && !done_.load(std::memory_order_acquire) &&
+      (!timeout || *timeout >= std::chrono::milliseconds(1))) {
     const auto until = std::chrono::steady_clock::now() + wait_spin_;
     while (!done_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until) std::this_thread::yield();
   }

@@ -19,7 +19,7 @@ namespace chorus::detail {
 class HandleState {
  public:
   /// How long wait() spins before it sleeps (see handle.cc).
-  static constexpr std::chrono::microseconds kHostWaitSpin{30};
+  static constexpr std::chrono::microseconds kHostWaitSpin{0};
   static constexpr std::chrono::microseconds kDeviceWaitSpin{1000};
   HandleState() = default;
   explicit HandleState(std::chrono::microseconds wait_spin) : wait_spin_(wait_spin) {}
