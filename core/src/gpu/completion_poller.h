@@ -65,7 +65,7 @@ struct PendingBatch {
 /// The spin covers a collective of up to about a millisecond (256 MiB at
 /// one rank on an H200 takes 0.14 ms): measured there, a 50 us spin then
 /// doubling sleeps (whose wake-up the kernel's timer slack delays further)
-/// saw such a batch end ~100 us late. Longer work is seen within ~100 us.
+/// saw such a batch end up to ~100 us late. Longer work is seen within ~100 us.
 /// Communicator errors and deadlines are checked every
 /// `fault_check_interval`, not at every poll (a batch's own error source is
 /// always checked before it completes OK): the check takes the lock and
