@@ -24,11 +24,38 @@ using chorus::test::FakeProducer;
 
 namespace {
 
+// A backend whose split-off children fail to start (`fail_children`), or
+// one such child (`fail_start`); everything else goes to `inner`.
+class SplitStartFails final : public Backend {
+ public:
+  SplitStartFails(std::unique_ptr<Backend> inner, bool fail_children, bool fail_start)
+      : inner_(std::move(inner)), fail_children_(fail_children), fail_start_(fail_start) {}
+  Status start() override { return fail_start_ ? Status::unknown_error("planted start failure") : inner_->start(); }
+  void stop() override { inner_->stop(); }
+  Topology topology() const override { return inner_->topology(); }
+  ControlChannel& control() override { return inner_->control(); }
+  Communicator& collectives() override { return inner_->collectives(); }
+  PeerLink& peer_link() override { return inner_->peer_link(); }
+  const SharedSlots* shared_slots() const override { return inner_->shared_slots(); }
+  std::shared_ptr<SharedArena> shared_arena() const override { return inner_->shared_arena(); }
+  Status split(int32_t set_id, const std::vector<int>& members, std::unique_ptr<Backend>* out) override {
+    const Status s = inner_->split(set_id, members, out);
+    if (s.is_ok() && *out && fail_children_) *out = std::make_unique<SplitStartFails>(std::move(*out), false, true);
+    return s;
+  }
+  void end_job(int exit_code) override { inner_->end_job(exit_code); }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  const bool fail_children_, fail_start_;
+};
+
 // run_ranks with each rank's own fake device memory (nullptr support: a
-// build without GPU support).
+// build without GPU support); on `split_fails_on` the backends it splits off
+// fail to start.
 template <class Body>
 void run_device_ranks(int size, Body body, RuntimeOptions options = chorus::test::quiet_options(),
-                      bool gpu_support = true) {
+                      bool gpu_support = true, int split_fails_on = -1) {
   auto world = make_loopback_world(size, 0);
   std::vector<std::shared_ptr<FakeDeviceMemory>> memories;
   std::vector<std::unique_ptr<Runtime>> runtimes;
@@ -36,7 +63,9 @@ void run_device_ranks(int size, Body body, RuntimeOptions options = chorus::test
     memories.push_back(std::make_shared<FakeDeviceMemory>());
     auto support = std::make_shared<DeviceSupport>();
     if (gpu_support) support->memory = memories.back();
-    runtimes.push_back(RuntimeAccess::make(make_loopback_backend(world, r), options, support));
+    std::unique_ptr<Backend> backend = make_loopback_backend(world, r);
+    if (r == split_fails_on) backend = std::make_unique<SplitStartFails>(std::move(backend), true, false);
+    runtimes.push_back(RuntimeAccess::make(std::move(backend), options, support));
   }
   std::exception_ptr failure;
   try {
@@ -390,6 +419,30 @@ TEST_CASE("Staged: a failed copy on one rank fails the tensor on every rank and 
       RANK_CHECK(contains(e.what(), "fake failure"));
     }
   });
+}
+
+TEST_CASE("Staged: a worker transport that does not start on one rank fails CUDA collectives on every rank, naming it",
+          "[device][staged][faults]") {
+  RuntimeOptions options = chorus::test::quiet_options();
+  options.gpu_operations = GpuOperations::kStaged;
+  run_device_ranks(
+      3,
+      [](Runtime& rt, int rank, FakeDeviceMemory&) {
+        auto t = device_floats({1.0f, 2.0f}, 0);
+        const Status s = rt.allreduce_async("cuda.grad", t, t).wait_status();
+        RANK_CHECK(!s.is_ok());
+        RANK_CHECK(contains(s.message(), "staged path's transport did not start on rank 1"));
+        RANK_CHECK(contains(s.message(), "cuda.grad"));
+        RANK_CHECK(contains(s.message(), "planted start failure") == (rank == 1));
+        // Host collectives go on.
+        float x = 1.0f + rank;
+        auto host = std::make_shared<HostTensorView>(&x, DataType::kFloat32, TensorShape{1});
+        AllreduceOptions sum;
+        sum.op = ReduceOp::kSum;
+        rt.allreduce_async("host", host, host, sum).wait();
+        RANK_CHECK(x == 6.0f);
+      },
+      options, true, 1);
 }
 
 TEST_CASE("Staged: a ready point that never comes times out (CHORUS_GPU_OP_TIMEOUT_SECONDS)",

@@ -3,11 +3,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
 
+#include "common/rank_text.h"
 #include "runtime/collective_watchdog.h"
 #include "runtime/operation_executor.h"
 #include "runtime/staged_job.h"
@@ -64,6 +66,9 @@ class StagedDeviceOperations final : public DeviceOperations {
     return fault_;
   }
 
+  /// Whether the worker's transport started here (once, after the worker ran start()).
+  Status wait_started() { return started_.get_future().get(); }
+
   void abort(const Status& why) override { close(why); }
 
  private:
@@ -113,6 +118,7 @@ class StagedDeviceOperations final : public DeviceOperations {
   Status fault_;    // the first device failure
   Status aborted_;  // set by abort(): queued jobs fail with it
   std::mutex join_mu_;
+  std::promise<Status> started_;
   std::thread worker_;
 };
 
@@ -123,6 +129,7 @@ void StagedDeviceOperations::worker_main() {
     unusable = Status(started.code(), "starting the staged path's transport failed: " + started.message());
     note_fault(unusable);
   }
+  started_.set_value(unusable);
   std::optional<OperationExecutor> host;
   if (started.is_ok()) host.emplace(*backend_, options_, stats_, timeline_, logger_);
   // A rank stopped inside a host collective: warned about and ended like
@@ -280,7 +287,23 @@ StatusOr<std::unique_ptr<DeviceOperations>> make_staged_device_operations(const 
   const Status s = context.backend.split(topo.scope.id, everyone, &own);
   if (!s.is_ok()) return Status(s.code(), "making the staged path's transport: " + s.message());
   if (!own) return Status::internal("splitting every rank of a backend left this rank out");
-  return std::unique_ptr<DeviceOperations>(new StagedDeviceOperations(std::move(own), context));
+  std::unique_ptr<StagedDeviceOperations> ops(new StagedDeviceOperations(std::move(own), context));
+  // Every rank's verdict on its worker's transport, agreed over the engine's
+  // collectives: a rank whose start failed would skip the copy-in agreement
+  // that the others then wait in. Failed anywhere: the same error on every
+  // rank (each CUDA collective fails with it; host ones go on).
+  const Status mine = ops->wait_started();
+  const uint8_t flag = mine.is_ok() ? 1 : 0;
+  std::vector<uint8_t> flags(static_cast<size_t>(topo.size));
+  const Status agreed =
+      context.backend.collectives().allgatherv(&flag, flags.data(), std::vector<int64_t>(flags.size(), 1), 1);
+  if (!agreed.is_ok()) return Status(agreed.code(), "agreeing that the staged path's transport started: " + agreed.message());
+  std::vector<int> failed;
+  for (int r = 0; r < topo.size; ++r)
+    if (!flags[static_cast<size_t>(r)]) failed.push_back(topo.scope.world_rank(r));
+  if (failed.empty()) return std::unique_ptr<DeviceOperations>(std::move(ops));
+  return Status::unknown_error("the staged path's transport did not start on " + rank_list(failed) +
+                               (mine.is_ok() ? std::string() : " (here: " + mine.message() + ")"));
 }
 
 }  // namespace chorus::detail
