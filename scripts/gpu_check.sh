@@ -112,9 +112,9 @@ echo "== tests"
 step 120 "$gpu_tests" "[host]" --reporter compact > "$build/host_tests.log" 2>&1
 host_status=$?
 tail -2 "$build/host_tests.log"
-# The device tests once, with every assertion listed for the record (the
-# binary's own skip code 77 when there is no GPU); not rerun through CTest.
-# Failures only (every passing assertion would pass 16 MiB, more than a run brings back).
+# The device tests once (the binary's own skip code 77 when there is no
+# GPU; not rerun through CTest), failures only: every passing assertion
+# listed would pass 16 MiB, more than a device run brings back.
 step 240 "$gpu_tests" --device "[device]" --reporter compact > "$out/device_tests_detail.log" 2>&1
 gpu_status=$?
 grep -B3 -A12 -m 5 "failed" "$out/device_tests_detail.log" | head -80
