@@ -159,6 +159,17 @@ TEST_CASE("Fused (packed) and grouped (no copy) allreduces", "[device][nccl_ops]
   settings.on_finish = [&](ResponseType type, size_t tensors, int64_t, const Status& s) {
     if (type == ResponseType::kAllreduce && s.is_ok()) finished_tensors += int64_t(tensors);
   };
+  // The timeline's hook: asked at the launch, what it returns runs before on_finish.
+  std::atomic<int64_t> traced_tensors{0}, traced_before_finish{0};
+  settings.trace = [&](ResponseType type, const std::vector<TensorEntry>& entries,
+                       std::chrono::steady_clock::time_point launched) -> std::function<void(const Status&)> {
+    if (type != ResponseType::kAllreduce || launched > std::chrono::steady_clock::now()) return {};
+    const auto n = int64_t(entries.size());
+    return [&, n, before = finished_tensors.load()](const Status& s) {
+      traced_tensors += s.is_ok() ? n : 0;
+      traced_before_finish += finished_tensors.load() == before ? 1 : 0;
+    };
+  };
   OneRank rank(settings);
   std::mt19937_64 rng(6);
   for (int64_t size : {int64_t{37}, gpu::kNoCopyMinBytes / 4 + 3}) {  // packed, then grouped
@@ -178,6 +189,8 @@ TEST_CASE("Fused (packed) and grouped (no copy) allreduces", "[device][nccl_ops]
     for (int t = 0; t < 5; ++t) CHECK(outs[size_t(t)]->download() == expected_allreduce(hosts[size_t(t)], DataType::kFloat32, 0.5, 2.0));
   }
   CHECK(finished_tensors.load() == 10);  // on_finish ran before the handles completed
+  CHECK(traced_tensors.load() == 10);
+  CHECK(traced_before_finish.load() == 2);
 }
 
 TEST_CASE("Broadcast, allgather, alltoall and reducescatter at one rank", "[device][nccl_ops]") {

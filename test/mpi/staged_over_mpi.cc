@@ -3,11 +3,15 @@
 // transport (MPI under mpirun, TCP under test/tcp/run_tcp_job.sh), whose
 // staged worker runs its host collectives on a backend split from the
 // engine's while the background thread keeps running CPU collectives.
-// Mixes CPU and CUDA tensors on purpose. Exits non-zero naming the first
-// failed check.
+// Mixes CPU and CUDA tensors on purpose, with each rank's timeline on (the
+// staged spans of every device tensor, recorded by the worker thread). Exits
+// non-zero naming the first failed check.
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "chorus/runtime.h"
@@ -75,6 +79,31 @@ void train(Runtime& rt, int rank, int size) {
   }
 }
 
+// How many complete events labelled `label` this rank's trace holds.
+size_t spans_named(const std::string& trace, const std::string& label) {
+  const std::string key = "{\"name\":\"" + label + "\",\"ph\":\"X\"";
+  size_t n = 0;
+  for (size_t at = trace.find(key); at != std::string::npos; at = trace.find(key, at + 1)) ++n;
+  return n;
+}
+
+// Every device tensor of train(): 100 allreduces, 20 allgathers; the CPU
+// tensor gets none of these spans.
+void check_timeline(const std::string& path, int rank) {
+  const std::string file = rank == 0 ? path : path + ".rank" + std::to_string(rank);
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string trace = text.str();
+  std::remove(file.c_str());
+  CHECK(spans_named(trace, "QUEUE") == 120);
+  CHECK(spans_named(trace, "MEMCPY_IN_HOST_BUFFER") == 120);
+  CHECK(spans_named(trace, "HOST_ALLREDUCE") == 100);
+  CHECK(spans_named(trace, "HOST_ALLGATHER") == 20);
+  CHECK(spans_named(trace, "MEMCPY_OUT_HOST_BUFFER") == 120);
+  CHECK(spans_named(trace, "NEGOTIATE allreduce") == 120);  // the CPU tensor's too
+}
+
 }  // namespace
 
 int main() {
@@ -85,7 +114,15 @@ int main() {
   support->memory = memory;
   std::unique_ptr<Runtime> rt = detail::RuntimeAccess::make(detail::make_backend(options), options, support);
   g_rank = rt->rank();
+  // Named after rank 0's process, so jobs run side by side (MPI, TCP) do not share files.
+  int32_t job_id = int32_t(getpid());
+  rt->broadcast_async("timeline.job_id",
+                      std::make_shared<HostTensorView>(&job_id, DataType::kInt32, TensorShape{1}), 0).wait();
+  const std::string timeline = "chorus_staged_over_mpi." + std::to_string(job_id) + ".json";
+  rt->start_timeline(timeline);
   train(*rt, rt->rank(), rt->size());
+  CHECK(rt->stop_timeline());
+  check_timeline(timeline, rt->rank());
   const detail::InternalStats st = detail::RuntimeAccess::stats(*rt);
   CHECK(st.staged_device_ops >= 20);
   CHECK(st.staging_allocations <= 8);  // reused across the steps

@@ -4,12 +4,17 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <numeric>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "chorus/error.h"
 #include "fake_device_memory.h"
 #include "fusion/fusion_planner.h"
+#include "runtime/device_timeline.h"
 #include "runtime/shared_stats.h"
 #include "loopback_job.h"
 #include "stderr_capture.h"
@@ -641,4 +646,123 @@ TEST_CASE("A finished device response counts in the runtime's statistics", "[dev
   CHECK(st.fused_allgather_ops == 1);
   CHECK(st.broadcasts == 1);
   CHECK(st.errors == 2);
+}
+
+namespace {
+
+struct Span {
+  std::string label;
+  double ts = 0, dur = 0;  // microseconds
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The complete events on `row`'s thread of a Chrome trace, in file order.
+std::vector<Span> row_spans(const std::string& trace, const std::string& row) {
+  const std::regex named("\\{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":(\\d+),\"args\":\\{\"name\":\"" + row + "\"");
+  std::smatch m;
+  if (!std::regex_search(trace, m, named)) return {};
+  const std::regex event("\\{\"name\":\"([^\"]*)\",\"ph\":\"X\",\"pid\":0,\"tid\":" + m[1].str() +
+                         ",\"ts\":([0-9.]+),\"dur\":([0-9.]+)");
+  std::vector<Span> spans;
+  for (auto it = std::sregex_iterator(trace.begin(), trace.end(), event); it != std::sregex_iterator(); ++it) {
+    spans.push_back({(*it)[1].str(), std::stod((*it)[2].str()), std::stod((*it)[3].str())});
+  }
+  return spans;
+}
+
+}  // namespace
+
+// Rank 0's producer is late (a long copy in there, a long host collective on
+// rank 1, which waits for it); rank 1 holds its copy back (long there only).
+TEST_CASE("Staged: a CUDA tensor's timeline row shows its queue, copies and host collective in order",
+          "[device][staged][timeline]") {
+  const std::string path = "chorus_test_device_timeline.json";
+  RuntimeOptions options = chorus::test::quiet_options();
+  options.timeline_path = path;
+  run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
+    FakeProducer producer;
+    auto t = device_floats({1.0f + rank, 2}, 0, &producer);
+    if (rank == 1) memory.gate = std::make_shared<FakeGate>();
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    Handle h = rt.allreduce_async("dev.grad", t, t, sum);
+    if (rank == 1) producer.ready->release();
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    if (rank == 0) producer.ready->release();
+    if (rank == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));  // past the host collective
+      memory.gate->release();
+    }
+    h.wait();
+    RANK_CHECK(t->as<float>()[0] == 3.0f);
+  }, options);
+  const std::string traces[] = {slurp(path), slurp(path + ".rank1")};
+  std::remove(path.c_str());
+  std::remove((path + ".rank1").c_str());
+  const std::vector<std::string> expected = {"NEGOTIATE allreduce", "QUEUE", "MEMCPY_IN_HOST_BUFFER", "HOST_ALLREDUCE",
+                                             "MEMCPY_OUT_HOST_BUFFER"};
+  for (int rank = 0; rank < 2; ++rank) {
+    INFO("rank " << rank);
+    const std::vector<Span> spans = row_spans(traces[rank], "dev.grad");
+    std::vector<std::string> labels;
+    for (const Span& s : spans) labels.push_back(s.label);
+    REQUIRE(labels == expected);
+    for (size_t i = 2; i < spans.size(); ++i) {  // the device spans follow each other without a gap
+      CHECK(spans[i].ts == Approx(spans[i - 1].ts + spans[i - 1].dur).margin(0.01));
+    }
+    CHECK(spans[1].ts >= spans[0].ts);
+    const double held_us = 75000;  // of the 150 ms each hold lasts at least
+    if (rank == 0) {
+      CHECK(spans[2].dur > held_us);  // MEMCPY_IN waited for the producer
+      CHECK(spans[4].dur < held_us);
+    } else {
+      CHECK(spans[2].dur < held_us);
+      CHECK(spans[3].dur > held_us);  // HOST_ALLREDUCE waited for rank 0
+      CHECK(spans[4].dur > held_us);  // MEMCPY_OUT waited for the gate
+    }
+  }
+}
+
+TEST_CASE("Device activity names are Horovod's", "[device][timeline]") {
+  CHECK(device_activity("NCCL_", ResponseType::kAllreduce) == "NCCL_ALLREDUCE");
+  CHECK(device_activity("NCCL_", ResponseType::kBroadcast) == "NCCL_BCAST");
+  CHECK(device_activity("NCCL_", ResponseType::kAllgather) == "NCCL_ALLGATHER");
+  CHECK(device_activity("NCCL_", ResponseType::kAlltoall) == "NCCL_ALLTOALL");
+  CHECK(device_activity("HOST_", ResponseType::kReducescatter) == "HOST_REDUCESCATTER");
+}
+
+// What the NCCL path's completion thread runs (device_support.cc wires it
+// into NcclOperationsSettings::trace): a span per tensor from the launch.
+TEST_CASE("A device span runs on another thread and covers launch to completion on each tensor's row",
+          "[device][timeline]") {
+  std::vector<TensorEntry> entries(2);
+  entries[0].request.name = "w";
+  entries[1].request.name = "b";
+  detail::Timeline timeline;
+  CHECK(!device_span(timeline, "NCCL_ALLREDUCE", entries, Timeline::Clock::now()));  // off: nothing to do
+  const std::string path = "chorus_test_device_span.json";
+  REQUIRE(timeline.open(path, 0).is_ok());
+  const auto launched = Timeline::Clock::now();
+  auto finish = device_span(timeline, "NCCL_ALLREDUCE", entries, launched);
+  REQUIRE(finish);
+  entries.clear();  // the span keeps the names, not the entries
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::thread completion([&] { finish(Status::ok()); });
+  completion.join();
+  REQUIRE(timeline.close());
+  const std::string trace = slurp(path);
+  std::remove(path.c_str());
+  for (const char* row : {"w", "b"}) {
+    INFO(row);
+    const std::vector<Span> spans = row_spans(trace, row);
+    REQUIRE(spans.size() == 1);
+    CHECK(spans[0].label == "NCCL_ALLREDUCE");
+    CHECK(spans[0].dur >= 20000);
+  }
 }

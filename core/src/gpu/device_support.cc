@@ -5,6 +5,7 @@
 
 #include "gpu/cuda_device_memory.h"
 #include "gpu/nccl_device_operations.h"
+#include "runtime/device_timeline.h"
 
 namespace chorus::detail {
 
@@ -32,6 +33,12 @@ DeviceSupport build_device_support() {
     settings.on_finish = [&stats = context.stats](ResponseType type, size_t tensors, int64_t bytes,
                                                   const Status& status) {
       record_device_response(stats, type, tensors, bytes, status);
+    };
+    // So is the timeline: each tensor's row gets NCCL_<COLLECTIVE> from the
+    // launch until the completion thread sees the work end.
+    settings.trace = [&timeline = context.timeline](ResponseType type, const std::vector<TensorEntry>& entries,
+                                                     std::chrono::steady_clock::time_point launched) {
+      return device_span(timeline, device_activity("NCCL_", type), entries, launched);
     };
     return gpu::make_nccl_device_operations(context.backend, std::move(settings), devices);
   };

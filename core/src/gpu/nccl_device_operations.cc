@@ -116,7 +116,8 @@ class NcclDeviceOperations final : public DeviceOperations {
   Status launch_device_work(const NcclPlan& plan, GpuDevice& gpu, const std::vector<TensorEntry>& entries,
                             Launch& launch, const std::string& what, DeviceEvent* done, bool* queued);
   void launch_failed(std::vector<TensorEntry> entries, DeviceEvent done, bool queued, const Status& why);
-  void submit(const Response& response, std::vector<TensorEntry> entries, Launch& launch, DeviceEvent done);
+  void submit(const Response& response, std::vector<TensorEntry> entries, Launch& launch, DeviceEvent done,
+              std::chrono::steady_clock::time_point launched);
   void set_fault(const Status& s) {
     std::lock_guard<std::mutex> lock(mu_);
     if (fault_.is_ok()) fault_ = s;
@@ -341,14 +342,15 @@ void NcclDeviceOperations::execute(const Response& response, std::vector<TensorE
   // The OpContext (a C alloc callback's cudaMalloc) allocates on the current
   // device: this rank's, which NcclComm::create set on this thread.
   cudaSetDevice(device_);
+  const auto launched = std::chrono::steady_clock::now();  // the timeline's span starts here
   allocate_outputs(plan.value(), entries, launch);
   s = launch_device_work(plan.value(), *gpu, entries, launch, what, &done, &queued);
   if (!s.is_ok()) return launch_failed(std::move(entries), std::move(done), queued, Status(s.code(), what + ": " + s.message()));
-  submit(response, std::move(entries), launch, std::move(done));
+  submit(response, std::move(entries), launch, std::move(done), launched);
 }
 
 void NcclDeviceOperations::submit(const Response& response, std::vector<TensorEntry> entries, Launch& launch,
-                                  DeviceEvent done) {
+                                  DeviceEvent done, std::chrono::steady_clock::time_point launched) {
   PendingBatch batch;
   batch.what = "GPU " + std::string(collective_name(entries.front().request.type));
   batch.done = std::make_unique<EventSignal>(std::move(done), device_);
@@ -368,11 +370,15 @@ void NcclDeviceOperations::submit(const Response& response, std::vector<TensorEn
     }
   }
   batch.resources = held;
-  if (settings_.on_finish) {  // the tensors that went to the device (not those failed alone above)
+  std::function<void(const Status&)> trace;  // the tensors that went to the device (not those failed alone above)
+  if (settings_.trace && !batch.entries.empty()) trace = settings_.trace(response.type, batch.entries, launched);
+  if (settings_.on_finish || trace) {
     int64_t bytes = 0;
     for (const auto& e : batch.entries) bytes += e.request.num_elements() * dtype_size(e.request.dtype);
-    batch.on_finish = [f = settings_.on_finish, type = response.type, n = batch.entries.size(), bytes](const Status& st) {
-      f(type, n, bytes, st);
+    batch.on_finish = [f = settings_.on_finish, trace = std::move(trace), type = response.type,
+                       n = batch.entries.size(), bytes](const Status& st) {
+      if (trace) trace(st);
+      if (f) f(type, n, bytes, st);
     };
   }
   poller_->submit(std::move(batch));

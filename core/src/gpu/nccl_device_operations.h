@@ -18,8 +18,10 @@
 //     return make_nccl_device_operations(c.backend, std::move(settings), devices);
 //   };
 
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "comm/backend.h"
 #include "runtime/device_operations.h"
@@ -48,6 +50,14 @@ struct NcclOperationsSettings {
   /// Runs on the completion thread once a response's device work finished
   /// or failed (statistics: the runtime's SharedStats); may be empty.
   std::function<void(ResponseType type, size_t tensors, int64_t bytes, const Status& status)> on_finish;
+  /// On the background thread as a response's device work is handed to the
+  /// completion thread: what that thread runs (before on_finish) once the
+  /// work finished or failed, given when the launch began (the runtime's
+  /// timeline: runtime/device_timeline.h's device_span). May be empty, and
+  /// may return an empty function (timeline off).
+  std::function<std::function<void(const Status&)>(ResponseType type, const std::vector<TensorEntry>& entries,
+                                                   std::chrono::steady_clock::time_point launched)>
+      trace;
 };
 
 /// NCCL's device operations for `backend`'s ranks (its topology's scope is

@@ -17,18 +17,21 @@
 #include "runtime/device_memory.h"
 #include "runtime/device_operations.h"
 #include "runtime/shared_stats.h"
+#include "timeline/timeline.h"
 
 namespace chorus::detail {
 
 /// What a DeviceOperations is made from: the engine's backend (the staged
 /// path splits its own from it; NCCL exchanges its id over it), on the
-/// engine's background thread.
+/// engine's background thread. The stats and the timeline outlive the
+/// operations; their threads record into both (runtime/device_timeline.h).
 struct DeviceOperationsContext {
   Backend& backend;
   const RuntimeOptions& options;
   const Logger& logger;
   SharedStats& stats;
   std::shared_ptr<DeviceMemory> memory;
+  Timeline& timeline;
 };
 
 using DeviceOperationsFactory =

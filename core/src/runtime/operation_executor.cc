@@ -42,7 +42,7 @@ void OperationExecutor::execute(const Response& response, std::vector<TensorEntr
 void OperationExecutor::run_on_device(const Response& response, std::vector<TensorEntry> entries) {
   if (!device_ops_ && device_error_.is_ok()) {
     StatusOr<std::unique_ptr<DeviceOperations>> made =
-        make_device_operations(device_, {backend_, options_, logger_, stats_, device_.memory});
+        make_device_operations(device_, {backend_, options_, logger_, stats_, device_.memory, timeline_});
     if (made.is_ok()) {
       device_ops_ = std::move(made).value();
     } else {

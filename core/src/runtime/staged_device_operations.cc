@@ -11,6 +11,7 @@
 
 #include "common/rank_text.h"
 #include "runtime/collective_watchdog.h"
+#include "runtime/device_timeline.h"
 #include "runtime/operation_executor.h"
 #include "runtime/staged_job.h"
 
@@ -41,7 +42,8 @@ class StagedDeviceOperations final : public DeviceOperations {
         stats_(context.stats),
         memory_(context.memory),
         pool_(*memory_),
-        host_outputs_(staging_op_context(pool_)) {
+        host_outputs_(staging_op_context(pool_)),
+        timeline_(context.timeline) {
     worker_ = std::thread([this] { worker_main(); });
   }
 
@@ -50,7 +52,9 @@ class StagedDeviceOperations final : public DeviceOperations {
   ~StagedDeviceOperations() override { close(std::nullopt); }
 
   void execute(const Response& response, std::vector<TensorEntry> entries) override {
+    const auto handed_over = std::chrono::steady_clock::now();
     StagedJob job = stage_in(response, std::move(entries), *memory_, pool_, host_outputs_);
+    job.handed_over = handed_over;
     const int64_t allocations = pool_.allocations();
     stats_.update([&](InternalStats& st) {
       ++st.staged_device_ops;
@@ -109,7 +113,10 @@ class StagedDeviceOperations final : public DeviceOperations {
   std::shared_ptr<DeviceMemory> memory_;
   StagingPool pool_;
   std::shared_ptr<OpContext> host_outputs_;
-  Timeline timeline_;  // never opened: the engine's timeline belongs to its background thread
+  Timeline& timeline_;  // the engine's: each tensor's QUEUE, copies and host collective
+  // Never opened: the host collective's "data plane" spans would overlap the
+  // background thread's on that row; the tensors' own rows show the job.
+  Timeline host_timeline_;
   CollectiveWatchdog* watchdog_ = nullptr;  // the worker's own, while it runs
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -131,7 +138,7 @@ void StagedDeviceOperations::worker_main() {
   }
   started_.set_value(unusable);
   std::optional<OperationExecutor> host;
-  if (started.is_ok()) host.emplace(*backend_, options_, stats_, timeline_, logger_);
+  if (started.is_ok()) host.emplace(*backend_, options_, stats_, host_timeline_, logger_);
   // A rank stopped inside a host collective: warned about and ended like
   // one inside the background thread's (runtime/collective_watchdog.h).
   CollectiveWatchdog watchdog(options_, logger_, [this](int exit_code) { backend_->end_job(exit_code); });
@@ -232,11 +239,22 @@ std::vector<Status> StagedDeviceOperations::host_collective(StagedJob& job, Oper
 void StagedDeviceOperations::run_job(StagedJob& job, OperationExecutor* host, const Status& unusable) {
   const std::string what = "staged " + std::string(collective_name(job.entries.front().request.type)) +
                            " of tensor(s) " + job.names;
+  const TensorSpans spans(timeline_, job.entries);  // Horovod's activity names
+  auto since = job.handed_over;  // each span starts where the one before ended
+  auto span = [&](const std::string& label) {
+    if (!spans.on()) return;
+    const auto now = std::chrono::steady_clock::now();
+    spans.record(label, since, now);
+    since = now;
+  };
+  span("QUEUE");
   // The host collective leases pinned memory for its outputs on this thread.
   const Status current = memory_->use_device(job.entries.front().input->device());
   const Status in =
       copied_in(job, what, current.is_ok() ? unusable : Status(current.code(), what + ": " + current.message()));
+  span("MEMCPY_IN_HOST_BUFFER");
   std::vector<Status> each = host_collective(job, host, in, what);
+  span(device_activity("HOST_", job.response.type));
   Status aborted;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -253,6 +271,7 @@ void StagedDeviceOperations::run_job(StagedJob& job, OperationExecutor* host, co
     Status out = back.is_ok() ? await(back.value(), what + ": the copy back to the device")
                               : Status(back.status().code(), what + ": queuing the copy back failed: " +
                                                                  back.status().message());
+    span("MEMCPY_OUT_HOST_BUFFER");
     if (!out.is_ok()) {
       note_fault(out);
       each.assign(job.entries.size(), out);

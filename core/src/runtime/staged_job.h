@@ -5,6 +5,7 @@
 // thread and never waits for the device; stage_out runs on the staged
 // worker after the host collective.
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@ struct StagedJob {
   std::vector<std::shared_ptr<Tensor>> device_outputs; ///< allocated after negotiation (allgather, ...)
   Status queued;                     ///< why the copies in could not be queued, or OK
   std::string names;                 ///< "'a', 'b'", for messages
+  std::chrono::steady_clock::time_point handed_over;  ///< to the worker: the timeline's QUEUE starts here
 };
 
 /// Each tensor's offset in the staging buffer (64-byte aligned, in order);

@@ -4,12 +4,15 @@
 // One row per tensor shows how long it waited for negotiation (enqueue until
 // every rank had submitted it and the coordinator's answer ran here); a
 // "data plane" row shows each executed response split into pack,
-// communicate and unpack. Rank 0 writes FILE, rank r > 0 writes FILE.rank<r>.
-// Events are buffered and written by the background thread; a disabled
-// timeline costs one branch per event. start()/stop() (chorus::start_timeline)
-// open and close the file at run time from any thread: the file and the
-// buffer are only touched under mu_, so the background thread's events go
-// to whichever file is open when they are recorded, or nowhere.
+// communicate and unpack. A CUDA tensor's row also shows its device work
+// (runtime/device_timeline.h). Rank 0 writes FILE, rank r > 0 writes
+// FILE.rank<r>. Events are buffered, recorded by the background thread and
+// the device operations' threads (staged worker, NCCL completion thread),
+// and written by the background thread when idle; a disabled timeline costs
+// one branch per event. start()/stop() (chorus::start_timeline) open and
+// close the file at run time from any thread: the file and the buffer are
+// only touched under mu_, so every thread's events go to whichever file is
+// open when they are recorded, or nowhere.
 
 #include <atomic>
 #include <chrono>
