@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -52,6 +53,11 @@ TEST_CASE("Staged CUDA collectives: two ranks on one GPU, a slow producer", "[de
   std::vector<std::unique_ptr<Runtime>> runtimes;
   for (int r = 0; r < 2; ++r) runtimes.push_back(RuntimeAccess::make(make_loopback_backend(world, r), options, support));
   std::vector<std::string> failures(2);
+  const size_t n = 1000;
+  // Made here: Catch2's assertions (DeviceBuffer's) are not thread-safe, and
+  // two rank threads asserting at once corrupted its state (seen on an H200).
+  std::vector<std::unique_ptr<DeviceBuffer>> grads;
+  for (int rank = 0; rank < 2; ++rank) grads.push_back(std::make_unique<DeviceBuffer>(n * sizeof(float)));
   std::vector<std::thread> threads;
   for (int rank = 0; rank < 2; ++rank) {
     threads.emplace_back([&, rank] {
@@ -59,9 +65,8 @@ TEST_CASE("Staged CUDA collectives: two ranks on one GPU, a slow producer", "[de
       cudaSetDevice(0);
       cudaStream_t producer = nullptr;
       cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking);
-      const size_t n = 1000;
       std::vector<float> mine(n, 1.0f + rank);
-      DeviceBuffer grad(n * sizeof(float));
+      DeviceBuffer& grad = *grads[static_cast<size_t>(rank)];
       cudaLaunchHostFunc(producer, sleep_50ms, nullptr);  // the backward pass is still running
       cudaMemcpyAsync(grad.data(), mine.data(), n * sizeof(float), cudaMemcpyHostToDevice, producer);
       auto t = std::make_shared<DeviceTensorView>(grad.data(), DataType::kFloat32, TensorShape{int64_t(n)}, 0, producer);
