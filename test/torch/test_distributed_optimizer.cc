@@ -253,6 +253,27 @@ TEST_CASE("DistributedOptimizer error cases", "[torch][optimizer][errors]") {
       else CHECK_THAT(e.what(), Catch::Contains("rank " + std::to_string(n - 1) + " has"));
     }
   }
+  SECTION("one rank's parameter on a device Chorus refuses fails every rank") {
+    // Same names, shapes and dtypes everywhere: only the device differs.
+    torch::Tensor odd = torch::empty({4}, torch::TensorOptions().device(torch::kMeta).requires_grad(true));
+    std::vector<std::pair<std::string, torch::Tensor>> list;
+    std::vector<torch::Tensor> params;
+    for (const auto& item : net->named_parameters()) {
+      const bool swap = r == n - 1 && item.key() == "fc2.bias";
+      list.emplace_back(item.key(), swap ? odd : item.value());
+      params.push_back(list.back().second);
+    }
+    auto own = std::make_shared<torch::optim::SGD>(params, torch::optim::SGDOptions(0.1));
+    DistributedOptimizerOptions options;
+    options.name_prefix = "err.device.";
+    try {
+      DistributedOptimizer opt(own, list, options);
+      FAIL("expected an error");
+    } catch (const InvalidArgumentError& e) {
+      if (r == n - 1) CHECK_THAT(e.what(), Catch::Contains("is on meta"));
+      else CHECK_THAT(e.what(), Catch::Contains("rank " + std::to_string(n - 1) + " has"));
+    }
+  }
   SECTION("bad options") {
     DistributedOptimizerOptions options;
     options.backward_passes_per_step = 0;

@@ -178,8 +178,6 @@ class GradientReadyHook final : public torch::autograd::FunctionPostHook {
 }  // namespace
 
 void DistributedOptimizer::State::add(const std::string& name, const torch::Tensor& tensor) {
-  if (!tensor.is_leaf()) invalid("DistributedOptimizer: parameter '" + name + "' is not a leaf tensor");
-  torch_adapter::check_tensor(tensor, "DistributedOptimizer: parameter '" + name + "'");
   Param p;
   p.name = options_.name_prefix + name;
   p.tensor = tensor;
@@ -409,6 +407,10 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimiz
     params = optimized_parameters(*optimizer_, named_parameters);
     std::vector<std::pair<std::string, torch::Device>> devices;
     for (const auto& [name, tensor] : params) {
+      // Before the comparison: a rank refusing a parameter alone must not
+      // leave the others constructed and waiting for its gradients.
+      if (!tensor.is_leaf()) invalid("DistributedOptimizer: parameter '" + name + "' is not a leaf tensor");
+      torch_adapter::check_tensor(tensor, "DistributedOptimizer: parameter '" + name + "'");
       signature.push_back(name + c10::str(tensor.sizes()) + c10::toString(tensor.scalar_type()));
       devices.emplace_back(name, tensor.device());
     }
