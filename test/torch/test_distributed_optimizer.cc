@@ -253,6 +253,27 @@ TEST_CASE("DistributedOptimizer error cases", "[torch][optimizer][errors]") {
       else CHECK_THAT(e.what(), Catch::Contains("rank " + std::to_string(n - 1) + " has"));
     }
   }
+  SECTION("one rank's parameter on a device Chorus refuses fails every rank") {
+    // Same names, shapes and dtypes everywhere: only the device differs.
+    torch::Tensor odd = torch::empty({4}, torch::TensorOptions().device(torch::kMeta).requires_grad(true));
+    std::vector<std::pair<std::string, torch::Tensor>> list;
+    std::vector<torch::Tensor> params;
+    for (const auto& item : net->named_parameters()) {
+      const bool swap = r == n - 1 && item.key() == "fc2.bias";
+      list.emplace_back(item.key(), swap ? odd : item.value());
+      params.push_back(list.back().second);
+    }
+    auto own = std::make_shared<torch::optim::SGD>(params, torch::optim::SGDOptions(0.1));
+    DistributedOptimizerOptions options;
+    options.name_prefix = "err.device.";
+    try {
+      DistributedOptimizer opt(own, list, options);
+      FAIL("expected an error");
+    } catch (const InvalidArgumentError& e) {
+      if (r == n - 1) CHECK_THAT(e.what(), Catch::Contains("is on meta"));
+      else CHECK_THAT(e.what(), Catch::Contains("rank " + std::to_string(n - 1) + " has"));
+    }
+  }
   SECTION("bad options") {
     DistributedOptimizerOptions options;
     options.backward_passes_per_step = 0;
@@ -368,6 +389,15 @@ TEST_CASE("Flat gradients: one buffer after the first step, reduced in place, sa
     const RuntimeStats before = runtime().stats();
     for (int s = 0; s < steps; ++s) {
       opt.zero_grad();
+      if (flat && !replace_a_gradient && s > 0) {
+        // Zeroed where they lie, not set to none (LibTorch 2's default),
+        // which would drop the flat layout from the second step on.
+        for (const auto& p : net->parameters()) {
+          REQUIRE(p.grad().defined());
+          CHECK(p.grad().storage().is_alias_of(net->parameters().front().grad().storage()));
+          CHECK(p.grad().abs().max().item<float>() == 0);
+        }
+      }
       if (replace_a_gradient && s == 3) net->fc1->bias.mutable_grad() = torch::zeros({16});  // the user's own tensor
       backward_on(net, data, (s * n + r) * 4, 4);
       opt.step();

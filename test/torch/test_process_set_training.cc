@@ -2,6 +2,8 @@
 // broadcast their state, train with a DistributedOptimizer in their process
 // set, and end equal to one process training on the group's union; the two
 // groups' models differ. At 4 ranks {0,1} and {2,3}; at 3, {0,1} and {2}.
+#include <limits>
+
 #include "torch_test_util.h"
 
 using namespace chorus;
@@ -108,4 +110,35 @@ TEST_CASE("A non-member constructing a DistributedOptimizer in a set gets a clea
   }
   barrier();
   remove_process_set(set);
+}
+
+// The loss scaler's inf/NaN agreement is the optimizer's set's: one set's
+// overflow skips that set's step only, and a set never waits on the other.
+TEST_CASE("A loss scaler agrees on overflow within its optimizer's process set", "[torch][process_set][loss_scaler]") {
+  const int n = chorus::size(), me = chorus::rank();
+  if (n < 2) return;  // needs two sets
+  const int half = (n + 1) / 2;
+  std::vector<int> first, second;
+  for (int r = 0; r < n; ++r) (r < half ? first : second).push_back(r);
+  const ProcessSet a = add_process_set(first), b = add_process_set(second);
+  const int group = me < half ? 0 : 1;
+  Model model(group);
+  DistributedOptimizerOptions options;
+  options.process_set = group == 0 ? a : b;
+  options.name_prefix = "scaler.group" + std::to_string(group) + ".";
+  DistributedOptimizer dopt(sgd(model), model->named_parameters(), options);
+  DynamicLossScaler scaler;
+  for (int step = 0; step < 2; ++step) {
+    dopt.zero_grad();
+    torch::Tensor loss = model->fc->forward(torch::ones({2, 6})).sum();
+    // Set 0's first rank overflows at step 0; set 1 never does.
+    if (step == 0 && me == 0) loss = loss * std::numeric_limits<float>::infinity();
+    scaler.scale(loss).backward();
+    const bool stepped = scaler.step(dopt);
+    CHECK(stepped == (group == 1 || step == 1));
+  }
+  CHECK(scaler.skipped_steps() == (group == 0 ? 1 : 0));
+  barrier();
+  remove_process_set(a);
+  remove_process_set(b);
 }

@@ -144,6 +144,28 @@ TEST_CASE("SyncBatchNorm refuses inputs it cannot normalize", "[sync_batch_norm]
   CHECK_THROWS_AS(SyncBatchNorm(SyncBatchNormOptions(0)), InvalidArgumentError);
 }
 
+// One member's bad input (a batch of one squeezed to 1-D, say) fails every
+// member of the forward: the others are told which rank, none waits for it.
+TEST_CASE("SyncBatchNorm: one rank's bad input fails every member", "[sync_batch_norm]") {
+  const int r = chorus::rank(), n = chorus::size();
+  SyncBatchNorm sync(SyncBatchNormOptions(4).name("sbn.one_bad"));
+  for (const torch::Tensor& bad : {torch::randn({3, 5}), torch::randn({4})}) {
+    const torch::Tensor input = r == n - 1 ? bad : torch::randn({3, 4});
+    try {
+      sync->forward(input);
+      FAIL("expected an error");
+    } catch (const InvalidArgumentError& e) {
+      if (r == n - 1) {
+        CHECK_THAT(e.what(), Catch::Contains("SyncBatchNorm 'sbn.one_bad'") &&
+                                 (Catch::Contains("got shape") || Catch::Contains("channels, the module 4")));
+      }
+      else CHECK_THAT(e.what(), Catch::Contains("rank(s) " + std::to_string(n - 1) + " refused their input"));
+    }
+  }
+  // Still usable afterwards, with the same collective names on every rank.
+  CHECK(sync->forward(torch::randn({3, 4})).size(0) == 3);
+}
+
 // As PyTorch: a float16 input comes back float16 while the statistics and
 // the arithmetic stay float32 (a float32 module, the usual mixed precision).
 TEST_CASE("SyncBatchNorm on float16 input returns float16 with float32 statistics", "[sync_batch_norm]") {

@@ -105,6 +105,7 @@ class DistributedOptimizer::State : public std::enable_shared_from_this<Distribu
     // never flattened.
     bool sparse_grads = false;
     torch_adapter::SparseGather sparse_gather;  // the allgather in flight (sparse only)
+    torch::Tensor flat_slice;  // its place in a flat buffer, once flattened
   };
 
   // `options` are checked and carry a compression.
@@ -122,6 +123,8 @@ class DistributedOptimizer::State : public std::enable_shared_from_this<Distribu
   void synchronize();
   /// step() ran: the next synchronize() reduces again.
   void end_step();
+  /// `optimizer`'s zero_grad(), keeping the flat gradients in their buffers.
+  void zero_grad(torch::optim::Optimizer& optimizer);
   std::vector<std::string> pending() const;
   std::vector<std::string> names() const;
 
@@ -142,6 +145,7 @@ class DistributedOptimizer::State : public std::enable_shared_from_this<Distribu
   std::vector<size_t> arrival_order_;
   std::vector<bool> arrived_;
   bool flattened_ = false;
+  std::vector<torch::Tensor> flat_buffers_;
   // Whether each gradient is allgathered sparse or allreduced dense is agreed
   // by all ranks at the first synchronize(); until then no collective starts.
   bool layout_agreed_ = false;
@@ -178,8 +182,6 @@ class GradientReadyHook final : public torch::autograd::FunctionPostHook {
 }  // namespace
 
 void DistributedOptimizer::State::add(const std::string& name, const torch::Tensor& tensor) {
-  if (!tensor.is_leaf()) invalid("DistributedOptimizer: parameter '" + name + "' is not a leaf tensor");
-  torch_adapter::check_tensor(tensor, "DistributedOptimizer: parameter '" + name + "'");
   Param p;
   p.name = options_.name_prefix + name;
   p.tensor = tensor;
@@ -351,11 +353,38 @@ void DistributedOptimizer::State::flatten_gradients() {
         slice.zero_();
       }
       grad = slice;
+      params_[i].flat_slice = slice;
       offset += param.numel();
     }
+    flat_buffers_.push_back(buffer);
   }
   arrival_order_.clear();
   arrived_.clear();
+}
+
+// LibTorch 2's Optimizer::zero_grad() sets gradients to none: autograd would
+// then allocate every gradient anew, out of its flat buffer, from the second
+// step on. The gradients still in their slices are zeroed with one fill per
+// buffer instead and kept; the others get LibTorch's own zero_grad().
+void DistributedOptimizer::State::zero_grad(torch::optim::Optimizer& optimizer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Param*> kept;
+  for (Param& p : params_) {
+    if (p.flat_slice.defined() && p.tensor.grad().is_same(p.flat_slice)) {
+      kept.push_back(&p);
+      p.tensor.mutable_grad().reset();  // hidden from the optimizer's zero_grad()
+    }
+  }
+  try {
+    optimizer.zero_grad();
+  } catch (...) {
+    for (Param* p : kept) p->tensor.mutable_grad() = p->flat_slice;
+    throw;
+  }
+  if (kept.empty()) return;
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor& buffer : flat_buffers_) buffer.zero_();
+  for (Param* p : kept) p->tensor.mutable_grad() = p->flat_slice;
 }
 
 // Tensor::set_ (Module::load of a checkpoint does it) gives a parameter a
@@ -409,6 +438,10 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimiz
     params = optimized_parameters(*optimizer_, named_parameters);
     std::vector<std::pair<std::string, torch::Device>> devices;
     for (const auto& [name, tensor] : params) {
+      // Before the comparison: a rank refusing a parameter alone must not
+      // leave the others constructed and waiting for its gradients.
+      if (!tensor.is_leaf()) invalid("DistributedOptimizer: parameter '" + name + "' is not a leaf tensor");
+      torch_adapter::check_tensor(tensor, "DistributedOptimizer: parameter '" + name + "'");
       signature.push_back(name + c10::str(tensor.sizes()) + c10::toString(tensor.scalar_type()));
       devices.emplace_back(name, tensor.device());
     }
@@ -469,7 +502,7 @@ void DistributedOptimizer::zero_grad() {
         "DistributedOptimizer::zero_grad: " + std::to_string(pending.size()) + " gradient allreduces are still pending (" +
         names + "); call step() or synchronize() first"));
   }
-  optimizer_->zero_grad();
+  state_->zero_grad(*optimizer_);
 }
 
 std::vector<std::string> DistributedOptimizer::parameter_names() const { return state_->names(); }

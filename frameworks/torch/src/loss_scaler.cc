@@ -40,11 +40,13 @@ bool DynamicLossScaler::step(DistributedOptimizer& optimizer) {
       }
     }
   }
-  // Every rank takes the same decision: skip if any rank saw inf or NaN.
+  // Every rank of the optimizer's process set takes the same decision: skip
+  // if any of them saw inf or NaN (another set's overflow is not theirs).
   torch::Tensor flag = torch::tensor({found_inf ? 1 : 0}, torch::kInt32);
   AllreduceOptions any;
   any.op = ReduceOp::kMax;
-  found_inf = allreduce(flag, "chorus.loss_scaler.found_inf", any).item<int>() != 0;
+  const DistributedOptimizerOptions& o = optimizer.options();
+  found_inf = allreduce(flag, o.name_prefix + "loss_scaler.found_inf", any, nullptr, o.process_set).item<int>() != 0;
   if (found_inf) {
     scale_ *= options_.backoff_factor;
     good_steps_ = 0;

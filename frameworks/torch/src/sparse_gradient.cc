@@ -27,8 +27,10 @@ torch::Tensor with_sparse_dim(const torch::Tensor& grad, const torch::Tensor& pa
   if (!grad.defined() || (grad.is_sparse() && grad._nnz() == 0)) {
     std::vector<int64_t> value_shape{0};
     for (int64_t d = sparse_dim; d < param.dim(); ++d) value_shape.push_back(param.size(d));
-    return torch::sparse_coo_tensor(torch::empty({sparse_dim, 0}, torch::kLong),
-                                    torch::empty(value_shape, param.options().requires_grad(false)), param.sizes());
+    // Indices on the values' device: a CUDA embedding's empty gradient too.
+    const torch::TensorOptions options = param.options().requires_grad(false);
+    return torch::sparse_coo_tensor(torch::empty({sparse_dim, 0}, options.dtype(torch::kLong)),
+                                    torch::empty(value_shape, options), param.sizes());
   }
   return (grad.is_sparse() ? grad.to_dense() : grad).to_sparse(sparse_dim);  // rare: a replaced gradient
 }

@@ -43,12 +43,43 @@ torch::ScalarType stats_dtype(const torch::Tensor& x) {
   return t == torch::kHalf || t == torch::kBFloat16 ? torch::kFloat32 : t;
 }
 
+// What is wrong with `input` for a module with `options`; empty when nothing is.
+std::string input_problem(const torch::Tensor& input, const SyncBatchNormOptions& options) {
+  if (input.dim() < 2 || input.dim() > 5) {
+    return "SyncBatchNorm '" + options.name() + "': expected an input of 2 to 5 dimensions (N, C, ...), got shape " +
+           c10::str(input.sizes());
+  }
+  if (input.size(1) != options.num_features()) {
+    return "SyncBatchNorm '" + options.name() + "': input of shape " + c10::str(input.sizes()) + " has " +
+           std::to_string(input.size(1)) + " channels, the module " + std::to_string(options.num_features());
+  }
+  return "";
+}
+
+// A member that refused its input sent count -1: it throws its own
+// `problem`, the others an error naming it (no member waits for another).
+void throw_if_refused(const torch::Tensor& counts, const std::string& problem, const std::string& name,
+                      const ProcessSet& set) {
+  std::string refused;
+  const torch::Tensor host = counts.to(torch::kCPU);
+  for (int64_t r = 0; r < host.size(0); ++r) {
+    if (host[r].item<double>() >= 0) continue;
+    const int global = set.is_global() ? static_cast<int>(r) : set.ranks()[static_cast<size_t>(r)];
+    refused += (refused.empty() ? "" : ", ") + std::to_string(global);
+  }
+  if (refused.empty()) return;
+  if (!problem.empty()) invalid(problem);
+  invalid("SyncBatchNorm '" + name + "': rank(s) " + refused +
+          " refused their input (see the error there); every member of the process set fails this forward");
+}
+
 // Each member's count, mean and biased variance, allgathered in float64 and
 // combined by the parallel-variance formula: every member computes the
-// same result from the same gathered rows.
-GlobalStats gather_stats(const torch::Tensor& x, const std::string& name, const ProcessSet& set) {
-  const int64_t channels = x.size(1);
-  const int64_t count = channels ? x.numel() / channels : 0;
+// same result from the same gathered rows. A member whose input has a
+// `problem` still sends a row (count -1), so that all of them fail together.
+GlobalStats gather_stats(const torch::Tensor& x, const std::string& problem, int64_t channels, const std::string& name,
+                         const ProcessSet& set) {
+  const int64_t count = !problem.empty() ? -1 : x.numel() / channels;
   torch::Tensor mean = torch::zeros({channels}, x.options().dtype(torch::kFloat64));
   torch::Tensor var = torch::zeros_like(mean);
   if (count > 0) {
@@ -59,6 +90,7 @@ GlobalStats gather_stats(const torch::Tensor& x, const std::string& name, const 
   torch::Tensor row = torch::cat({torch::full({1}, static_cast<double>(count), mean.options()), mean, var});
   torch::Tensor rows = allgather(row.unsqueeze(0), name + ".stats", set);
   torch::Tensor counts = rows.select(1, 0).unsqueeze(1);
+  throw_if_refused(counts.squeeze(1), problem, name, set);
   torch::Tensor means = rows.slice(1, 1, 1 + channels), vars = rows.slice(1, 1 + channels);
   GlobalStats out;
   out.count = counts.sum().item<double>();
@@ -188,14 +220,8 @@ void SyncBatchNormImpl::copy_state(const torch::Tensor& w, const torch::Tensor& 
 }
 
 void SyncBatchNormImpl::check_input(const torch::Tensor& input) const {
-  if (input.dim() < 2 || input.dim() > 5) {
-    invalid("SyncBatchNorm '" + options.name() + "': expected an input of 2 to 5 dimensions (N, C, ...), got shape " +
-            c10::str(input.sizes()));
-  }
-  if (input.size(1) != options.num_features()) {
-    invalid("SyncBatchNorm '" + options.name() + "': input of shape " + c10::str(input.sizes()) + " has " +
-            std::to_string(input.size(1)) + " channels, the module " + std::to_string(options.num_features()));
-  }
+  const std::string problem = input_problem(input, options);
+  if (!problem.empty()) invalid(problem);
 }
 
 void SyncBatchNormImpl::update_running_stats(const torch::Tensor& mean, const torch::Tensor& unbiased_var) {
@@ -207,18 +233,18 @@ void SyncBatchNormImpl::update_running_stats(const torch::Tensor& mean, const to
 }
 
 torch::Tensor SyncBatchNormImpl::forward(const torch::Tensor& input) {
-  check_input(input);
   const int64_t c = options.num_features();
   const torch::Tensor w = options.affine() ? weight : torch::ones({c}, input.options());
   const torch::Tensor b = options.affine() ? bias : torch::zeros({c}, input.options());
-  if (!is_training() && options.track_running_stats()) {
+  if (!is_training() && options.track_running_stats()) {  // local: no collective to fail together in
+    check_input(input);
     return torch::batch_norm(input, w, b, running_mean, running_var, /*training=*/false, 0.0, options.eps(),
                              /*cudnn_enabled=*/false);
   }
   GlobalStats stats;
   {
     torch::NoGradGuard no_grad;
-    stats = gather_stats(input.detach(), options.name(), options.process_set());
+    stats = gather_stats(input.detach(), input_problem(input, options), c, options.name(), options.process_set());
   }
   if (is_training() && options.track_running_stats()) {
     update_running_stats(stats.mean, stats.var * (stats.count / (stats.count - 1)));

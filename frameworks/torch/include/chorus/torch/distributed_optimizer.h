@@ -109,9 +109,10 @@ class DistributedOptimizer {
   torch::Tensor step(torch::optim::Optimizer::LossClosure closure = nullptr);
   /// Steps taken so far.
   int64_t steps() const { return steps_; }
-  /// The wrapped optimizer's zero_grad(); throws chorus::PreconditionError
-  /// while allreduces of this step are still pending (call step() or
-  /// synchronize() first).
+  /// The wrapped optimizer's zero_grad(), except that flat gradients are
+  /// zeroed in their buffers (one fill each), never set to none; throws
+  /// chorus::PreconditionError while allreduces of this step are still
+  /// pending (call step() or synchronize() first).
   void zero_grad();
 
   torch::optim::Optimizer& optimizer() { return *optimizer_; }

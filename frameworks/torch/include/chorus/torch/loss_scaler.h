@@ -1,8 +1,9 @@
 #pragma once
 /// \file loss_scaler.h
 /// Dynamic loss scaling for low-precision training (LibTorch's C++ API has
-/// no GradScaler). The inf/NaN check is agreed across ranks, so every rank
-/// skips the same steps and lowers its scale together.
+/// no GradScaler). The inf/NaN check is agreed across the ranks of the
+/// optimizer's process set, so each of them skips the same steps and lowers
+/// its scale together.
 
 #include <cstdint>
 
@@ -28,9 +29,10 @@ class DynamicLossScaler {
   /// loss x scale: call backward() on this.
   torch::Tensor scale(const torch::Tensor& loss) const;
   /// Synchronizes `optimizer`, divides the gradients by the scale, and asks
-  /// every rank whether any gradient is inf or NaN. If none is, steps the
-  /// wrapped optimizer; otherwise skips the step. Then updates the scale.
-  /// Returns true when the optimizer stepped (the same on every rank).
+  /// every rank of its process set whether any gradient is inf or NaN. If
+  /// none is, steps the wrapped optimizer; otherwise skips the step. Then
+  /// updates the scale. Returns true when the optimizer stepped (the same on
+  /// every rank of the set).
   bool step(DistributedOptimizer& optimizer);
 
   double get_scale() const { return scale_; }
