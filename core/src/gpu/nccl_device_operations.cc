@@ -177,7 +177,10 @@ void NcclDeviceOperations::allocate_outputs(const NcclPlan& plan, std::vector<Te
       e.output = out;
       if (e.handle) e.handle->set_output(out, plan.received_splits);
       launch.buffers.outputs.push_back(out->mutable_data());
-      if (out->stream() != nullptr) launch.allocated_streams.push_back(static_cast<cudaStream_t>(out->stream()));
+      // No stream (nullptr) is the legacy default stream, which a framework's
+      // kernels on its default stream still use (our stream does not wait for it).
+      launch.allocated_streams.push_back(out->stream() != nullptr ? static_cast<cudaStream_t>(out->stream())
+                                                                  : cudaStreamLegacy);
       continue;
     }
     launch.alloc_errors.resize(entries.size());
@@ -243,8 +246,10 @@ Status NcclDeviceOperations::wait_ready(const std::vector<TensorEntry>& entries,
 // stream (as the staged path does), so no collective writes a block whose
 // previous user's kernels are still queued.
 Status NcclDeviceOperations::wait_allocated(const Launch& launch, cudaStream_t stream) {
+  cudaStream_t last = stream;  // outputs of one response mostly share a stream: one wait for a run
   for (cudaStream_t other : launch.allocated_streams) {
-    if (other == stream) continue;
+    if (other == last) continue;
+    last = other;
     DeviceEvent freed;
     Status s = DeviceEvent::create(device_, &freed);
     if (s.is_ok()) s = freed.record(other);

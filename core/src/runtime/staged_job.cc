@@ -165,11 +165,12 @@ StatusOr<std::shared_ptr<Tensor>> device_target(StagedJob& job, size_t i, Device
 // Makes the staging stream wait until the output may be written: for the
 // caller's out-of-place output, its ready point from enqueue; for one just
 // allocated, the current end of its stream (a caching allocator may hand
-// out a block whose last user's kernels are still queued there).
+// out a block whose last user's kernels are still queued there; no stream,
+// nullptr, is the legacy default stream, which the staging stream does not
+// wait for by itself).
 Status wait_for_output(const TensorEntry& e, const Tensor& out, bool callers_output, DeviceMemory& memory) {
   const int device = e.input->device();
   if (callers_output) return e.output_ready ? memory.wait(device, *e.output_ready) : Status::ok();
-  if (out.stream() == nullptr) return Status::ok();
   StatusOr<std::shared_ptr<DeviceMark>> free_point = memory.record(device, out.stream());
   if (!free_point.is_ok()) return free_point.status();
   return memory.wait(device, *free_point.value());
