@@ -466,7 +466,7 @@ TEST_CASE("Staged: a ready point that never comes times out (CHORUS_GPU_OP_TIMEO
           RANK_CHECK(contains(s.message(), "staged allreduce of tensor(s) 'hung': the copy to the host did not "
                                            "finish within 0.3 s (CHORUS_GPU_OP_TIMEOUT_SECONDS)"));
         } else {
-          RANK_CHECK(contains(s.message(), "another rank's copy to the host failed (on rank(s) 0;"));
+          RANK_CHECK(contains(s.message(), "another rank's copy to the host failed (on rank 0;"));
         }
         stuck.ready->release();  // the fake's queue may still hold the wait
       },

@@ -21,7 +21,9 @@ CoordinatorSide::CoordinatorSide(ControlChannel& control, const ResponseCache& c
   tuner_ = std::make_unique<Autotuner>(
       options, ParameterSearch(start, TuningGrid::standard(), static_cast<int>(options.autotune_samples_per_trial),
                                static_cast<int>(options.autotune_warmup_samples)));
-  if (!tuner_->warning().empty()) CHORUS_LOG(logger, kWarning) << tuner_->warning();
+  if (!tuner_->warning().empty()) {
+    CHORUS_LOG(logger, kWarning) << tuner_->warning();  // a macro with an if inside: braces
+  }
 }
 
 Status CoordinatorSide::submit(RequestList mine) {

@@ -114,11 +114,7 @@ std::vector<Status> OperationExecutor::run(const Response& response, std::vector
 void OperationExecutor::record_allgather(size_t tensors, const std::vector<Status>& each) {
   int64_t ok = 0;
   for (const Status& s : each) ok += s.is_ok();
-  stats_.update([&](RuntimeStats& st) {
-    st.allgathers += ok;
-    ++st.allgather_ops;
-    if (tensors > 1) ++st.fused_allgather_ops;
-  });
+  stats_.update([&](RuntimeStats& st) { count_allgather(st, tensors, ok); });
 }
 
 Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {

@@ -54,6 +54,14 @@ class SharedStats {
   InternalStats stats_;
 };
 
+/// One allgather response of `tensors` tensors, `succeeded` of them OK: the
+/// CPU executor's and the device's count.
+inline void count_allgather(RuntimeStats& st, size_t tensors, int64_t succeeded) {
+  st.allgathers += succeeded;
+  ++st.allgather_ops;
+  st.fused_allgather_ops += tensors > 1;
+}
+
 /// A response that ran wholly on the device (NCCL), once it finished: the
 /// counters the CPU executor keeps for its own responses, so the stats and
 /// autotune's samples (bytes_allreduced) see GPU work too.
@@ -69,9 +77,7 @@ inline void record_device_response(SharedStats& stats, ResponseType type, size_t
       st.tensors_allreduced += n;
       st.bytes_allreduced += bytes;
     } else if (type == ResponseType::kAllgather) {
-      st.allgathers += n;
-      ++st.allgather_ops;
-      st.fused_allgather_ops += tensors > 1;
+      count_allgather(st, tensors, n);
     } else if (type == ResponseType::kBroadcast) {
       st.broadcasts += n;
     }

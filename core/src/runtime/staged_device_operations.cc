@@ -13,6 +13,7 @@
 #include "runtime/collective_watchdog.h"
 #include "runtime/device_timeline.h"
 #include "runtime/operation_executor.h"
+#include "runtime/rank_flags.h"
 #include "runtime/staged_job.h"
 
 namespace chorus::detail {
@@ -43,7 +44,8 @@ class StagedDeviceOperations final : public DeviceOperations {
         memory_(context.memory),
         pool_(*memory_),
         host_outputs_(staging_op_context(pool_)),
-        timeline_(context.timeline) {
+        timeline_(context.timeline),
+        scope_(context.backend.topology().scope) {
     worker_ = std::thread([this] { worker_main(); });
   }
 
@@ -114,6 +116,7 @@ class StagedDeviceOperations final : public DeviceOperations {
   StagingPool pool_;
   std::shared_ptr<OpContext> host_outputs_;
   Timeline& timeline_;  // the engine's: each tensor's QUEUE, copies and host collective
+  const SetScope scope_;  // the engine's: how its ranks are named in messages
   // Never opened: the host collective's "data plane" spans would overlap the
   // background thread's on that row; the tensors' own rows show the job.
   Timeline host_timeline_;
@@ -212,26 +215,21 @@ std::vector<Status> StagedDeviceOperations::host_collective(StagedJob& job, Oper
   const size_t n = job.entries.size();
   if (host == nullptr) return std::vector<Status>(n, in);
   // One flag per rank (an allgather), so the others can name who failed.
-  const int32_t mine = in.is_ok() ? 1 : 0;
-  const int size = backend_->topology().size;
-  std::vector<int32_t> flags(static_cast<size_t>(size), 0);
   Inside inside(*watchdog_, job.response.names);
-  const Status agreed =
-      backend_->collectives().allgatherv(&mine, flags.data(), std::vector<int64_t>(flags.size(), 1), sizeof(int32_t));
-  if (!agreed.is_ok()) {
-    const Status s(agreed.code(), what + ": agreeing that every rank's copy to the host succeeded failed: " +
-                                      agreed.message());
+  // Ranks named as the engine's scope numbers them (the worker's own backend
+  // counts its members from 0).
+  const StatusOr<std::vector<int>> failed =
+      ranks_saying_no(backend_->collectives(), backend_->topology().size, scope_, in.is_ok());
+  if (!failed.is_ok()) {
+    const Status s(failed.status().code(), what + ": agreeing that every rank's copy to the host succeeded failed: " +
+                                               failed.status().message());
     note_fault(s);
     return std::vector<Status>(n, s);
   }
   if (!in.is_ok()) return std::vector<Status>(n, in);
-  std::string failed;
-  for (int r = 0; r < size; ++r) {
-    if (flags[static_cast<size_t>(r)] == 0) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
-  }
-  if (!failed.empty()) {
-    return std::vector<Status>(n, Status::aborted(what + ": another rank's copy to the host failed (on rank(s) " +
-                                                         failed + "; its error ends the job)"));
+  if (!failed.value().empty()) {
+    return std::vector<Status>(n, Status::aborted(what + ": another rank's copy to the host failed (on " +
+                                                         rank_list(failed.value()) + "; its error ends the job)"));
   }
   return host->run(job.response, job.host);
 }
@@ -312,16 +310,12 @@ StatusOr<std::unique_ptr<DeviceOperations>> make_staged_device_operations(const 
   // that the others then wait in. Failed anywhere: the same error on every
   // rank (each CUDA collective fails with it; host ones go on).
   const Status mine = ops->wait_started();
-  const uint8_t flag = mine.is_ok() ? 1 : 0;
-  std::vector<uint8_t> flags(static_cast<size_t>(topo.size));
-  const Status agreed =
-      context.backend.collectives().allgatherv(&flag, flags.data(), std::vector<int64_t>(flags.size(), 1), 1);
-  if (!agreed.is_ok()) return Status(agreed.code(), "agreeing that the staged path's transport started: " + agreed.message());
-  std::vector<int> failed;
-  for (int r = 0; r < topo.size; ++r)
-    if (!flags[static_cast<size_t>(r)]) failed.push_back(topo.scope.world_rank(r));
-  if (failed.empty()) return std::unique_ptr<DeviceOperations>(std::move(ops));
-  return Status::unknown_error("the staged path's transport did not start on " + rank_list(failed) +
+  const StatusOr<std::vector<int>> failed =
+      ranks_saying_no(context.backend.collectives(), topo.size, topo.scope, mine.is_ok());
+  if (!failed.is_ok())
+    return Status(failed.status().code(), "agreeing that the staged path's transport started: " + failed.status().message());
+  if (failed.value().empty()) return std::unique_ptr<DeviceOperations>(std::move(ops));
+  return Status::unknown_error("the staged path's transport did not start on " + rank_list(failed.value()) +
                                (mine.is_ok() ? std::string() : " (here: " + mine.message() + ")"));
 }
 
