@@ -9,8 +9,23 @@
 set -uo pipefail
 np="$1"
 shift
-# A free port from the kernel, so parallel tests never share one.
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+# A free port below the kernel's ephemeral range (32768 and up): a port the
+# kernel hands out (bind to 0) can be taken again at once by another test's
+# outgoing connection before rank 0 listens on it (seen under ASan: rank 0
+# "cannot listen ... Address already in use"). Random, so parallel tests
+# rarely pick the same one; checked free here.
+port="$(python3 -c '
+import random, socket
+for _ in range(200):
+    p = random.randint(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("", p))
+    except OSError:
+        continue
+    print(p)
+    break
+')"
 pids=()
 # Killed (a test timeout): take the ranks down too.
 trap 'kill "${pids[@]}" 2>/dev/null; exit 143' TERM INT
