@@ -13,11 +13,15 @@
 #            chorusrun --tcp against mpirun (target 4).
 #   local    2 ranks on this host: latency, storm, 16/64 MiB with the TCP
 #            transport's rendezvous against Chorus over MPI (target 5).
+#   hierarchical  the two hosts with two ranks each, the link shaped to
+#            2 Gbit/s and unshaped: 16/64 MiB busbw with the flat ring and
+#            with CHORUS_HIERARCHICAL_ALLREDUCE, alternately (not by default;
+#            run it alone: --sections hierarchical).
 # Chorus over TCP runs under mpirun too, with CHORUS_TRANSPORT=tcp and
 # torchrun's variables from mpirun's rank, so that the same process measures
 # MPI_Allreduce on the same buffers (collective_benchmark's reference).
 # Each table records the load average beside it: compare ratios within a run.
-# usage: sudo scripts/bench_tcp.sh [--build DIR] [--sections cross,shaped,startup,local]
+# usage: sudo scripts/bench_tcp.sh [--build DIR] [--sections cross,shaped,startup,local|hierarchical]
 #        (root, ip and tc; 1.5 to 2 minutes for all sections on a 2-core VM)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,7 +31,7 @@ while (($#)); do
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --sections) sections="$2"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "bench_tcp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -39,7 +43,7 @@ for f in "$bench" "$chorusrun" "$report"; do
   [[ -x "$f" ]] || { echo "bench_tcp.sh: $f is missing (build collective_benchmark chorusrun rank_report)" >&2; exit 2; }
 done
 for s in ${sections//,/ }; do
-  [[ "$s" =~ ^(cross|shaped|startup|local)$ ]] || { echo "bench_tcp.sh: unknown section '$s'" >&2; exit 2; }
+  [[ "$s" =~ ^(cross|shaped|startup|local|hierarchical)$ ]] || { echo "bench_tcp.sh: unknown section '$s'" >&2; exit 2; }
 done
 wants() { [[ ",$sections," == *",$1,"* ]]; }
 [[ $(id -u) -eq 0 ]] || { echo "bench_tcp.sh: needs root (network namespaces, tc)" >&2; exit 2; }
@@ -88,7 +92,7 @@ case "\$host" in $ha) ns=$nsa ;; $hb) ns=$nsb ;; *) echo "netns_rsh: unknown hos
 exec ip netns exec "\$ns" /bin/sh -c "\$*"
 AGENT
   chmod +x "$work/netns_rsh"
-  cross_mpi=(mpirun -np 2 -H "$ha:1,$hb:1" --mca plm_rsh_agent "$work/netns_rsh" --mca btl tcp,self
+  cross_mpi=(mpirun -np "${cross_np:-2}" -H "$ha:${cross_per_host:-1},$hb:${cross_per_host:-1}" --mca plm_rsh_agent "$work/netns_rsh" --mca btl tcp,self
              --mca oob_tcp_if_include "$net.0/24" --mca btl_tcp_if_include "$net.0/24" -x PATH -x LD_LIBRARY_PATH "${forward[@]}")
   ip netns exec "$nsa" "$py" "$here/tcp_stream.py" serve 5201 & bg_pids+=($!)
   ip netns exec "$nsb" "$py" "$here/tcp_stream.py" serve 5201 & bg_pids+=($!)
@@ -250,10 +254,53 @@ section_local() {
   done
 }
 
+# ------------------------------------------------- hierarchical allreduce
+# hier_round TAG: flat ring, then hierarchical, the sweep at 16 and 64 MiB.
+hier_round() {
+  local h
+  for h in 0 1; do
+    CHORUS_HIERARCHICAL_ALLREDUCE=$h bench_cross "$work/hier_$1_$h.$2" --sections sweep --buffers heap \
+      --min-bytes 16777216 --max-bytes 67108864 --iters 5
+    for b in 16777216 67108864; do echo "$(sweep_row "$work/hier_$1_$h.$2" $b 6) $(sweep_row "$work/hier_$1_$h.$2" $b 11)"; done \
+      | paste -sd' ' >> "$work/hier_$1_$h"
+  done
+}
+
+# Two hosts of two ranks: each byte of the flat ring crosses between the
+# hosts 1.5 times per direction, of the hierarchical one once.
+section_hierarchical() {
+  local rounds=3 i q tag
+  forward+=(-x CHORUS_HIERARCHICAL_ALLREDUCE)
+  echo; echo "# two hosts of 2 ranks each, flat ring against hierarchical, $rounds rounds; load before: $(load)"
+  for tag in shaped open; do
+    if [[ $tag == shaped ]]; then
+      for q in "$nsa $va" "$nsb $vb"; do set -- $q; ip netns exec "$1" tc qdisc replace dev "$2" root tbf rate 2gbit burst 4mb latency 10ms; done
+    fi
+    for ((i = 0; i < rounds; i++)); do hier_round $tag $i; done
+    if [[ $tag == shaped ]]; then for q in "$nsa $va" "$nsb $vb"; do set -- $q; ip netns exec "$1" tc qdisc del dev "$2" root; done; fi
+  done
+  echo
+  echo "## 16 and 64 MiB allreduce, 4 ranks on two hosts, busbw GB/s, medians of $rounds (load $(load))"
+  echo "| link | bytes | flat ring | hierarchical | hierarchical / ring | MPI_Allreduce (TCP BTL) |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+  local k f h m
+  for tag in shaped open; do
+    for k in 0 1; do
+      f="$(awk -v c=$((2 * k + 1)) '{print $c}' "$work/hier_${tag}_0" | median)"
+      h="$(awk -v c=$((2 * k + 1)) '{print $c}' "$work/hier_${tag}_1" | median)"
+      m="$(awk -v c=$((2 * k + 2)) '{print $c}' "$work/hier_${tag}_0" | median)"
+      echo "| $([[ $tag == shaped ]] && echo "2 Gbit/s (tbf)" || echo "veth, unshaped") | $((k == 0 ? 16777216 : 67108864)) | $f | $h | $(ratio "$h" "$f") | $m |"
+    done
+  done
+  grep -q '#wrong [1-9]' "$work"/hier_*.* && { echo "bench_tcp.sh: wrong results"; exit 1; }
+}
+
 echo "# bench_tcp.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(uname -r), build $build"
-if wants cross || wants shaped; then setup_hosts; fi
+wants hierarchical && cross_np=4 cross_per_host=2
+if wants cross || wants shaped || wants hierarchical; then setup_hosts; fi
 wants cross && section_cross
 wants shaped && section_shaped
 wants startup && section_startup
 wants local && section_local
+wants hierarchical && section_hierarchical
 echo; echo "# done $(date -u '+%H:%M:%S UTC'), load $(load)"

@@ -126,6 +126,9 @@ int main() {
   const detail::InternalStats st = detail::RuntimeAccess::stats(*rt);
   CHECK(st.staged_device_ops >= 20);
   CHECK(st.staging_allocations <= 8);  // reused across the steps
+  // Hosts of equal rank counts (test/tcp plays them): the host allreduces went hierarchical.
+  const bool hierarchical = options.hierarchical_allreduce && rt->local_size() > 1 && rt->local_size() < rt->size();
+  CHECK((st.hierarchical_allreduce_ops > 0) == hierarchical);
   rt->shutdown();
   if (g_rank == 0) std::printf("staged over %s: all checks passed\n", options.transport == Transport::kTcp ? "tcp" : "the job's transport");
   return 0;

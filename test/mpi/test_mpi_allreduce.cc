@@ -212,8 +212,14 @@ TEST_CASE("The allreduce algorithm follows CHORUS_ALLREDUCE_ALGO", "[mpi][ring][
   // Shared memory is there when every rank is on one host (not over TCP
   // with a host id per rank, test/tcp).
   const bool one_host = chorus::local_size() == size;
-  const detail::AllreduceRoute route = detail::choose_allreduce_route(runtime().options(), 1 << 20, size, one_host);
+  // Hierarchical: with the option, on hosts of equal rank counts (as test/tcp plays them).
+  const bool hierarchical = runtime().options().hierarchical_allreduce && chorus::local_size() > 1 && !one_host &&
+                            size % chorus::local_size() == 0;
+  const detail::AllreduceRoute route =
+      detail::choose_allreduce_route(runtime().options(), 1 << 20, size, one_host, hierarchical);
   REQUIRE(after.ring_allreduce_ops - before.ring_allreduce_ops == (route == detail::AllreduceRoute::kRing ? 1 : 0));
+  REQUIRE(after.hierarchical_allreduce_ops - before.hierarchical_allreduce_ops ==
+          (route == detail::AllreduceRoute::kHierarchical ? 1 : 0));
   REQUIRE(after.shm_allreduce_ops - before.shm_allreduce_ops == (detail::on_shared_memory(route) ? 1 : 0));
   // Single copy, once chosen, runs: the ranks may reach each other's memory here.
   REQUIRE(after.shm_single_copy_ops - before.shm_single_copy_ops ==

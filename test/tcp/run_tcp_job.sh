@@ -4,8 +4,10 @@
 # LOCAL_WORLD_SIZE per process. Output is prefixed with the rank; the exit
 # status is the first failing rank's (0 when all pass).
 #   run_tcp_job.sh NP PROGRAM [ARGS...]
-# TCP_JOB_HOSTS=NP: every rank gets its own CHORUS_HOST_ID (plays NP hosts,
+# TCP_JOB_HOSTS=1: every rank gets its own CHORUS_HOST_ID (plays NP hosts,
 # so no shared memory: the ring and the transport's collectives carry all).
+# TCP_JOB_RANKS_PER_HOST=K: ranks r and r' share a host id when r/K = r'/K
+# (plays NP/K hosts of K ranks each).
 set -uo pipefail
 np="$1"
 shift
@@ -31,8 +33,15 @@ pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; exit 143' TERM INT
 for ((r = 0; r < np; r++)); do
   host_env=()
+  local_rank=$r local_size=$np
   if [[ -n "${TCP_JOB_HOSTS:-}" ]]; then host_env=(CHORUS_HOST_ID="host$r"); fi
-  (exec env MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" RANK="$r" WORLD_SIZE="$np" LOCAL_RANK="$r" LOCAL_WORLD_SIZE="$np" \
+  if [[ -n "${TCP_JOB_RANKS_PER_HOST:-}" ]]; then
+    per=$TCP_JOB_RANKS_PER_HOST
+    host_env=(CHORUS_HOST_ID="host$((r / per))")
+    local_rank=$((r % per)) local_size=$per
+  fi
+  (exec env MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" RANK="$r" WORLD_SIZE="$np" LOCAL_RANK="$local_rank" \
+     LOCAL_WORLD_SIZE="$local_size" \
      "${host_env[@]}" "$@" 2>&1 | sed -u "s/^/[$r] /") &
   pids+=("$!")
 done

@@ -85,3 +85,49 @@ TEST_CASE("Route choice: single copy on one host from its threshold, never acros
   }
   REQUIRE(std::string(detail::route_name(AllreduceRoute::kSingleCopy)) == "cma");
 }
+
+TEST_CASE("CHORUS_HIERARCHICAL_ALLREDUCE carries every allreduce across even hosts, none otherwise",
+          "[dataplane][routes][hierarchical]") {
+  struct Layout {
+    int size, per_host;
+    bool hierarchical;
+  };
+  // Two and three hosts of two; uneven hosts (3 + 1) and one host: the usual routes.
+  for (const Layout& layout : {Layout{4, 2, true}, Layout{6, 2, true}, Layout{4, 3, false}, Layout{4, 4, false}}) {
+    RuntimeOptions o = test::quiet_options();
+    o.hierarchical_allreduce = true;
+    o.ring_segment_bytes = 4096;
+    INFO(layout.size << " ranks, " << layout.per_host << " per host");
+    test::run_ranks(layout.size, [&](Runtime& rt, int rank) {
+      for (int64_t count : {int64_t{1}, int64_t{1000}, int64_t{1} << 17}) {
+        std::vector<float> a(static_cast<size_t>(count)), b(a.size());
+        for (int64_t i = 0; i < count; ++i) a[i] = b[i] = float((i % 9) + rank);
+        auto ta = std::make_shared<HostTensorView>(a.data(), DataType::kFloat32, TensorShape{count});
+        auto tb = std::make_shared<HostTensorView>(b.data(), DataType::kFloat32, TensorShape{count});
+        AllreduceOptions opt;  // Average with both scalings: (sum x 2) x 0.5 / n
+        opt.prescale_factor = 2.0;
+        opt.postscale_factor = 0.5;
+        const detail::InternalStats before = detail::RuntimeAccess::stats(rt);
+        const std::string n = "hier." + std::to_string(count);
+        for (auto& h : rt.grouped_allreduce_async({n + ".a", n + ".b"}, {ta, tb}, {}, opt)) h.wait();
+        const detail::InternalStats after = detail::RuntimeAccess::stats(rt);
+        const int size = layout.size;
+        for (int64_t i = 0; i < count; ++i) {
+          const float want = float(size * (i % 9) + size * (size - 1) / 2) / float(size);
+          RANK_CHECK(a[i] == want);
+          RANK_CHECK(b[i] == want);
+        }
+        RANK_CHECK(after.hierarchical_allreduce_ops - before.hierarchical_allreduce_ops ==
+                   (layout.hierarchical ? 1 : 0));
+        RANK_CHECK(after.allreduce_ops - before.allreduce_ops == 1);
+      }
+    }, o, layout.per_host);
+  }
+  RuntimeOptions o;
+  o.hierarchical_allreduce = true;
+  using detail::AllreduceRoute;
+  REQUIRE(detail::choose_allreduce_route(o, 4, 4, false, true) == AllreduceRoute::kHierarchical);
+  REQUIRE(detail::choose_allreduce_route(o, 0, 4, false, true) == AllreduceRoute::kTransport);  // no data
+  REQUIRE(detail::choose_allreduce_route(o, ReduceOp::kAdasum, 4, 4, false, true) == AllreduceRoute::kAdasum);
+  REQUIRE(detail::choose_allreduce_route(o, 4, 1, false, true) == AllreduceRoute::kAlone);
+}

@@ -14,6 +14,8 @@
 #include "kernels/reduce_kernels.h"
 #include "dataplane/algorithms/ring_allreduce.h"
 #include "comm/loopback/in_process_links.h"
+#include "contract_checking_link.h"
+#include "exact_allreduce_case.h"
 #include "exact_reduction_values.h"
 #include "thread_ranks.h"
 
@@ -22,38 +24,6 @@ using namespace chorus::detail;
 using namespace chorus::test;
 
 namespace {
-
-// PeerLink's contract: a send's memory stays untouched until its wait()
-// returned. The in-process link copies at once, so a receive posted into
-// such memory would not show in the results: this link counts them.
-class ContractCheckingLink final : public PeerLink {
- public:
-  explicit ContractCheckingLink(std::unique_ptr<PeerLink> inner) : inner_(std::move(inner)) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  Status isend(int peer, int tag, const void* data, int64_t bytes, Request* request) override {
-    Status s = inner_->isend(peer, tag, data, bytes, request);
-    if (s.is_ok()) unwaited_sends_[*request] = {static_cast<const char*>(data), bytes};
-    return s;
-  }
-  Status irecv(int peer, int tag, void* data, int64_t bytes, Request* request) override {
-    const char* at = static_cast<const char*>(data);
-    for (const auto& [request_id, range] : unwaited_sends_) {
-      if (at < range.first + range.second && range.first < at + bytes) ++breaches;
-    }
-    return inner_->irecv(peer, tag, data, bytes, request);
-  }
-  Status wait(Request request) override {
-    Status s = inner_->wait(request);
-    unwaited_sends_.erase(request);
-    return s;
-  }
-  int64_t breaches = 0;  ///< receives posted into memory a send not yet waited for reads
-
- private:
-  std::unique_ptr<PeerLink> inner_;
-  std::map<Request, std::pair<const char*, int64_t>> unwaited_sends_;
-};
 
 // Runs the ring on `size` threads; returns the number of wrong elements
 // over all ranks, plus any breach of the send-memory contract (and throws
@@ -64,23 +34,10 @@ int64_t run_ring(int size, int64_t count, DataType dt, ReduceOp op, int64_t segm
   const auto outcomes = on_thread_ranks<RankOutcome>(size, [&](int r) {
     RankOutcome o;
     ContractCheckingLink link(make_in_process_link(net, r));
-    std::vector<char> buf(static_cast<size_t>(count * dtype_size(dt)) + 1);
-    std::vector<char> out(buf.size(), 0);
-    std::vector<char> scratch(static_cast<size_t>(ring_scratch_bytes(count, dt, size)) + 1);
-    for (int64_t i = 0; i < count; ++i) store(buf.data(), i, dt, exact_input(op, dt, r, i));
-    const std::vector<char> original = buf;
-    RingOptions options;
-    options.segment_bytes = segment_bytes;
-    options.scale_factor = scale;
-    options.scale_divisor = divisor;
-    char* result = in_place ? buf.data() : out.data();
-    o.status = ring_allreduce(link, buf.data(), result, count, dt, op, scratch.data(), options);
-    for (int64_t i = 0; i < count; ++i) {
-      double want = exact_result(op, dt, size, i) * scale / double(divisor);
-      if (!is_floating(dt)) want = std::trunc(want);
-      o.wrong += load(result, i, dt) != want;
-    }
-    if (!in_place && buf != original) ++o.wrong;  // the input is only read
+    ExactAllreduceCase c(count, dt, op, r, ring_scratch_bytes(count, dt, size), in_place);
+    o.status = ring_allreduce(link, c.input(), c.result(), count, dt, op, c.scratch.data(),
+                              ring_options(segment_bytes, scale, divisor));
+    o.wrong += c.wrong(size, scale, divisor);
     o.wrong += link.breaches;
     return o;
   });

@@ -80,6 +80,13 @@ struct CHORUS_API RuntimeOptions {
   int64_t ring_threshold_bytes = 512 << 10;
   /// Bytes per pipelined ring segment. CHORUS_RING_SEGMENT_BYTES.
   int64_t ring_segment_bytes = 1 << 20;
+  /// Allreduce across hosts in three steps: a reduce-scatter among the
+  /// ranks of each host, an allreduce of each rank's shard among the ranks at
+  /// its place on every host, an allgather inside the host (Horovod's
+  /// HOROVOD_HIERARCHICAL_ALLREDUCE). Needs every host to hold as many ranks;
+  /// otherwise rank 0 says so once and the usual routes run.
+  /// CHORUS_HIERARCHICAL_ALLREDUCE.
+  bool hierarchical_allreduce = false;
   /// With kAuto and every rank on one host, allreduces of at least this many
   /// bytes go through shared memory. CHORUS_SHM_THRESHOLD_BYTES (measured
   /// default: docs/performance.md).

@@ -28,6 +28,9 @@ struct Topology {
   int rank = 0, size = 1;
   int local_rank = 0, local_size = 1;
   int cross_rank = 0, cross_size = 1;
+  /// The lowest rank of this backend on this rank's host: the same number
+  /// on every rank of a host, so gathered from all ranks it groups them by host.
+  int first_rank_on_host = 0;
   SetScope scope;
 };
 

@@ -132,6 +132,12 @@ Knob with_flag(Knob k, const char* flag, int64_t scale = 1, const char* unit = n
   return k;
 }
 
+// A switch every rank must set alike (it changes what travels).
+Knob job_wide(Knob k) {
+  k.scope = KnobScope::kJobWide;
+  return k;
+}
+
 std::string power_text(int64_t v) {
   if (v == INT64_MAX) return "2^63-1";
   for (int b = 20; b < 63; ++b) {
@@ -232,6 +238,13 @@ std::vector<Knob> data_plane_knobs() {
                 "where `auto` switches to the ring (ranks on several hosts)"),
       whole<&O::ring_segment_bytes>("RING_SEGMENT_BYTES", "1048576", 1, int64_t{1} << 30, "bytes", kJob,
                 "bytes per pipelined ring segment"),
+      job_wide(on_off<&O::hierarchical_allreduce>("HIERARCHICAL_ALLREDUCE", "0",
+                "1: allreduces across hosts run in three steps: a reduce-scatter among the ranks of each host, an "
+                "allreduce of each rank's shard with the ranks at its place on the other hosts, an allgather inside "
+                "the host (host tensors and the staged path: three rings over the peer links; CUDA tensors on NCCL: "
+                "ReduceScatter, AllReduce and AllGather on communicators split from the set's), so fewer bytes cross "
+                "between hosts; needs every host to hold as many ranks (otherwise rank 0 warns once and the usual "
+                "routes run); Adasum keeps its own tree ([tuning.md](tuning.md#hierarchical-allreduce))")),
       whole<&O::shm_threshold_bytes>("SHM_THRESHOLD_BYTES", "0", 0, INT64_MAX, "bytes", kJob,
                 "with `auto` on one host, allreduces of at least this many bytes go through shared memory (0: "
                 "all of them; measured: [performance.md](performance.md))"),

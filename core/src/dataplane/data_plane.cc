@@ -36,7 +36,7 @@ ReduceOp on_the_wire(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::
 
 DataPlane::DataPlane(Backend& backend, const RuntimeOptions& options)
     : transport_(backend.collectives()), link_(backend.peer_link()), options_(options),
-      world_size_(backend.topology().size) {
+      world_size_(backend.topology().size), first_rank_on_host_(backend.topology().first_rank_on_host) {
   if (const SharedSlots* slots = backend.shared_slots()) shared_ = std::make_unique<SharedMemoryAllreduce>(*slots);
 }
 
@@ -48,13 +48,17 @@ AllreduceOutcome DataPlane::allreduce(const FusedAllreduce& op) {
   int64_t total = 0;
   for (const ReducePiece& p : op.pieces) total += p.count;
   const PostScale scale{op.postscale, op.op == ReduceOp::kAverage ? world_size_ : 1};
-  out.route = choose_allreduce_route(options_, op.op, total * esize, world_size_, shared_ != nullptr);
+  bool hierarchical = false;
+  out.status = hierarchical_usable(&hierarchical, &out.warning);
+  if (!out.status.is_ok()) return out;
+  out.route = choose_allreduce_route(options_, op.op, total * esize, world_size_, shared_ != nullptr, hierarchical);
   out.packed = AllreduceOutcome::Clock::now();
   if (out.route == AllreduceRoute::kAdasum) {
     out.status = adasum(op, total, &out);  // sets its own times
     return out;
   }
-  if (out.route == AllreduceRoute::kTransport || out.route == AllreduceRoute::kRing) {
+  if (out.route == AllreduceRoute::kTransport || out.route == AllreduceRoute::kRing ||
+      out.route == AllreduceRoute::kHierarchical) {
     out.status = reduce_contiguous(op, total, on_the_wire(op.op), scale, &out);  // sets its own times
     return out;
   }
@@ -138,9 +142,35 @@ Status DataPlane::reduce_buffer(AllreduceRoute route, const void* in, void* out,
     void* scratch = ring_scratch_.reserve(ring_scratch_bytes(count, dtype, world_size_));
     return ring_allreduce(link_, in, out, count, dtype, op, scratch, ring);
   }
+  if (route == AllreduceRoute::kHierarchical) {
+    RingOptions ring;
+    ring.segment_bytes = options_.ring_segment_bytes;
+    ring.scale_factor = scale.factor;
+    ring.scale_divisor = scale.divisor;
+    void* scratch = ring_scratch_.reserve(hierarchical_scratch_bytes(*grid_, count, dtype));
+    return hierarchical_allreduce(link_, *grid_, in, out, count, dtype, op, scratch, ring);
+  }
   Status s = transport_.allreduce(in, out, count, dtype, op);
   if (s.is_ok() && !scale.is_identity()) scale_copy(out, out, count, dtype, scale.factor, scale.divisor);
   return s;
+}
+
+Status DataPlane::hierarchical_usable(bool* usable, std::string* warning) {
+  *usable = false;
+  if (!options_.hierarchical_allreduce || world_size_ <= 1) return Status::ok();
+  if (!grid_) {
+    std::vector<int> hosts(static_cast<size_t>(world_size_));
+    Status s = transport_.allgatherv(&first_rank_on_host_, hosts.data(),
+                                     std::vector<int64_t>(hosts.size(), 1), sizeof(int));
+    if (!s.is_ok()) return s;
+    grid_ = std::make_unique<HostGrid>(host_grid(hosts, link_.rank()));
+    if (!grid_->refusal.empty() && link_.rank() == 0) {
+      *warning = "CHORUS_HIERARCHICAL_ALLREDUCE is on but " + grid_->refusal +
+                 ": allreduces take the usual routes in this job";
+    }
+  }
+  *usable = grid_->usable();
+  return Status::ok();
 }
 
 Status DataPlane::reducescatter(const void* input, void* output, const std::vector<int64_t>& counts, DataType dtype,

@@ -20,6 +20,7 @@
 #include "chorus/status.h"
 #include "comm/backend.h"
 #include "comm/reduce_piece.h"
+#include "dataplane/algorithms/hierarchical_allreduce.h"
 #include "dataplane/route_choice.h"
 #include "fusion/fusion_buffer.h"
 
@@ -43,7 +44,7 @@ struct AllreduceOutcome {
   bool zero_copy = false;      ///< shared memory read the tensors in every rank's arena
   bool in_place_span = false;  ///< this rank's tensors lay back to back: reduced where they lie
   Clock::time_point packed, reduced;  ///< the pack ended; the reduction ended
-  std::string warning;  ///< for the log, once per job on rank 0: why single copy is off
+  std::string warning;  ///< for the log, once per job on rank 0: why single copy or hierarchical is off
 };
 
 class DataPlane {
@@ -72,11 +73,18 @@ class DataPlane {
   Status adasum(const FusedAllreduce& op, int64_t total, AllreduceOutcome* out);
   Status reduce_buffer(AllreduceRoute route, const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
                        PostScale scale);
+  /// Whether the hierarchical allreduce carries this job's allreduces: with
+  /// CHORUS_HIERARCHICAL_ALLREDUCE on, the first call gathers every rank's
+  /// host (a collective: every rank makes it at the same response) and keeps
+  /// the verdict; a refusal goes to `warning` once, on rank 0.
+  Status hierarchical_usable(bool* usable, std::string* warning);
 
   Communicator& transport_;
   PeerLink& link_;
   const RuntimeOptions options_;
   const int world_size_;
+  const int first_rank_on_host_;
+  std::unique_ptr<HostGrid> grid_;  // once the first allreduce asked, with the option on
   std::unique_ptr<SharedMemoryAllreduce> shared_;  // when the ranks share memory
   bool single_copy_refusal_said_ = false;
   FusionBuffer fusion_;                             // packed tensors of the contiguous routes

@@ -10,6 +10,7 @@ const char* route_name(AllreduceRoute route) {
     case AllreduceRoute::kSharedMemory: return "shm";
     case AllreduceRoute::kSingleCopy: return "cma";
     case AllreduceRoute::kAdasum: return "adasum";
+    case AllreduceRoute::kHierarchical: return "hierarchical";
   }
   return "?";
 }
@@ -25,9 +26,11 @@ AllreduceRoute on_one_host(const RuntimeOptions& o, int64_t bytes) {
 
 }  // namespace
 
-AllreduceRoute choose_allreduce_route(const RuntimeOptions& o, int64_t bytes, int world_size, bool shared_memory) {
+AllreduceRoute choose_allreduce_route(const RuntimeOptions& o, int64_t bytes, int world_size, bool shared_memory,
+                                      bool hierarchical) {
   if (world_size <= 1) return AllreduceRoute::kAlone;
   if (bytes <= 0) return AllreduceRoute::kTransport;
+  if (hierarchical) return AllreduceRoute::kHierarchical;
   switch (o.allreduce_algorithm) {
     case AllreduceAlgorithm::kRing: return AllreduceRoute::kRing;
     case AllreduceAlgorithm::kMpi: return AllreduceRoute::kTransport;
@@ -41,8 +44,8 @@ AllreduceRoute choose_allreduce_route(const RuntimeOptions& o, int64_t bytes, in
 }
 
 AllreduceRoute choose_allreduce_route(const RuntimeOptions& o, ReduceOp op, int64_t bytes, int world_size,
-                                      bool shared_memory) {
-  if (op != ReduceOp::kAdasum) return choose_allreduce_route(o, bytes, world_size, shared_memory);
+                                      bool shared_memory, bool hierarchical) {
+  if (op != ReduceOp::kAdasum) return choose_allreduce_route(o, bytes, world_size, shared_memory, hierarchical);
   return world_size <= 1 ? AllreduceRoute::kAlone : AllreduceRoute::kAdasum;
 }
 

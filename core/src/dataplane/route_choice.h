@@ -18,6 +18,7 @@ enum class AllreduceRoute {
   kSharedMemory,  ///< shared memory on one host: staged (zero-copy from the arenas)
   kSingleCopy,    ///< shared memory on one host, ordinary memory read across processes (zero-copy from the arenas)
   kAdasum,        ///< op Adasum: its own tree over the peer links, whatever the size or the host
+  kHierarchical,  ///< across hosts: inside each host, then across them on a shard, then inside again
 };
 
 /// Whether the route runs through shared memory (staged, zero-copy or single copy).
@@ -25,16 +26,19 @@ inline bool on_shared_memory(AllreduceRoute route) {
   return route == AllreduceRoute::kSharedMemory || route == AllreduceRoute::kSingleCopy;
 }
 
-/// Name for the timeline and logs: "alone", "mpi", "ring", "shm", "cma", "adasum".
+/// Name for the timeline and logs: "alone", "mpi", "ring", "shm", "cma", "adasum", "hierarchical".
 const char* route_name(AllreduceRoute route);
 
 /// Where an allreduce of `bytes` on `world_size` ranks goes; `shared_memory`
-/// says whether every rank can reach the others' memory.
+/// says whether every rank can reach the others' memory; `hierarchical`
+/// whether CHORUS_HIERARCHICAL_ALLREDUCE is on and the hosts allow it
+/// (HostGrid::usable(), the same on every rank): then it carries every
+/// allreduce with data.
 AllreduceRoute choose_allreduce_route(const RuntimeOptions& options, int64_t bytes, int world_size,
-                                      bool shared_memory);
+                                      bool shared_memory, bool hierarchical = false);
 /// The same for an allreduce with `op`: Adasum is not elementwise, so no
 /// route but its own (or kAlone on one rank) can carry it.
 AllreduceRoute choose_allreduce_route(const RuntimeOptions& options, ReduceOp op, int64_t bytes, int world_size,
-                                      bool shared_memory);
+                                      bool shared_memory, bool hierarchical = false);
 
 }  // namespace chorus::detail

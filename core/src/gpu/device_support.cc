@@ -24,6 +24,7 @@ DeviceSupport build_device_support() {
     if (!available.is_ok()) return available;
     gpu::NcclOperationsSettings settings;
     settings.op_timeout_seconds = context.options.gpu_op_timeout_seconds;
+    settings.hierarchical_allreduce = context.options.hierarchical_allreduce;
     settings.ready_event = [](const TensorEntry& entry) { return entry.ready ? entry.ready->native() : nullptr; };
     settings.output_ready_event = [](const TensorEntry& entry) {
       return entry.output_ready ? entry.output_ready->native() : nullptr;

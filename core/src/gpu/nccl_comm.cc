@@ -69,6 +69,34 @@ Status NcclComm::create(Communicator& control, int rank, int size, int device, c
   return Status::ok();
 }
 
+Status NcclComm::split(NcclComm& parent, int color, int key, const std::string& name, double timeout_seconds,
+                       std::unique_ptr<NcclComm>* out) {
+  std::unique_ptr<NcclComm> comm(new NcclComm());
+  comm->name_ = name;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // as create(): waited for under a deadline
+  config.commName = comm->name_.c_str();
+  const std::string call = "ncclCommSplit(" + parent.name() + " -> " + name + ")";
+  const ncclResult_t r = ncclCommSplit(parent.get(), color, key, &comm->comm_, &config);
+  Status s = r == ncclInProgress || r == ncclSuccess ? Status::ok() : nccl_status(r, call, parent.get());
+  if (s.is_ok() && r == ncclInProgress) {
+    s = wait_in_progress([&] { return nccl_comm_state(parent.get(), parent.name()); },
+                         OpDeadline::after(init_seconds(timeout_seconds)), call);
+    if (s.is_ok() && comm->comm_ != nullptr)
+      s = wait_in_progress([&] { return nccl_comm_state(comm->comm_, name); },
+                           OpDeadline::after(init_seconds(timeout_seconds)), call);
+  }
+  if (s.is_ok() && comm->comm_ == nullptr) s = Status::internal(call + " made no communicator for this rank");
+  if (s.is_ok()) s = nccl_status(ncclCommCount(comm->comm_, &comm->size_), "ncclCommCount(" + name + ")");
+  if (s.is_ok()) s = nccl_status(ncclCommUserRank(comm->comm_, &comm->rank_), "ncclCommUserRank(" + name + ")");
+  if (!s.is_ok()) {
+    comm->abort();
+    return s;
+  }
+  *out = std::move(comm);
+  return Status::ok();
+}
+
 NcclComm::~NcclComm() { abort(); }
 
 Status NcclComm::async_error() const {

@@ -29,6 +29,11 @@ class NcclComm {
   /// aborted. `name` goes into NCCL's logs and into messages.
   static Status create(Communicator& control, int rank, int size, int device, const std::string& name,
                        double timeout_seconds, std::unique_ptr<NcclComm>* out);
+  /// Collective over every rank of `parent`, in the same order on each:
+  /// ncclCommSplit into the ranks that pass the same `color`, numbered by
+  /// `key`; non-blocking, waited for as create() waits.
+  static Status split(NcclComm& parent, int color, int key, const std::string& name, double timeout_seconds,
+                      std::unique_ptr<NcclComm>* out);
   /// Aborts if neither finalize_and_destroy() nor abort() ran.
   ~NcclComm();
   NcclComm(const NcclComm&) = delete;

@@ -8,7 +8,8 @@
 #include "gpu/device_stream.h"
 #include "gpu/gpu_devices.h"
 #include "gpu/gpu_errors.h"
-#include "gpu/nccl_comm.h"
+#include "gpu/launch_waits.h"
+#include "gpu/set_communicators.h"
 #include "gpu/nccl_launcher.h"
 #include "gpu/nccl_plan.h"
 #include "gpu/nccl_symbols.h"
@@ -84,10 +85,10 @@ class NcclDeviceOperations final : public DeviceOperations {
     if (!clean) {
       poller_->fail_all(Status::aborted("GPU data plane of " + topology_.scope.describe() +
                                         ": shut down before the device finished: " + poller_->describe_pending()));
-      if (comm_) comm_->abort();
+      if (comms_) comms_->abort();
     }
     poller_.reset();  // waits for the draining work (the Abort ended it)
-    if (comm_ && clean) comm_->finalize_and_destroy(10.0);  // like the drain wait; Abort after it
+    if (comms_ && clean) comms_->finalize_and_destroy(10.0);  // like the drain wait; Abort after it
   }
 
   void execute(const Response& response, std::vector<TensorEntry> entries) override;
@@ -103,7 +104,7 @@ class NcclDeviceOperations final : public DeviceOperations {
   void abort(const Status& why) override {
     set_fault(why);
     if (poller_) poller_->fail_all(why);  // after this nothing polls the communicator
-    if (comm_) comm_->abort();            // ends its kernels, so the events complete
+    if (comms_) comms_->abort();          // ends their kernels, so the events complete
     if (poller_) wait_until_done([this] { return poller_->draining() == 0; }, kDrainWait);
   }
 
@@ -111,8 +112,6 @@ class NcclDeviceOperations final : public DeviceOperations {
   Status prepare(const std::vector<TensorEntry>& entries, GpuDevice** gpu);
   void allocate_outputs(const NcclPlan& plan, std::vector<TensorEntry>& entries, Launch& launch);
   Status allocate_scratch(Launch& launch, cudaStream_t stream);
-  Status wait_ready(const std::vector<TensorEntry>& entries, cudaStream_t stream);
-  Status wait_allocated(const Launch& launch, cudaStream_t stream);
   Status launch_device_work(const NcclPlan& plan, GpuDevice& gpu, const std::vector<TensorEntry>& entries,
                             Launch& launch, const std::string& what, DeviceEvent* done, bool* queued);
   void launch_failed(std::vector<TensorEntry> entries, DeviceEvent done, bool queued, const Status& why);
@@ -127,7 +126,7 @@ class NcclDeviceOperations final : public DeviceOperations {
   const NcclOperationsSettings settings_;
   std::shared_ptr<GpuDevices> devices_;
   const Topology topology_;
-  std::unique_ptr<NcclComm> comm_;
+  std::unique_ptr<SetCommunicators> comms_;
   int device_ = -1;
   mutable std::mutex mu_;
   Status fault_;
@@ -138,11 +137,18 @@ class NcclDeviceOperations final : public DeviceOperations {
 // collective, and a rank that skipped it would leave the others waiting.
 Status NcclDeviceOperations::prepare(const std::vector<TensorEntry>& entries, GpuDevice** gpu) {
   const int device = entries.front().input->device();
-  if (!comm_) {
-    Status s = NcclComm::create(backend_.collectives(), topology_.rank, topology_.size, device,
-                                "chorus." + std::to_string(topology_.scope.id), settings_.op_timeout_seconds, &comm_);
-    if (!s.is_ok()) return Status(s.code(), "creating the NCCL communicator of " + topology_.scope.describe() + ": " + s.message());
+  if (!comms_) {
+    const SetCommunicators::Spec spec{&backend_, device, "chorus." + std::to_string(topology_.scope.id),
+                                      settings_.op_timeout_seconds, settings_.hierarchical_allreduce};
+    std::string warning;
+    Status s = SetCommunicators::create(spec, &comms_, &warning);
+    if (!s.is_ok()) return Status(s.code(), "creating the NCCL communicators of " + topology_.scope.describe() + ": " + s.message());
     device_ = device;
+    if (!warning.empty()) {
+      Logger log;
+      log.set_rank(topology_.rank);
+      CHORUS_LOG(log, kWarning) << warning;
+    }
   }
   for (const auto& e : entries) {
     const int in = e.input->device(), out = e.output ? e.output->device() : device_;
@@ -207,58 +213,6 @@ Status NcclDeviceOperations::allocate_scratch(Launch& launch, cudaStream_t strea
   return Status::ok();
 }
 
-// The launch stream waits on the device for each input's producer: never a
-// host-side synchronize (Horovod's PR 363 bug was not waiting at all).
-// Tensors enqueued together share one ready point (RuntimeImpl::ready_mark)
-// and sit side by side in the response: an event is waited for once per run.
-Status NcclDeviceOperations::wait_ready(const std::vector<TensorEntry>& entries, cudaStream_t stream) {
-  bool legacy = false;
-  void* last = nullptr;
-  auto wait_once = [&](void* event, const TensorEntry& e, const char* which) {
-    if (event == last) return Status::ok();
-    last = event;
-    const cudaError_t r = cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(event), 0);
-    return r == cudaSuccess ? Status::ok()
-                            : cuda_status(r, std::string("cudaStreamWaitEvent(ready point of ") + which + "'" + e.name() + "')");
-  };
-  for (const auto& e : entries) {
-    void* event = settings_.ready_event ? settings_.ready_event(e) : nullptr;
-    if (event == nullptr) {
-      legacy = true;
-      continue;
-    }
-    Status s = wait_once(event, e, "");
-    if (!s.is_ok()) return s;
-    void* output_event = settings_.output_ready_event ? settings_.output_ready_event(e) : nullptr;
-    if (output_event == nullptr) continue;
-    s = wait_once(output_event, e, "the output of ");
-    if (!s.is_ok()) return s;
-  }
-  if (!legacy) return Status::ok();
-  DeviceEvent mark;
-  Status s = DeviceEvent::create(device_, &mark);
-  if (s.is_ok()) s = mark.record(cudaStreamLegacy);
-  if (s.is_ok()) s = mark.make_wait(stream);
-  return s;  // destroying a waited-on event is fine: the wait keeps its point
-}
-
-// The launch stream waits for the current end of each allocated output's
-// stream (as the staged path does), so no collective writes a block whose
-// previous user's kernels are still queued.
-Status NcclDeviceOperations::wait_allocated(const Launch& launch, cudaStream_t stream) {
-  cudaStream_t last = stream;  // outputs of one response mostly share a stream: one wait for a run
-  for (cudaStream_t other : launch.allocated_streams) {
-    if (other == last) continue;
-    last = other;
-    DeviceEvent freed;
-    Status s = DeviceEvent::create(device_, &freed);
-    if (s.is_ok()) s = freed.record(other);
-    if (s.is_ok()) s = freed.make_wait(stream);
-    if (!s.is_ok()) return Status(s.code(), "waiting for an allocated output's stream: " + s.message());
-  }
-  return Status::ok();
-}
-
 // Queues the plan; `*done` marks the end of everything queued, recorded
 // even when a step failed (then `*queued` says the stream may hold work on
 // the tensors, and the caller keeps them until that event).
@@ -268,15 +222,15 @@ Status NcclDeviceOperations::launch_device_work(const NcclPlan& plan, GpuDevice&
   std::lock_guard<std::mutex> lock(gpu.launch_mu);  // one launch point per device, for every set
   const cudaStream_t stream = gpu.stream.get();
   Status s = cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
-  if (s.is_ok()) s = wait_ready(entries, stream);
-  if (s.is_ok()) s = wait_allocated(launch, stream);
+  if (s.is_ok()) s = wait_ready_points(entries, settings_, device_, stream);
+  if (s.is_ok()) s = wait_for_streams(launch.allocated_streams, device_, stream);
   if (!s.is_ok()) return s;  // only waits are queued: nothing uses the tensors yet
   *queued = true;
   s = allocate_scratch(launch, stream);
   if (s.is_ok()) s = gpu.ensure_fusion(plan.fusion_bytes);
   launch.buffers.fusion = gpu.fusion;
   if (s.is_ok())
-    s = launch_plan(plan, launch.buffers, comm_->get(), stream, OpDeadline::after(settings_.op_timeout_seconds), what);
+    s = launch_plan(plan, launch.buffers, comms_->plan_comms(), stream, OpDeadline::after(settings_.op_timeout_seconds), what);
   for (void* p : launch.scratch) cudaFreeAsync(p, stream);  // in stream order: after the collective
   Status recorded = DeviceEvent::create(device_, done);
   if (recorded.is_ok()) recorded = done->record(stream);
@@ -314,7 +268,7 @@ void NcclDeviceOperations::launch_failed(std::vector<TensorEntry> entries, Devic
 }
 
 // Refusals that depend only on the (agreed) response come before prepare():
-// it creates the communicator, a collective every rank must reach together.
+// it creates the communicators, a collective every rank must reach together.
 void NcclDeviceOperations::execute(const Response& response, std::vector<TensorEntry> entries) {
   if (entries.empty()) return;
   if (response.type == ResponseType::kError) return fail_entries(entries, Status::invalid_argument(response.error_message));
@@ -341,6 +295,11 @@ void NcclDeviceOperations::execute(const Response& response, std::vector<TensorE
     set_fault(Status(s.code(), what + ": " + s.message()));
     return fail_entries(entries, fault());
   }
+  // The communicators (made by prepare()) say whether allreduces go hierarchical.
+  if (response.type == ResponseType::kAllreduce && comms_->hierarchy() != nullptr) {
+    plan = plan_nccl(response, requests, topology_.rank, topology_.size, comms_->hierarchy());
+    if (!plan.is_ok()) return launch_failed(std::move(entries), DeviceEvent(), false, plan.status());
+  }
   Launch launch;
   DeviceEvent done;
   bool queued = false;
@@ -359,7 +318,7 @@ void NcclDeviceOperations::submit(const Response& response, std::vector<TensorEn
   PendingBatch batch;
   batch.what = "GPU " + std::string(collective_name(entries.front().request.type));
   batch.done = std::make_unique<EventSignal>(std::move(done), device_);
-  batch.errors = comm_->error_source();
+  batch.errors = comms_->error_source();
   if (settings_.op_timeout_seconds > 0) {
     batch.timeout_seconds = settings_.op_timeout_seconds;
     batch.deadline = OpDeadline::after(settings_.op_timeout_seconds).at;

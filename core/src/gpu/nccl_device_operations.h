@@ -38,6 +38,10 @@ struct NcclOperationsSettings {
   /// RuntimeOptions::gpu_op_timeout_seconds (CHORUS_GPU_OP_TIMEOUT_SECONDS):
   /// a batch not finished after this long faults the runtime; 0: no limit.
   double op_timeout_seconds = 600.0;
+  /// RuntimeOptions::hierarchical_allreduce: allreduces run on the host's
+  /// and the across-hosts communicators (gpu/set_communicators.h) where the
+  /// hosts hold equal numbers of the set's ranks.
+  bool hierarchical_allreduce = false;
   /// The entry's ready point on its producer's stream, as a cudaEvent_t
   /// (recorded at enqueue; the runtime's TensorEntry::ready->native()), or
   /// nullptr. Without one, the launch stream waits for everything queued so

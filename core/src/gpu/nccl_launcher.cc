@@ -36,7 +36,7 @@ namespace {
 struct Walker {
   const NcclPlan& plan;
   const PlanBuffers& b;
-  ncclComm_t comm;
+  const PlanComms& comms;
   cudaStream_t stream;
   const OpDeadline& deadline;
   const std::string& what;
@@ -71,6 +71,8 @@ struct Walker {
   ncclResult_t nccl(const PlanStep& s) const {
     const ncclDataType_t t = nccl_dtype(plan.dtype);
     const size_t n = static_cast<size_t>(s.count);
+    const ncclComm_t comm = comms.of(s.comm);
+    if (comm == nullptr && s.kind != StepKind::kGroupStart && s.kind != StepKind::kGroupEnd) return ncclInvalidUsage;
     switch (s.kind) {
       case StepKind::kGroupStart: return ncclGroupStart();
       case StepKind::kGroupEnd: return ncclGroupEnd();
@@ -94,26 +96,26 @@ struct Walker {
       case StepKind::kScale: return copies(s);
       default: {
         const ncclResult_t r = nccl(s);
-        return r == ncclSuccess ? Status::ok() : nccl_call(r, describe_step(s, plan.dtype));
+        return r == ncclSuccess ? Status::ok() : nccl_call(r, describe_step(s, plan.dtype), comms.of(s.comm));
       }
     }
   }
 
   /// An NCCL call's result; ncclInProgress is waited for under the deadline.
   /// (Strings are built only off the fast path: most calls return ncclSuccess.)
-  Status nccl_call(ncclResult_t r, const std::string& call) const {
+  Status nccl_call(ncclResult_t r, const std::string& call, ncclComm_t comm) const {
     if (r == ncclSuccess) return Status::ok();
     if (r != ncclInProgress) return nccl_status(r, call, comm);  // the caller prefixes the tensors
     const std::string state = "of " + what;
-    return wait_in_progress([this, &state] { return nccl_comm_state(comm, state); }, deadline, call);
+    return wait_in_progress([comm, &state] { return nccl_comm_state(comm, state); }, deadline, call);
   }
 };
 
 }  // namespace
 
-Status launch_plan(const NcclPlan& plan, const PlanBuffers& buffers, ncclComm_t comm, cudaStream_t stream,
+Status launch_plan(const NcclPlan& plan, const PlanBuffers& buffers, const PlanComms& comms, cudaStream_t stream,
                    const OpDeadline& deadline, const std::string& what) {
-  Walker w{plan, buffers, comm, stream, deadline, what};
+  Walker w{plan, buffers, comms, stream, deadline, what};
   int open_groups = 0;
   for (const PlanStep& s : plan.steps) {
     Status st = w.step(s);
@@ -125,7 +127,7 @@ Status launch_plan(const NcclPlan& plan, const PlanBuffers& buffers, ncclComm_t 
       // communicator, which ends it, so that close is not waited for.
       for (; open_groups > 0; --open_groups) {
         const ncclResult_t r = ncclGroupEnd();
-        if (st.code() != StatusCode::kTimeout) w.nccl_call(r, "ncclGroupEnd (closing after a failure)");
+        if (st.code() != StatusCode::kTimeout) w.nccl_call(r, "ncclGroupEnd (closing after a failure)", comms.set);
       }
       return st;
     }

@@ -7,7 +7,7 @@
 namespace chorus::detail::gpu {
 
 bool PlanStep::operator==(const PlanStep& o) const {
-  return kind == o.kind && src == o.src && dst == o.dst && count == o.count && op == o.op && peer == o.peer &&
+  return kind == o.kind && comm == o.comm && src == o.src && dst == o.dst && count == o.count && op == o.op && peer == o.peer &&
          factor == o.factor && divisor == o.divisor && tensors == o.tensors;
 }
 
@@ -98,10 +98,39 @@ Status plan_allreduce_fused(NcclPlan& plan, const std::vector<Request>& requests
   return Status::ok();
 }
 
-Status plan_allreduce(NcclPlan& plan, const Response& response, const std::vector<Request>& requests, int size) {
+/// Hierarchical: every tensor packed (padded to a multiple of the ranks per
+/// host), reduced over the host onto this rank's shard, the shard over the
+/// hosts, gathered back over the host; the padding is reduced, never read.
+Status plan_allreduce_hierarchical(NcclPlan& plan, const std::vector<Request>& requests, int size,
+                                   const HostPlace& host) {
+  Status s = plan_allreduce_fused(plan, requests, size);
+  if (!s.is_ok()) return s;
+  const int64_t esize = dtype_size(plan.dtype), per_host = host.ranks_per_host;
+  const int64_t packed = plan.copies.buffer_bytes / esize;
+  const int64_t shard = (packed + per_host - 1) / per_host;
+  plan.fusion_bytes = padded_bytes(shard * per_host * esize);
+  const PlanStep pack = plan.steps.front(), unpack = plan.steps.back();
+  plan.steps = {pack};
+  if (shard > 0) {
+    const BufferRef mine = fusion(host.place * shard * esize);
+    const ReduceOp op = on_the_wire(requests.front().op);
+    plan.steps.push_back(call(StepKind::kReduceScatter, fusion(), mine, shard, -1, op));
+    plan.steps.back().comm = CommScope::kHost;
+    plan.steps.push_back(call(StepKind::kAllReduce, mine, mine, shard, -1, op));
+    plan.steps.back().comm = CommScope::kAcrossHosts;
+    plan.steps.push_back(call(StepKind::kAllGather, mine, fusion(), shard));
+    plan.steps.back().comm = CommScope::kHost;
+  }
+  plan.steps.push_back(unpack);
+  return Status::ok();
+}
+
+Status plan_allreduce(NcclPlan& plan, const Response& response, const std::vector<Request>& requests, int size,
+                      const HostPlace* hierarchy) {
   if (!response.joined_specs.empty())
     return Status::invalid_argument("allreduce of device tensor '" + requests.front().name +
                                     "' while some ranks have joined: join() supports host tensors only");
+  if (hierarchy != nullptr) return plan_allreduce_hierarchical(plan, requests, size, *hierarchy);
   bool all_large = true;
   for (const auto& q : requests) all_large = all_large && q.num_elements() * dtype_size(q.dtype) >= kNoCopyMinBytes;
   if (requests.size() == 1 || all_large) {
@@ -212,7 +241,8 @@ Status plan_alltoall(NcclPlan& plan, const Response& response, const Request& r,
 
 }  // namespace
 
-StatusOr<NcclPlan> plan_nccl(const Response& response, const std::vector<Request>& requests, int rank, int size) {
+StatusOr<NcclPlan> plan_nccl(const Response& response, const std::vector<Request>& requests, int rank, int size,
+                             const HostPlace* hierarchy) {
   if (requests.empty()) return Status::internal("a device response without tensors");
   if (size < 1 || rank < 0 || rank >= size)
     return Status::internal("plan_nccl: rank " + std::to_string(rank) + " of " + std::to_string(size));
@@ -221,7 +251,7 @@ StatusOr<NcclPlan> plan_nccl(const Response& response, const std::vector<Request
   const bool single = requests.size() == 1;
   Status s;
   switch (response.type) {
-    case ResponseType::kAllreduce: s = plan_allreduce(plan, response, requests, size); break;
+    case ResponseType::kAllreduce: s = plan_allreduce(plan, response, requests, size, hierarchy); break;
     case ResponseType::kAllgather: s = plan_allgather(plan, response, requests, rank, size); break;
     case ResponseType::kBroadcast:  // NCCL broadcasts out of place: no copy on the root
       if (!single) return Status::internal("a device broadcast response carries several tensors");
@@ -270,6 +300,8 @@ std::string describe_step(const PlanStep& step, DataType dtype) {
         o << ", " << reduce_op_name(step.op);
       if (step.peer >= 0) o << ", root " << step.peer;
       o << ")";
+      if (step.comm == CommScope::kHost) o << " on the host";
+      if (step.comm == CommScope::kAcrossHosts) o << " across hosts";
   }
   return o.str();
 }

@@ -44,9 +44,15 @@ enum class StepKind : uint8_t {
   kScale,   // count elements src -> dst (possibly in place), times factor / divisor
 };
 
-/// One step. NCCL calls use src/dst/count/op/peer; copies use factor/divisor.
+/// The communicator an NCCL call runs on: the set's own, or (hierarchical
+/// allreduce) the ranks of this host, or the ranks at this rank's place on
+/// every host.
+enum class CommScope : uint8_t { kSet, kHost, kAcrossHosts };
+
+/// One step. NCCL calls use src/dst/count/op/peer/comm; copies use factor/divisor.
 struct PlanStep {
   StepKind kind = StepKind::kGroupStart;
+  CommScope comm = CommScope::kSet;
   BufferRef src, dst;
   int64_t count = 0;           ///< elements
   ReduceOp op = ReduceOp::kSum;  ///< never Average: that is Sum, then a divisor
@@ -73,11 +79,24 @@ struct NcclPlan {
   std::vector<int64_t> received_splits;
 };
 
+/// Where this rank sits for the hierarchical allreduce (every host holds
+/// `ranks_per_host` ranks; this one is at `place` on its host).
+struct HostPlace {
+  int place = 0;
+  int ranks_per_host = 1;
+};
+
 /// The plan of `response` run on tensors whose agreed requests are
 /// `requests` (in the response's order), on rank `rank` of `size`.
+/// With `hierarchy` (CHORUS_HIERARCHICAL_ALLREDUCE on hosts of equal rank
+/// counts, the same on every rank), an allreduce packs into the fusion
+/// buffer, padded to a multiple of the ranks per host, and runs
+/// ReduceScatter on the host's communicator, AllReduce of this rank's
+/// shard across the hosts, AllGather on the host's communicator.
 /// An invalid argument (naming the tensor) for what NCCL cannot do here;
 /// the same answer on every rank, since it depends only on agreed input.
-StatusOr<NcclPlan> plan_nccl(const Response& response, const std::vector<Request>& requests, int rank, int size);
+StatusOr<NcclPlan> plan_nccl(const Response& response, const std::vector<Request>& requests, int rank, int size,
+                             const HostPlace* hierarchy = nullptr);
 
 /// "AllReduce(in0 -> out0, 12 x float32, sum)": one line per step, for
 /// logs and for tests to read.

@@ -147,6 +147,7 @@ Status OperationExecutor::allreduce(std::vector<TensorEntry>& entries) {
     st.bytes_allreduced += bytes;
     st.ring_allreduce_ops += outcome.route == AllreduceRoute::kRing;
     st.adasum_allreduce_ops += outcome.route == AllreduceRoute::kAdasum;
+    st.hierarchical_allreduce_ops += outcome.route == AllreduceRoute::kHierarchical;
     st.shm_allreduce_ops += on_shared_memory(outcome.route);
     st.shm_zero_copy_ops += outcome.zero_copy;
     st.shm_single_copy_ops += outcome.route == AllreduceRoute::kSingleCopy;

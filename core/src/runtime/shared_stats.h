@@ -26,6 +26,7 @@ struct TuningApplied {
 struct InternalStats : RuntimeStats {
   int64_t ring_allreduce_ops = 0;  ///< allreduce calls the pipelined ring ran
   int64_t adasum_allreduce_ops = 0;  ///< allreduce calls the Adasum tree ran
+  int64_t hierarchical_allreduce_ops = 0;  ///< allreduce calls the hierarchical allreduce ran
   int64_t shm_allreduce_ops = 0;   ///< allreduce calls run through shared memory
   int64_t shm_single_copy_ops = 0; ///< of those, read and written across processes
   int64_t staged_device_ops = 0;   ///< CUDA responses run through pinned host memory (staged path)

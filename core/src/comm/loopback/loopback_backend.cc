@@ -48,6 +48,7 @@ class LoopbackWorld {
     t.local_rank = rank % per_host_;
     t.local_size = std::min(per_host_, size_ - (rank / per_host_) * per_host_);
     t.cross_rank = rank / per_host_;
+    t.first_rank_on_host = (rank / per_host_) * per_host_;
     t.cross_size = (size_ - t.local_rank + per_host_ - 1) / per_host_;
     return t;
   }

@@ -65,6 +65,7 @@ class MpiBackend final : public Backend {
     MPI_Comm_split_type(parent_, MPI_COMM_TYPE_SHARED, topo_.rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &topo_.local_rank);
     MPI_Comm_size(local, &topo_.local_size);
+    MPI_Allreduce(&topo_.rank, &topo_.first_rank_on_host, 1, MPI_INT, MPI_MIN, local);
     MPI_Comm_split(parent_, topo_.local_rank, topo_.rank, &cross);
     MPI_Comm_rank(cross, &topo_.cross_rank);
     MPI_Comm_size(cross, &topo_.cross_size);

@@ -37,6 +37,10 @@ Topology topology_of(int rank, const std::vector<TcpPeerInfo>& peers) {
   t.local_size = static_cast<int>(std::count_if(peers.begin(), peers.end(), [&](const TcpPeerInfo& p) {
     return p.host_id == peers[static_cast<size_t>(rank)].host_id;
   }));
+  t.first_rank_on_host = static_cast<int>(
+      std::find_if(peers.begin(), peers.end(),
+                   [&](const TcpPeerInfo& p) { return p.host_id == peers[static_cast<size_t>(rank)].host_id; }) -
+      peers.begin());
   t.cross_rank = 0;
   t.cross_size = 0;
   for (size_t r = 0; r < peers.size(); ++r) {

@@ -38,14 +38,17 @@ class Ring {
         scratch_half_(ring_chunk(count, n_, 0).length * esize_),
         segment_elems_(std::max<int64_t>(1, options.segment_bytes / esize_)), tag_base_(options.tag_base),
         scale_factor_(options.scale_factor), scale_divisor_(options.scale_divisor),
-        sends_(static_cast<size_t>(steps())), recvs_(static_cast<size_t>(steps())),
+        first_(options.halves == RingHalves::kAllgather ? n_ - 1 : 0),
+        end_(options.halves == RingHalves::kReduceScatter ? n_ - 1 : steps()), sends_(static_cast<size_t>(steps())), recvs_(static_cast<size_t>(steps())),
         sends_waited_(static_cast<size_t>(steps()), 0) {}
 
   Status run() {
-    Status s = post_recvs(0);  // step 0 reduces (n >= 2)
-    if (s.is_ok()) s = post_sends_of_chunk(0, chunk_sent(0));
-    for (int g = 0; s.is_ok() && g < steps(); ++g) s = step(g);
-    for (int g = 0; s.is_ok() && g < steps(); ++g) s = wait_sends(g);
+    // The first step's receives before its sends (n >= 2): step 0 reduces
+    // into scratch; an allgather alone starts with receives into the output.
+    Status s = reducing(first_) ? post_recvs(first_) : post_allgather_recvs(first_, segments(chunk_received(first_)));
+    if (s.is_ok()) s = post_sends_of_chunk(first_, chunk_sent(first_));
+    for (int g = first_; s.is_ok() && g < end_; ++g) s = step(g);
+    for (int g = first_; s.is_ok() && g < end_; ++g) s = wait_sends(g);
     return s;
   }
 
@@ -151,9 +154,9 @@ class Ring {
     // early (double-buffered) and the left neighbour never waits for us.
     // Allgather receives land in the buffer: posted segment by segment
     // during the step before (post_allgather_recvs), the rest now.
-    const bool next_gathers = g + 1 < steps() && !reducing(g + 1);
+    const bool next_gathers = g + 1 < end_ && !reducing(g + 1);
     Status s = reducing(g) ? Status::ok() : post_allgather_recvs(g, segments(chunk_received(g)));
-    if (s.is_ok() && g + 1 < steps() && reducing(g + 1)) s = post_recvs(g + 1);
+    if (s.is_ok() && g + 1 < end_ && reducing(g + 1)) s = post_recvs(g + 1);
     if (!s.is_ok()) return s;
     const int chunk = chunk_received(g);
     const auto& recvs = recvs_[static_cast<size_t>(g)];
@@ -170,7 +173,7 @@ class Ring {
           scale_copy(out, out, len, dtype_, scale_factor_, scale_divisor_);
         }
       }
-      if (g + 1 < steps()) s = post_send(g + 1, chunk, j);  // forward what is final for this step
+      if (g + 1 < end_) s = post_send(g + 1, chunk, j);  // forward what is final for this step
       if (s.is_ok() && next_gathers) s = post_allgather_recvs(g + 1, j + 1);
       if (!s.is_ok()) return s;
     }
@@ -192,6 +195,7 @@ class Ring {
   const int tag_base_;
   const double scale_factor_;
   const int64_t scale_divisor_;
+  const int first_, end_;  // the steps that run: [first_, end_)
   std::vector<std::vector<PeerLink::Request>> sends_, recvs_;
   std::vector<int64_t> sends_waited_;  // per step: how many of its sends were waited for, in order
 };

@@ -21,6 +21,14 @@
 
 namespace chorus::detail {
 
+/// Which steps of the ring run. An allreduce is both halves; the halves
+/// alone let a caller put something between them (dataplane/algorithms/
+/// hierarchical_allreduce.h): after kReduceScatter rank r holds chunk
+/// ring_owned_chunk(r, n), reduced over every rank, in `output` (the other
+/// chunks hold partial results); kAllgather starts from there (input must
+/// be output) and hands every rank every owned chunk.
+enum class RingHalves { kBoth, kReduceScatter, kAllgather };
+
 struct RingOptions {
   /// Bytes per pipelined segment.
   int64_t segment_bytes = 1 << 20;
@@ -30,6 +38,7 @@ struct RingOptions {
   /// each segment right after its last reduction, while it is in cache.
   double scale_factor = 1.0;
   int64_t scale_divisor = 1;
+  RingHalves halves = RingHalves::kBoth;
 };
 
 /// Element range of chunk `chunk` of `count` elements cut into `parts`:
@@ -39,6 +48,9 @@ struct ChunkRange {
   int64_t length = 0;
 };
 ChunkRange ring_chunk(int64_t count, int parts, int chunk);
+
+/// The chunk rank `rank` of `ranks` holds reduced after the reduce-scatter.
+inline int ring_owned_chunk(int rank, int ranks) { return (rank + 1) % ranks; }
 
 /// Scratch bytes ring_allreduce needs for `count` elements of `dtype` on `ranks` ranks.
 int64_t ring_scratch_bytes(int64_t count, DataType dtype, int ranks);
