@@ -143,6 +143,20 @@ for ops in nccl staged; do
   echo "collective_benchmark ($ops) exit code: ${bench_status[-1]} (77: no GPU found, 1: a wrong result)"
 done
 
+# Where the fixed cost of one call goes: the 1 MiB sweep through NCCL with a
+# timeline (scripts/timeline_phases.py: median spans and gaps per call), and
+# the 1-16 MiB sweep with the background thread spinning 1 ms when idle
+# (CHORUS_SPIN_TIME_US) beside the default, for comparison.
+echo "== timeline of the 1 MiB sweep through NCCL"
+CHORUS_GPU_OPERATIONS=nccl CHORUS_TIMELINE="$build/timeline_1mib.json" step 60 "$bench" --device cuda --sections sweep \
+  --min-bytes 1048576 --max-bytes 1048576 --iters 200 | grep -E "^ +1048576"
+python3 "$root/scripts/timeline_phases.py" "$build/timeline_1mib.json" sweep
+for spin in 50 1000; do
+  echo "-- sweep 1-16 MiB, CHORUS_SPIN_TIME_US=$spin"
+  CHORUS_GPU_OPERATIONS=nccl CHORUS_SPIN_TIME_US=$spin step 60 "$bench" --device cuda --sections sweep \
+    --min-bytes 1048576 --max-bytes 16777216 | grep -E "^ +[0-9]+ "
+done
+
 # Several processes on GPU 0 through the staged path (NCCL refuses two ranks
 # of one communicator on one GPU), started by hand as torchrun would; the
 # benchmark's #wrong columns are the check (exit 1 on any wrong element).

@@ -134,19 +134,15 @@ Status DataPlane::reduce_contiguous(const FusedAllreduce& op, int64_t total, Red
 
 Status DataPlane::reduce_buffer(AllreduceRoute route, const void* in, void* out, int64_t count, DataType dtype,
                                 ReduceOp op, PostScale scale) {
+  RingOptions ring;
+  ring.segment_bytes = options_.ring_segment_bytes;
+  ring.scale_factor = scale.factor;
+  ring.scale_divisor = scale.divisor;
   if (route == AllreduceRoute::kRing) {
-    RingOptions ring;
-    ring.segment_bytes = options_.ring_segment_bytes;
-    ring.scale_factor = scale.factor;
-    ring.scale_divisor = scale.divisor;
     void* scratch = ring_scratch_.reserve(ring_scratch_bytes(count, dtype, world_size_));
     return ring_allreduce(link_, in, out, count, dtype, op, scratch, ring);
   }
   if (route == AllreduceRoute::kHierarchical) {
-    RingOptions ring;
-    ring.segment_bytes = options_.ring_segment_bytes;
-    ring.scale_factor = scale.factor;
-    ring.scale_divisor = scale.divisor;
     void* scratch = ring_scratch_.reserve(hierarchical_scratch_bytes(*grid_, count, dtype));
     return hierarchical_allreduce(link_, *grid_, in, out, count, dtype, op, scratch, ring);
   }

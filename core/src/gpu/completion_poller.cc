@@ -74,6 +74,7 @@ void CompletionPoller::submit(PendingBatch batch) {
     return submit_failed(std::move(batch), why);
   }
   pending_.push_back(std::move(batch));
+  pending_count_.store(pending_.size(), std::memory_order_relaxed);
   ++submitted_;
   lock.unlock();
   cv_.notify_all();
@@ -125,6 +126,7 @@ void CompletionPoller::fail_all(const Status& why) {
 void CompletionPoller::fail_pending_locked(const Status& why, std::unique_lock<std::mutex>& lock) {
   std::deque<PendingBatch> failed;
   failed.swap(pending_);
+  pending_count_.store(0, std::memory_order_relaxed);
   std::vector<PendingBatch> keep;
   for (auto& b : failed) keep.push_back(draining_part(b));
   for (auto& k : keep) draining_.push_back(std::move(k));
@@ -189,6 +191,7 @@ bool CompletionPoller::poll_once(std::unique_lock<std::mutex>& lock) {
     }
     PendingBatch batch = std::move(pending_.front());
     pending_.pop_front();
+    pending_count_.store(pending_.size(), std::memory_order_relaxed);
     lock.unlock();
     finish_batch(batch, Status::ok());
     batch = PendingBatch();  // resources go now, outside the lock
@@ -213,7 +216,13 @@ bool CompletionPoller::finished_locked(Clock::time_point now) const {
 
 void CompletionPoller::wait_for_work(std::unique_lock<std::mutex>& lock, std::chrono::nanoseconds& sleep,
                                      Clock::time_point last_progress) {
-  if (pending_.empty() && draining_.empty()) {  // idle: sleep until a submit or the stop
+  if (pending_.empty() && draining_.empty()) {  // idle: spin a while, then sleep until a submit or the stop
+    if (!stop_ && backoff_.now() - last_progress < backoff_.spin) {
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+      return;
+    }
     cv_.wait(lock, [this] { return stop_ || !pending_.empty() || !draining_.empty(); });
     sleep = std::chrono::nanoseconds(0);
     return;

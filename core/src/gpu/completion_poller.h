@@ -12,6 +12,7 @@
 // interfaces, so the ordering, backoff and timeout logic are unit-tested
 // with fakes (test/gpu/test_completion_poller.cc).
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <condition_variable>
@@ -59,7 +60,11 @@ struct PendingBatch {
 
 /// How the thread waits while batches are pending: busy-polls (yielding)
 /// for `spin` after the last completion, then sleeps in doubling steps up
-/// to `max_sleep`. With nothing pending it sleeps on a condition variable.
+/// to `max_sleep`. With nothing pending it spins the same `spin` after the
+/// last completion (the next batch of a training step usually follows
+/// within microseconds, and a thread sleeping on the condition variable
+/// would see it only after a wake-up: measured ~5 us per call on an H200
+/// VM), then sleeps on a condition variable.
 /// Every submit restarts the spin phase, so a batch handed over after an
 /// idle spell is polled at once, not after a doubling sleep.
 /// The spin covers a collective of up to about a millisecond (256 MiB at
@@ -109,6 +114,9 @@ class CompletionPoller {
   void fail_all(const Status& why);
   /// Batches not yet completed or failed.
   size_t pending() const;
+  /// The same without the lock (may lag a completion by a poll), for a
+  /// caller that asks often: the background loop's idle wait.
+  size_t pending_relaxed() const { return pending_count_.load(std::memory_order_relaxed); }
   /// Failed batches whose device work has not ended yet.
   size_t draining() const;
   PollWaits waits() const;
@@ -134,6 +142,7 @@ class CompletionPoller {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<PendingBatch> pending_;
+  std::atomic<size_t> pending_count_{0};  ///< pending_.size(), kept after each change
   std::vector<PendingBatch> draining_;
   Status fault_;
   bool stop_ = false;

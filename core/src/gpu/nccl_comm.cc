@@ -77,16 +77,20 @@ Status NcclComm::split(NcclComm& parent, int color, int key, const std::string& 
   config.blocking = 0;  // as create(): waited for under a deadline
   config.commName = comm->name_.c_str();
   const std::string call = "ncclCommSplit(" + parent.name() + " -> " + name + ")";
+  const OpDeadline deadline = OpDeadline::after(init_seconds(timeout_seconds));
   const ncclResult_t r = ncclCommSplit(parent.get(), color, key, &comm->comm_, &config);
   Status s = r == ncclInProgress || r == ncclSuccess ? Status::ok() : nccl_status(r, call, parent.get());
-  if (s.is_ok() && r == ncclInProgress) {
-    s = wait_in_progress([&] { return nccl_comm_state(parent.get(), parent.name()); },
-                         OpDeadline::after(init_seconds(timeout_seconds)), call);
-    if (s.is_ok() && comm->comm_ != nullptr)
-      s = wait_in_progress([&] { return nccl_comm_state(comm->comm_, name); },
-                           OpDeadline::after(init_seconds(timeout_seconds)), call);
+  // Non-blocking, NCCL's own thread writes the new handle (null until then)
+  // when the split's job ends: only then is there a communicator to ask.
+  auto handle = [&comm] { return __atomic_load_n(&comm->comm_, __ATOMIC_ACQUIRE); };
+  if (s.is_ok() && r == ncclInProgress)
+    s = wait_in_progress([&] { return handle() != nullptr ? Status::ok() : Status::in_progress(); }, deadline, call);
+  if (s.code() == StatusCode::kTimeout) {
+    comm.release();  // NOLINT: deliberate leak: NCCL's job may still write the handle into it
+    return s;
   }
-  if (s.is_ok() && comm->comm_ == nullptr) s = Status::internal(call + " made no communicator for this rank");
+  if (s.is_ok() && handle() == nullptr) s = Status::internal(call + " made no communicator for this rank");
+  if (s.is_ok()) s = wait_in_progress([&] { return nccl_comm_state(comm->comm_, name); }, deadline, call);
   if (s.is_ok()) s = nccl_status(ncclCommCount(comm->comm_, &comm->size_), "ncclCommCount(" + name + ")");
   if (s.is_ok()) s = nccl_status(ncclCommUserRank(comm->comm_, &comm->rank_), "ncclCommUserRank(" + name + ")");
   if (!s.is_ok()) {

@@ -101,6 +101,8 @@ class NcclDeviceOperations final : public DeviceOperations {
     return poller_ ? poller_->fault() : Status::ok();
   }
 
+  size_t in_flight() const override { return poller_ ? poller_->pending_relaxed() : 0; }
+
   void abort(const Status& why) override {
     set_fault(why);
     if (poller_) poller_->fail_all(why);  // after this nothing polls the communicator

@@ -35,13 +35,21 @@ void BackgroundLoop::request_shutdown() {
 }
 
 void BackgroundLoop::run() {
+  bool device_was_busy = false;
   while (!finished_) {
     if (run_round()) {
       if (timeline_.marks_cycles()) timeline_.instant("cycles", "CYCLE", Timeline::Clock::now());
       waiter_.on_progress();
     } else if (!finished_) {
       timeline_.flush();  // idle: a good moment to write
-      waiter_.wait(queue_.in_flight() > 0 || side_->waiting());
+      // Device work finishes on the completion thread, not in a round here:
+      // while it runs an answer is due (its caller's next enqueue), and
+      // when it ends the short spin starts over, so that enqueue does not
+      // find this thread asleep.
+      const bool device_busy = executor_.device_in_flight() > 0;
+      if (device_was_busy && !device_busy) waiter_.on_progress();
+      device_was_busy = device_busy;
+      waiter_.wait(queue_.in_flight() > 0 || side_->waiting() || device_busy);
     }
   }
 }

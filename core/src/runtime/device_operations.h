@@ -6,6 +6,7 @@
 // and the CPU data plane (CHORUS_GPU_OPERATIONS=staged). Which one runs is a
 // job-wide agreed setting, so every rank issues the same device work.
 
+#include <cstddef>
 #include <vector>
 
 #include "chorus/status.h"
@@ -34,6 +35,13 @@ class DeviceOperations {
   /// Fails everything still pending with `why`, aborts the communicators,
   /// and returns once nothing of this rank's is left running on the device.
   virtual void abort(const Status& why) = 0;
+
+  /// Responses handed to the device and not yet completed or failed (may
+  /// lag a completion slightly). The background loop keeps its short spin
+  /// while there are any and starts it over when they end, since the
+  /// caller waiting for them usually enqueues again at once. 0 where the
+  /// implementation does not say.
+  virtual size_t in_flight() const { return 0; }
 };
 
 }  // namespace chorus::detail

@@ -48,6 +48,8 @@ class OperationExecutor {
 
   /// The device operations' first asynchronous fault, or OK.
   Status device_fault() const { return device_ops_ ? device_ops_->fault() : Status::ok(); }
+  /// Device responses launched and not yet finished (DeviceOperations::in_flight).
+  size_t device_in_flight() const { return device_ops_ ? device_ops_->in_flight() : 0; }
   /// At the end of the loop: after a device fault on this rank, fails what
   /// the device operations still hold with `why` (abort); otherwise lets
   /// them finish what every rank negotiated. Either way returns once nothing
