@@ -193,8 +193,9 @@ static void test_allgather_and_barrier(void) {
     free(g.memory);
     {
       int64_t bad[1] = {-1};
-      CHECK(chorus_alltoall_async("c.a2a.bad", a_in, a_shape, 1, CHORUS_INT64, bad, 1, allocate, &g, &h) ==
-            CHORUS_ERR_INVALID_ARGUMENT);
+      CHECK(chorus_alltoall_async("c.a2a.bad", a_in, a_shape, 1, CHORUS_INT64, bad, 1, allocate, &g, &h) == 0);
+      CHECK(chorus_wait(h) == CHORUS_ERR_INVALID_ARGUMENT); /* negotiated: every rank's handle fails */
+      CHECK(strstr(chorus_last_error(), "refused on rank") != NULL);
     }
   }
 }
@@ -222,14 +223,19 @@ static void test_errors(void) {
     CHECK(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, (chorus_reduce_op)6, 1, 1, refuse, NULL,
                                      &h) == CHORUS_ERR_INVALID_ARGUMENT);
     CHECK(strstr(chorus_last_error(), "unknown reduce op 6 in argument 'op'") != NULL);
-    CHECK(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, CHORUS_ADASUM, 1, 1, refuse, NULL, &h) ==
-          CHORUS_ERR_INVALID_ARGUMENT);
+    /* Refused by the core: negotiated (another rank may have passed a valid
+       op), so the handle fails, on every rank, naming this rank. */
+    CHECK(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, CHORUS_ADASUM, 1, 1, refuse, NULL, &h) == 0);
+    CHECK(chorus_wait(h) == CHORUS_ERR_INVALID_ARGUMENT);
     CHECK(strstr(chorus_last_error(), "adasum is defined for allreduce only") != NULL);
+    CHECK(strstr(chorus_last_error(), "refused on rank") != NULL); /* "rank 0" or "ranks 0, 1, ..." */
     CHECK(chorus_allgather_async("c.bad", a, shape, 1, (chorus_dtype)100, refuse, NULL, &h) ==
           CHORUS_ERR_INVALID_ARGUMENT);
     CHECK(strstr(chorus_last_error(), "unknown dtype 100 in argument 'dtype'") != NULL);
   }
-  CHECK(chorus_allreduce_async("c.bad", a, a, 4, CHORUS_BOOL, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_allreduce_async("c.bad", a, a, 4, CHORUS_BOOL, CHORUS_SUM, 1, 1, &h) == 0);
+  CHECK(chorus_wait(h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "sum is not defined for bool") != NULL);
   /* A root outside the job is negotiated (another rank might name a valid
      one): the handle fails, on every rank. */
   CHECK(chorus_broadcast_async("c.bad.root", a, 4, CHORUS_FLOAT32, size, &h) == 0);
@@ -388,9 +394,9 @@ static void test_device_buffers(void) {
   int64_t h = 0;
   int64_t shape[1] = {2};
   int rc = chorus_allreduce_async_on_device(0, "c.gpu", NULL, NULL, 0, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, 0, NULL, &h);
-  if (rc == CHORUS_OK) {
-    CHECK(chorus_wait(h) == 0);
-  } else {
+  CHECK(rc == CHORUS_OK); /* a device this rank cannot use is negotiated: the handle fails */
+  rc = chorus_wait(h);
+  if (rc != CHORUS_OK) {
     CHECK(rc == CHORUS_ERR_INVALID_ARGUMENT);
     CHECK(strstr(chorus_last_error(), "allreduce of tensor 'c.gpu'") != NULL);
     CHECK(strstr(chorus_last_error(), "CUDA device 0") != NULL);
