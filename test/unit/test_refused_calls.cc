@@ -133,3 +133,17 @@ TEST_CASE("A refusal inside a process set names the global rank", "[runtime][err
     RANK_CHECK(contains(m, "allgather of tensor 'in.set' in process set 1 (ranks 1, 2) refused on rank 2"));
   });
 }
+
+TEST_CASE("An adapter's refusal (refuse_async, refuse_group_async) fails every rank's call", "[runtime][errors][refused]") {
+  run_ranks(3, [](Runtime& rt, int rank) {
+    std::vector<float> v(2, 1.0f);
+    const Handle h = rank == 1 ? rt.refuse_async(Collective::kAllgather, "adapted", "the tensor is sparse")
+                               : rt.allgather_async("adapted", view(v));
+    RANK_CHECK(contains(refusal(h), "allgather of tensor 'adapted' refused on rank 1: the tensor is sparse"));
+    std::vector<Handle> group = rank == 2 ? rt.refuse_group_async(Collective::kAllreduce, {"ga", "gb"}, "no")
+                                          : rt.grouped_allreduce_async({"ga", "gb"}, {view(v), view(v)}, {});
+    for (const Handle& g : group) RANK_CHECK(contains(refusal(g), "refused on rank 2: no"));
+    rt.allgather_async("adapted", view(v)).wait(kNoHang);
+    for (const Handle& g : rt.grouped_allreduce_async({"ga", "gb"}, {view(v), view(v)}, {})) g.wait(kNoHang);
+  });
+}

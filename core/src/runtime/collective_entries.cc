@@ -164,9 +164,20 @@ TensorEntry broadcast_entry(const std::string& name, std::shared_ptr<Tensor> inp
   return entry;
 }
 
+CollectiveType collective_type(Collective kind) {
+  switch (kind) {
+    case Collective::kAllreduce: return CollectiveType::kAllreduce;
+    case Collective::kBroadcast: return CollectiveType::kBroadcast;
+    case Collective::kAllgather: return CollectiveType::kAllgather;
+    case Collective::kReducescatter: return CollectiveType::kReducescatter;
+    case Collective::kAlltoall: return CollectiveType::kAlltoall;
+  }
+  invalid("unknown collective " + std::to_string(static_cast<int>(kind)));
+}
+
 void refuse(TensorEntry& entry, const std::string& why) {
   Request& r = entry.request;
-  r.refused = why;
+  r.refused = why.empty() ? "refused without a reason" : why;  // empty would mean "not refused"
   // What the refusal carries besides its name and group is never read; it
   // must still decode (a CPU request, an empty shape).
   r.shape.clear();

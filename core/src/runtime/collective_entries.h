@@ -37,6 +37,9 @@ TensorEntry alltoall_entry(const std::string& name, const std::shared_ptr<Tensor
 TensorEntry broadcast_entry(const std::string& name, std::shared_ptr<Tensor> input, std::shared_ptr<Tensor> output,
                             int set_root, int named_root, int rank);
 
+/// The collective a public Collective names (throws for a value outside the enum).
+CollectiveType collective_type(Collective kind);
+
 /// This rank's refusal of its own call (`why`: what was wrong with its
 /// input), as an entry that still takes part in negotiation under `name`:
 /// the coordinator fails the tensor on every rank with `why`, naming this

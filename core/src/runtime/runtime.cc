@@ -231,6 +231,25 @@ Handle Runtime::barrier_async(const ProcessSet& process_set) {
   return target->enqueue(std::move(e));
 }
 
+Handle Runtime::refuse_async(Collective kind, const std::string& name, const std::string& why, OpHooks hooks) {
+  const CollectiveType type = detail::collective_type(kind);
+  check_name(name, detail::collective_name(type));
+  auto target = engine(hooks.process_set, std::string(detail::collective_name(type)) + " of tensor '" + name + "': ");
+  return target->enqueue(detail::refused_entry(type, name, target->topology().rank, std::move(hooks), why));
+}
+
+std::vector<Handle> Runtime::refuse_group_async(Collective kind, const std::vector<std::string>& names,
+                                                const std::string& why, const ProcessSet& process_set) {
+  const CollectiveType type = detail::collective_type(kind);
+  const char* what = detail::collective_name(type);
+  if (names.empty()) invalid(std::string("grouped ") + what + ": no tensors given");
+  for (const std::string& name : names) check_name(name, what);
+  auto target = engine(process_set, std::string("grouped ") + what + " '" + names.front() + "', ...: ");
+  std::vector<OpHooks> hooks(names.size());
+  for (OpHooks& h : hooks) h.process_set = process_set;
+  return target->enqueue(detail::refused_group(type, names, target->topology().rank, hooks, what, why));
+}
+
 ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
   std::sort(ranks.begin(), ranks.end());
   const std::string what = "add_process_set: ";
