@@ -250,18 +250,30 @@ std::vector<Handle> Runtime::refuse_group_async(Collective kind, const std::vect
   return target->enqueue(detail::refused_group(type, names, target->topology().rank, hooks, what, why));
 }
 
-ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
+namespace {
+// The members of a new process set, sorted, or why they are refused.
+Status check_members(std::vector<int>& ranks, int size) {
   std::sort(ranks.begin(), ranks.end());
   const std::string what = "add_process_set: ";
-  if (ranks.empty()) invalid(what + "a process set needs at least one rank");
+  if (ranks.empty()) return Status::invalid_argument(what + "a process set needs at least one rank");
   for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] < 0 || ranks[i] >= size()) {
-      invalid(what + "rank " + std::to_string(ranks[i]) + " is outside 0.." + std::to_string(size() - 1));
+    if (ranks[i] < 0 || ranks[i] >= size) {
+      return Status::invalid_argument(what + "rank " + std::to_string(ranks[i]) + " is outside 0.." +
+                                      std::to_string(size - 1));
     }
-    if (i > 0 && ranks[i] == ranks[i - 1]) invalid(what + "rank " + std::to_string(ranks[i]) + " is given twice");
+    if (i > 0 && ranks[i] == ranks[i - 1]) {
+      return Status::invalid_argument(what + "rank " + std::to_string(ranks[i]) + " is given twice");
+    }
   }
+  return Status::ok();
+}
+}  // namespace
+
+ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
+  const Status members = check_members(ranks, size());
   // A registration is a collective of the global set, named by its id:
   // every rank registers in the same order, so the names (and ids) match.
+  // Bad ranks on this rank are refused through it too (the others wait in it).
   const int32_t id = sets_->next_id();
   auto split = std::make_shared<detail::ProcessSetSplit>();
   split->id = id;
@@ -273,6 +285,7 @@ ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
   e.request.shape = {0};
   e.request.process_set_ranks.assign(ranks.begin(), ranks.end());
   e.process_set_split = split;
+  if (!members.is_ok()) detail::refuse(e, members.message());
   impl_->enqueue(std::move(e)).wait();
   // Members start the set's engine together: its backend's start is a
   // collective among them, on the set's own thread.
