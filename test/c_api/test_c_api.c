@@ -22,6 +22,16 @@ static void* g_shared_block = NULL;  /* allocated before shutdown, freed after *
     }                                                                                   \
   } while (0)
 
+/* Bad input this rank passed: negotiated, so the call returns 0 and every
+   rank's handle fails with a message naming the refusing rank(s) and `text`. */
+#define CHECK_REFUSED(call, handle, text)                                  \
+  do {                                                                     \
+    CHECK((call) == 0);                                                    \
+    CHECK(chorus_wait(handle) == CHORUS_ERR_INVALID_ARGUMENT);             \
+    CHECK(strstr(chorus_last_error(), "refused on rank") != NULL);         \
+    CHECK(strstr(chorus_last_error(), text) != NULL);                      \
+  } while (0)
+
 static void test_before_init(void) {
   CHECK(chorus_is_initialized() == 0);
   CHECK(chorus_rank() == CHORUS_ERR_PRECONDITION);
@@ -150,8 +160,10 @@ static void test_allgather_and_barrier(void) {
   CHECK(chorus_allgather_async("c.gather.refused", in, shape, 2, CHORUS_INT32, refuse, NULL, &h) == 0);
   CHECK(chorus_wait(h) == CHORUS_ERR_INVALID_ARGUMENT);
   CHECK(strstr(chorus_last_error(), "returned NULL") != NULL);
-  CHECK(chorus_allgather_async("c.gather.bad", in, shape, 0, CHORUS_INT32, allocate, &g, &h) == CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(chorus_allgather_async("c.gather.bad", in, shape, 2, CHORUS_INT32, NULL, &g, &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK_REFUSED(chorus_allgather_async("c.gather.bad", in, shape, 0, CHORUS_INT32, allocate, &g, &h), h,
+                "needs a shape of at least one dimension");
+  CHECK_REFUSED(chorus_allgather_async("c.gather.bad", in, shape, 2, CHORUS_INT32, NULL, &g, &h), h,
+                "the allocation callback is NULL");
   CHECK(chorus_barrier() == 0);
   (void)rows;
 
@@ -193,8 +205,9 @@ static void test_allgather_and_barrier(void) {
     free(g.memory);
     {
       int64_t bad[1] = {-1};
-      CHECK(chorus_alltoall_async("c.a2a.bad", a_in, a_shape, 1, CHORUS_INT64, bad, 1, allocate, &g, &h) ==
-            CHORUS_ERR_INVALID_ARGUMENT);
+      CHECK(chorus_alltoall_async("c.a2a.bad", a_in, a_shape, 1, CHORUS_INT64, bad, 1, allocate, &g, &h) == 0);
+      CHECK(chorus_wait(h) == CHORUS_ERR_INVALID_ARGUMENT); /* negotiated: every rank's handle fails */
+      CHECK(strstr(chorus_last_error(), "refused on rank") != NULL);
     }
   }
 }
@@ -206,30 +219,48 @@ static void test_errors(void) {
 
   CHECK(chorus_allreduce_async(NULL, a, a, 4, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
   CHECK(strstr(chorus_last_error(), "name is NULL") != NULL);
-  CHECK(chorus_allreduce_async("c.bad", a, a, -1, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "negative") != NULL);
-  CHECK(chorus_allreduce_async("c.bad", a, a, 4, (chorus_dtype)42, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "unknown dtype 42 in argument 'dtype'") != NULL);
-  CHECK(chorus_allreduce_async("c.bad", a, a, 4, (chorus_dtype)-1, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "unknown dtype -1 in argument 'dtype'") != NULL);
-  CHECK(chorus_allreduce_async("c.bad", a, a, 4, CHORUS_FLOAT32, (chorus_reduce_op)42, 1, 1, &h) ==
-        CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "unknown reduce op 42 in argument 'op' (a chorus_reduce_op is 0..5)") != NULL);
-  CHECK(chorus_broadcast_async("c.bad", a, 4, (chorus_dtype)9, 0, &h) == CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "chorus_broadcast_async('c.bad'): unknown dtype 9") != NULL);
+  CHECK(chorus_allreduce_async("c.bad", a, a, 4, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, NULL) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "handle is NULL") != NULL);
+  /* Arguments one rank may get wrong alone are negotiated: every rank fails. */
+  CHECK_REFUSED(chorus_allreduce_async("c.bad", a, a, -1, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, &h), h, "negative");
+  CHECK_REFUSED(chorus_allreduce_async("c.bad", a, a, 4, (chorus_dtype)42, CHORUS_SUM, 1, 1, &h), h,
+                "unknown dtype 42 in argument 'dtype'");
+  CHECK_REFUSED(chorus_allreduce_async("c.bad", a, a, 4, (chorus_dtype)-1, CHORUS_SUM, 1, 1, &h), h,
+                "unknown dtype -1 in argument 'dtype'");
+  CHECK_REFUSED(chorus_allreduce_async("c.bad", a, a, 4, CHORUS_FLOAT32, (chorus_reduce_op)42, 1, 1, &h), h,
+                "unknown reduce op 42 in argument 'op' (a chorus_reduce_op is 0..5)");
+  CHECK_REFUSED(chorus_broadcast_async("c.bad", a, 4, (chorus_dtype)9, 0, &h), h,
+                "chorus_broadcast_async('c.bad'): unknown dtype 9");
   {
     int64_t shape[1] = {4};
-    CHECK(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, (chorus_reduce_op)6, 1, 1, refuse, NULL,
-                                     &h) == CHORUS_ERR_INVALID_ARGUMENT);
-    CHECK(strstr(chorus_last_error(), "unknown reduce op 6 in argument 'op'") != NULL);
-    CHECK(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, CHORUS_ADASUM, 1, 1, refuse, NULL, &h) ==
-          CHORUS_ERR_INVALID_ARGUMENT);
+    CHECK_REFUSED(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, (chorus_reduce_op)6, 1, 1, refuse,
+                                             NULL, &h),
+                  h, "unknown reduce op 6 in argument 'op'");
+    /* Refused by the core: negotiated (another rank may have passed a valid
+       op), so the handle fails, on every rank, naming this rank. */
+    CHECK(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, CHORUS_ADASUM, 1, 1, refuse, NULL, &h) == 0);
+    CHECK(chorus_wait(h) == CHORUS_ERR_INVALID_ARGUMENT);
     CHECK(strstr(chorus_last_error(), "adasum is defined for allreduce only") != NULL);
-    CHECK(chorus_allgather_async("c.bad", a, shape, 1, (chorus_dtype)100, refuse, NULL, &h) ==
-          CHORUS_ERR_INVALID_ARGUMENT);
-    CHECK(strstr(chorus_last_error(), "unknown dtype 100 in argument 'dtype'") != NULL);
+    CHECK(strstr(chorus_last_error(), "refused on rank") != NULL); /* "rank 0" or "ranks 0, 1, ..." */
+    CHECK_REFUSED(chorus_allgather_async("c.bad", a, shape, 1, (chorus_dtype)100, refuse, NULL, &h), h,
+                  "unknown dtype 100 in argument 'dtype'");
   }
-  CHECK(chorus_allreduce_async("c.bad", a, a, 4, CHORUS_BOOL, CHORUS_SUM, 1, 1, &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  /* One rank alone passes a negative count: the others do not wait for it. */
+  if (size > 1) {
+    CHECK(chorus_allreduce_async("c.one.bad", a, a, g_rank == size - 1 ? -1 : 4, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, &h) == 0);
+    CHECK(chorus_wait(h) == CHORUS_ERR_INVALID_ARGUMENT);
+    {
+      char want[64];
+      snprintf(want, sizeof want, "refused on rank %d: ", size - 1);
+      CHECK(strstr(chorus_last_error(), want) != NULL);
+    }
+    CHECK(strstr(chorus_last_error(), "count -1 is negative") != NULL);
+    CHECK(chorus_allreduce_async("c.one.bad", a, a, 4, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, &h) == 0);
+    CHECK(chorus_wait(h) == 0); /* the name is free again */
+  }
+  CHECK(chorus_allreduce_async("c.bad", a, a, 4, CHORUS_BOOL, CHORUS_SUM, 1, 1, &h) == 0);
+  CHECK(chorus_wait(h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "sum is not defined for bool") != NULL);
   /* A root outside the job is negotiated (another rank might name a valid
      one): the handle fails, on every rank. */
   CHECK(chorus_broadcast_async("c.bad.root", a, 4, CHORUS_FLOAT32, size, &h) == 0);
@@ -388,30 +419,31 @@ static void test_device_buffers(void) {
   int64_t h = 0;
   int64_t shape[1] = {2};
   int rc = chorus_allreduce_async_on_device(0, "c.gpu", NULL, NULL, 0, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, 0, NULL, &h);
-  if (rc == CHORUS_OK) {
-    CHECK(chorus_wait(h) == 0);
-  } else {
+  CHECK(rc == CHORUS_OK); /* a device this rank cannot use is negotiated: the handle fails */
+  rc = chorus_wait(h);
+  if (rc != CHORUS_OK) {
     CHECK(rc == CHORUS_ERR_INVALID_ARGUMENT);
     CHECK(strstr(chorus_last_error(), "allreduce of tensor 'c.gpu'") != NULL);
     CHECK(strstr(chorus_last_error(), "CUDA device 0") != NULL);
     CHECK(strstr(chorus_last_error(), "no GPU support") != NULL ||
           strstr(chorus_last_error(), "no usable CUDA device") != NULL);
   }
-  CHECK(chorus_allreduce_async_on_device(0, "c.gpu", NULL, NULL, 0, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, -1, NULL, &h) ==
-        CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "device -1 is not a CUDA device index") != NULL);
-  CHECK(chorus_broadcast_async_on_device(0, "c.gpu", NULL, 2, CHORUS_FLOAT32, 0, 0, NULL, &h) ==
-        CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "chorus_broadcast_async_on_device('c.gpu'): buffer is NULL") != NULL);
-  CHECK(chorus_allgather_async_on_device(0, "c.gpu", NULL, shape, 1, CHORUS_FLOAT32, 0, NULL, NULL, NULL, &h) ==
-        CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "the allocation callback is NULL") != NULL);
-  CHECK(chorus_alltoall_async_on_device(0, "c.gpu", NULL, shape, 1, CHORUS_FLOAT32, NULL, 1, 0, NULL, refuse, NULL,
-                                        &h) == CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "input is NULL") != NULL);
-  CHECK(chorus_reducescatter_async_on_device(0, "c.gpu", &h, shape, 1, CHORUS_FLOAT32, (chorus_reduce_op)7, 1, 1, 0,
-                                             NULL, refuse, NULL, &h) == CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "unknown reduce op 7") != NULL);
+  CHECK_REFUSED(
+      chorus_allreduce_async_on_device(0, "c.gpu", NULL, NULL, 0, CHORUS_FLOAT32, CHORUS_SUM, 1, 1, -1, NULL, &h), h,
+      "device -1 is not a CUDA device index");
+  CHECK_REFUSED(chorus_broadcast_async_on_device(0, "c.gpu", NULL, 2, CHORUS_FLOAT32, 0, 0, NULL, &h), h,
+                "chorus_broadcast_async_on_device('c.gpu'): buffer is NULL");
+  CHECK_REFUSED(chorus_allgather_async_on_device(0, "c.gpu", NULL, shape, 1, CHORUS_FLOAT32, 0, NULL, NULL, NULL, &h), h,
+                "the allocation callback is NULL");
+  CHECK_REFUSED(
+      chorus_alltoall_async_on_device(0, "c.gpu", NULL, shape, 1, CHORUS_FLOAT32, NULL, 1, 0, NULL, refuse, NULL, &h),
+      h, "input is NULL");
+  {
+    int64_t out = 0;
+    CHECK_REFUSED(chorus_reducescatter_async_on_device(0, "c.gpu", &h, shape, 1, CHORUS_FLOAT32, (chorus_reduce_op)7, 1,
+                                                       1, 0, NULL, refuse, NULL, &out),
+                  out, "unknown reduce op 7");
+  }
 }
 
 /* Grouped allgather (rank r: r + 1 rows of int32, 1 row of float64) and
@@ -467,11 +499,13 @@ static void test_grouped(void) {
     free(ga.memory);
   }
 
-  /* Member 1 with no dimensions: refused, naming it; nothing was started. */
+  /* Member 1 with no dimensions: the group is refused, naming the member,
+     on every rank. */
   ndims[1] = 0;
-  CHECK(chorus_grouped_allgather_async(0, 2, names, inputs, shapes, ndims, dtypes, allocate, users, handles) ==
-        CHORUS_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(chorus_last_error(), "member 1") != NULL);
+  CHECK(chorus_grouped_allgather_async(0, 2, names, inputs, shapes, ndims, dtypes, allocate, users, handles) == 0);
+  CHECK(chorus_wait(handles[0]) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "member 1('c.grouped.b'): needs a shape of at least one dimension") != NULL);
+  CHECK(chorus_wait(handles[1]) == CHORUS_ERR_INVALID_ARGUMENT);
   CHECK(chorus_grouped_allgather_async(0, 0, names, inputs, shapes, ndims, dtypes, allocate, users, handles) ==
         CHORUS_ERR_INVALID_ARGUMENT);
   CHECK(chorus_barrier() == 0);

@@ -39,6 +39,7 @@ std::vector<Request> sample_requests() {
     r.group_size = t == 0 ? 2 : 0;
     if (r.type == CollectiveType::kAlltoall) r.splits = {1, 2, 0};
     if (r.type == CollectiveType::kAddProcessSet) r.process_set_ranks = {0, 2};
+    if (r.type == CollectiveType::kAllgather) r.refused = "allgather of tensor 'tensor.2': a scalar cannot be gathered";
     out.push_back(r);
   }
   return out;

@@ -54,7 +54,7 @@ TEST_CASE("Broadcast out of place from every root leaves the input alone", "[mpi
     REQUIRE(in.back() == rank * 1000);
   }
   std::vector<float> a(4), b(5);
-  REQUIRE_THROWS_WITH(broadcast_async("bcast.sizes", view(a), view(b), 0), Catch::Contains("[5]"));
+  REQUIRE_THROWS_WITH(broadcast_async("bcast.sizes", view(a), view(b), 0).wait(std::chrono::seconds(60)), Catch::Contains("[5]"));
 }
 
 TEST_CASE("Each kind of mismatch fails on every rank", "[mpi][errors]") {
@@ -121,6 +121,35 @@ TEST_CASE("Each kind of mismatch fails on every rank", "[mpi][errors]") {
   std::vector<float> ok(3, 1.0f);
   allreduce_async("after.mismatch", view(ok), view(ok)).wait();
   REQUIRE(ok[0] == 1.0f);
+}
+
+TEST_CASE("Bad input on one rank fails every rank, naming that rank, and the name works again", "[mpi][errors][refused]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  const int odd = size - 1;  // the rank that passes bad input
+  const std::string refused_on = "refused on rank " + std::to_string(odd) + ": ";
+  std::vector<float> v(6, float(rank));
+  // Allgather: a scalar on the odd rank, one row of 6 elsewhere.
+  auto input = std::make_shared<HostTensorView>(v.data(), DataType::kFloat32,
+                                                rank == odd ? TensorShape{} : TensorShape{1, 6});
+  std::string m = invalid_argument_message(allgather_async("refused.gather", input));
+  REQUIRE_THAT(m, Catch::Contains("allgather of tensor 'refused.gather' " + refused_on + "a scalar cannot be gathered"));
+  Handle gathered =
+      allgather_async("refused.gather", std::make_shared<HostTensorView>(v.data(), DataType::kFloat32, TensorShape{1, 6}));
+  gathered.wait(std::chrono::seconds(60));
+  REQUIRE(gathered.output()->shape().dim_size(0) == size);
+  REQUIRE(static_cast<const float*>(gathered.output()->data())[6 * odd] == float(odd));
+  // Allreduce, cached on every rank first: the others send cache bits, the
+  // odd rank a refusal (an output of another size).
+  AllreduceOptions sum;
+  sum.op = ReduceOp::kSum;
+  std::vector<float> w(4, 1.0f), five(5, 1.0f);
+  for (int round = 0; round < 2; ++round) allreduce_async("refused.sum", view(w), view(w), sum).wait();
+  m = invalid_argument_message(allreduce_async("refused.sum", view(w), rank == odd ? view(five) : view(w), sum));
+  REQUIRE_THAT(m, Catch::Contains("allreduce of tensor 'refused.sum' " + refused_on +
+                                  "input has shape [4] but output has shape [5]"));
+  std::vector<float> ones(4, 1.0f);
+  allreduce_async("refused.sum", view(ones), view(ones), sum).wait();
+  REQUIRE(ones[3] == float(size));
 }
 
 TEST_CASE("A duplicate in-flight name is refused on the rank that repeats it", "[mpi][errors]") {

@@ -68,7 +68,16 @@ TEST_CASE("broadcast_parameters refuses lists that differ across ranks", "[torch
   } catch (const InvalidArgumentError& e) {
     CHECK_THAT(e.what(), Catch::Contains("rank " + std::to_string(odd) + " has 2"));
   }
-  REQUIRE_THROWS_WITH(broadcast_parameters(list, chorus::size()), Catch::Contains("root rank"));
+  // A root outside the job on the last rank only: every rank fails, naming it.
+  const std::vector<std::pair<std::string, torch::Tensor>> same = {{"c", torch::ones({2})}};
+  const int size = chorus::size();
+  try {
+    broadcast_parameters(same, chorus::rank() == odd ? size : 0);
+    FAIL("expected an error");
+  } catch (const InvalidArgumentError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("'broadcast_parameters.c'") && Catch::Contains("root rank") &&
+                             Catch::Contains(std::to_string(size) + " (outside 0.." + std::to_string(size - 1) + ")"));
+  }
 }
 
 TEST_CASE("broadcast_optimizer_state: SGD momentum after rank 0 trained alone", "[torch][broadcast]") {

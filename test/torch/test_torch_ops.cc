@@ -137,6 +137,41 @@ TEST_CASE("torch ops: errors name the tensor", "[torch][ops][errors]") {
   }
 }
 
+TEST_CASE("torch ops: bad input on one rank fails every rank, naming it; the name works again", "[torch][ops][errors]") {
+  const int n = chorus::size(), odd = n - 1;
+  const std::string refused_on = "refused on rank " + std::to_string(odd) + ": ";
+  // A 0-dim tensor on the last rank, one row elsewhere: the core refuses it there.
+  torch::Tensor scalar = torch::full({}, float(chorus::rank()));
+  torch::Tensor row = torch::full({1, 3}, float(chorus::rank()));
+  try {
+    allgather(chorus::rank() == odd ? scalar : row, "ops.refused.gather");
+    FAIL("expected an error");
+  } catch (const InvalidArgumentError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("allgather of tensor 'ops.refused.gather' " + refused_on) &&
+                             Catch::Contains("a scalar cannot be gathered"));
+  }
+  torch::Tensor gathered = allgather(row, "ops.refused.gather");
+  CHECK(gathered.size(0) == n);
+  CHECK(gathered[odd][0].item<float>() == float(odd));
+  // An undefined tensor on the last rank: the adapter refuses it there.
+  try {
+    allreduce(chorus::rank() == odd ? torch::Tensor() : row, "ops.refused.undefined");
+    FAIL("expected an error");
+  } catch (const InvalidArgumentError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("allreduce of tensor 'ops.refused.undefined' " + refused_on) &&
+                             Catch::Contains("the tensor is undefined"));
+  }
+  // A grouped allreduce with an int16 member on the last rank.
+  std::vector<torch::Tensor> members = {row, chorus::rank() == odd ? torch::ones({2}, torch::kInt16) : torch::ones({2})};
+  try {
+    grouped_allreduce(members, "ops.refused.group");
+    FAIL("expected an error");
+  } catch (const InvalidArgumentError& e) {
+    CHECK_THAT(e.what(), Catch::Contains(refused_on) && Catch::Contains("Short"));
+  }
+  CHECK(grouped_allreduce({row, torch::ones({2})}, "ops.refused.group").size() == 2);
+}
+
 TEST_CASE("Compression round trips", "[torch][compression]") {
   torch::manual_seed(3);
   torch::Tensor x = torch::randn({1000}, torch::kFloat32);

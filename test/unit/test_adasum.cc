@@ -155,7 +155,8 @@ TEST_CASE("Adasum refuses integer tensors and reducescatter, naming the tensor",
     adasum.op = ReduceOp::kAdasum;
     try {
       rt.allreduce_async("ints", view(ints.data(), DataType::kInt32, 4), view(ints.data(), DataType::kInt32, 4),
-                         adasum);
+                         adasum)
+          .wait();
       RANK_CHECK(false);
     } catch (const InvalidArgumentError& e) {
       const std::string m = e.what();
@@ -164,7 +165,7 @@ TEST_CASE("Adasum refuses integer tensors and reducescatter, naming the tensor",
     }
     std::vector<float> f(4, 1.0f);
     try {
-      rt.reducescatter_async("rs", view(f.data(), DataType::kFloat32, 4), adasum);
+      rt.reducescatter_async("rs", view(f.data(), DataType::kFloat32, 4), adasum).wait();
       RANK_CHECK(false);
     } catch (const InvalidArgumentError& e) {
       RANK_CHECK(std::string(e.what()).find("adasum is defined for allreduce only") != std::string::npos);

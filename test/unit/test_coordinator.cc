@@ -99,6 +99,36 @@ TEST_CASE("Mismatches name the tensor, the values and the ranks", "[coordinator]
   }
 }
 
+TEST_CASE("A refused request fails the tensor, naming the refusing ranks and their reasons, even when all refuse",
+          "[coordinator][refused]") {
+  Coordinator c(3);
+  Request refusing = req(1, "w", DataType::kFloat32, {});
+  refusing.type = CollectiveType::kAllgather;
+  refusing.refused = "allgather of tensor 'w': a scalar cannot be gathered";
+  Request good = req(0, "w", DataType::kFloat32, {2, 4});
+  good.type = CollectiveType::kAllgather;
+  c.add(good);
+  c.add(refusing);
+  good.rank = 2;
+  good.dtype = DataType::kFloat64;  // another mismatch: the refusal is what is reported
+  c.add(good);
+  auto ready = c.take_ready();
+  REQUIRE(ready.size() == 1);
+  REQUIRE(ready[0].response.type == ResponseType::kError);
+  REQUIRE(ready[0].response.error_message ==
+          "allgather of tensor 'w' refused on rank 1: a scalar cannot be gathered (the call fails on every rank)");
+  // Every rank refusing with the same reason still fails (their signatures agree).
+  for (int r = 0; r < 3; ++r) {
+    refusing.rank = r;
+    c.add(refusing);
+  }
+  ready = c.take_ready();
+  REQUIRE(ready.size() == 1);
+  REQUIRE(ready[0].response.type == ResponseType::kError);
+  REQUIRE_THAT(ready[0].response.error_message, Catch::Contains("refused on ranks 0, 1, 2: a scalar"));
+  REQUIRE(c.idle());
+}
+
 TEST_CASE("A second request from the same rank is an error, not a hang", "[coordinator]") {
   Coordinator c(2);
   c.add(req(0, "x"));

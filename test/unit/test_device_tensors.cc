@@ -114,20 +114,29 @@ TEST_CASE("A CPU tensor and a CUDA tensor under one name: an error naming both s
   });
 }
 
-TEST_CASE("A CUDA tensor in a build without GPU support is refused at enqueue, naming it", "[device]") {
+TEST_CASE("A CUDA tensor in a build without GPU support is refused, failing every rank and naming it", "[device]") {
+  // Rank 1 alone passes a CUDA tensor: its refusal is negotiated, so the
+  // ranks with CPU tensors fail too instead of waiting for it.
   run_device_ranks(
-      1,
-      [](Runtime& rt, int, FakeDeviceMemory& memory) {
-        auto t = device_floats({1, 2}, 0);
+      3,
+      [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
+        std::vector<float> host(2, 1.0f);
+        std::shared_ptr<Tensor> t = rank == 1 ? std::shared_ptr<Tensor>(device_floats({1, 2}, 0))
+                                              : std::make_shared<HostTensorView>(host.data(), DataType::kFloat32,
+                                                                                 TensorShape{2});
         try {
-          rt.allreduce_async("grad.w", t, t);
+          rt.allreduce_async("grad.w", t, t).wait();
           throw std::runtime_error("a CUDA tensor was accepted without GPU support");
         } catch (const InvalidArgumentError& e) {
-          RANK_CHECK(contains(e.what(), "tensor 'grad.w'"));
-          RANK_CHECK(contains(e.what(), "CUDA device 0"));
+          RANK_CHECK(contains(e.what(), "allreduce of tensor 'grad.w' refused on rank 1: the tensor is on CUDA device 0"));
           RANK_CHECK(contains(e.what(), "no GPU support"));
         }
         RANK_CHECK(memory.records == 0);
+        auto on_host = std::make_shared<HostTensorView>(host.data(), DataType::kFloat32, TensorShape{2});
+        AllreduceOptions sum;
+        sum.op = ReduceOp::kSum;
+        rt.allreduce_async("grad.w", on_host, on_host, sum).wait();  // the name is free again
+        RANK_CHECK(host[0] == 3.0f);
       },
       chorus::test::quiet_options(), false);
 }
@@ -135,7 +144,7 @@ TEST_CASE("A CUDA tensor in a build without GPU support is refused at enqueue, n
 TEST_CASE("Outputs sized by the negotiation need an OpContext on the device", "[device]") {
   run_device_ranks(1, [](Runtime& rt, int, FakeDeviceMemory&) {
     try {
-      rt.allgather_async("g", device_floats({1, 2}, 0));
+      rt.allgather_async("g", device_floats({1, 2}, 0)).wait();
       throw std::runtime_error("an allgather of a CUDA tensor without an OpContext was accepted");
     } catch (const InvalidArgumentError& e) {
       RANK_CHECK(contains(e.what(), "allgather of tensor 'g'") && contains(e.what(), "OpHooks::context"));
@@ -148,7 +157,7 @@ TEST_CASE("A grouped allreduce is on one kind of device", "[device]") {
     std::vector<float> host(2, 1.0f);
     auto cpu = std::make_shared<HostTensorView>(host.data(), DataType::kFloat32, TensorShape{2});
     try {
-      rt.grouped_allreduce_async({"a", "b"}, {cpu, device_floats({1, 2}, 0)}, {});
+      for (const Handle& h : rt.grouped_allreduce_async({"a", "b"}, {cpu, device_floats({1, 2}, 0)}, {})) h.wait();
       throw std::runtime_error("a group of CPU and CUDA tensors was accepted");
     } catch (const InvalidArgumentError& e) {
       RANK_CHECK(contains(e.what(), "tensor 'b' is on CUDA but 'a' on CPU"));

@@ -60,17 +60,19 @@ T changed(const T& v) {
 
 }  // namespace
 
-TEST_CASE("The wire form of a request stays byte for byte what it is (CRQ3)", "[messages][fields]") {
+TEST_CASE("The wire form of a request stays byte for byte what it is (CRQ4)", "[messages][fields]") {
   RequestList l;
   l.requests = {every_field_set(), Request()};
+  l.requests[0].refused = "no";
   l.cached.add(70);
   l.cache_epoch = 0x0102030405060708ULL;
   l.shutdown = true;
   // Written by the field-by-field encoder before the rows existed, then with
   // "CRQ3": the shutdown reason after the flag (4 zero bytes: empty) and the
-  // device kind after each request's member ranks (01000000: CUDA, then 0).
+  // device kind after each request's member ranks (01000000: CUDA, then 0);
+  // "CRQ4": the refusal after the device kind (02000000 "no", then empty).
   REQUIRE(hex(l.serialize()) ==
-          "3351524301000000000200000003000000010000000d0000006c61796572312e776569676874050000000300000011000000000000000000000000000000000000000001000003000000000000000000e03f00000000000011c0ffffffff090000000200000002000000673105000000030000000100000000000000020000000000000003000000000000000300000000000000000000000200000000000000070000000000000001000000000000000000000000000000060000000000000000000000000000000000f03f000000000000f03f0000000000000000ffffffff0000000000000000000000000000000000000000010000000100000040000000000000000807060504030201");
+          "3451524301000000000200000003000000010000000d0000006c61796572312e776569676874050000000300000011000000000000000000000000000000000000000001000003000000000000000000e03f00000000000011c0ffffffff090000000200000002000000673105000000030000000100000000000000020000000000000003000000000000000300000000000000000000000200000000000000070000000000000001000000020000006e6f000000000000000000000000060000000000000000000000000000000000f03f000000000000f03f0000000000000000ffffffff000000000000000000000000000000000000000000000000010000000100000040000000000000000807060504030201");
   RequestList back;
   REQUIRE(RequestList::parse(l.serialize(), &back).is_ok());
   REQUIRE(back == l);
@@ -100,8 +102,8 @@ TEST_CASE("Every row round-trips, and its change is seen by equality and (when a
     REQUIRE((!f.fused_alike || must_agree));  // what fused tensors share, all ranks share
     REQUIRE(same_signature(base, other) == !must_agree);
   });
-  REQUIRE(rows == 16);
-  REQUIRE(agreed == 12);      // all but rank, name, device index (ranks sit on different GPUs) and alltoall splits
+  REQUIRE(rows == 17);
+  REQUIRE(agreed == 13);      // all but rank, name, device index (ranks sit on different GPUs) and alltoall splits
   REQUIRE(fused_alike == 6);  // collective, dtype, op, both scale factors, device kind
 }
 

@@ -86,11 +86,12 @@ TEST_CASE("A shutdown that every rank closes leaves the job running", "[stall][r
 }
 
 TEST_CASE("A joined rank hears from rank 0 while the others go on without collectives", "[stall][runtime][join]") {
-  // Rank 1 joins at once; rank 0 spends 4 x S without any collective (an
+  // Rank 1 joins at once; rank 0 spends 2 x S without any collective (an
   // evaluation pass), then joins too. Rank 1's watch of rank 0 must stay
-  // quiet: rank 0 is alive, only busy.
+  // quiet: rank 0 is alive, only busy. (S = 1 s: at 0.5 s a loaded 2-core
+  // machine once delayed rank 0's word past it in a full ctest run.)
   auto world = make_loopback_world(2);
-  RuntimeOptions o = chorus::test::stall_options(0.25, 0.5);
+  RuntimeOptions o = chorus::test::stall_options(0.5, 1.0);
   o.log_level = LogLevel::kWarning;
   chorus::test::StderrCapture err;
   chorus::test::run_ranks(world, 2, [](Runtime& rt, int rank) {

@@ -30,7 +30,8 @@ extern "C" {
  * integer a C caller passes (an enum argument is an int on every supported
  * ABI) is a value the library may hold and check; without it, a value such
  * as 42 would be undefined behaviour before any check could run. Arguments
- * outside the listed values fail with CHORUS_ERR_INVALID_ARGUMENT. */
+ * outside the listed values fail with CHORUS_ERR_INVALID_ARGUMENT (for a
+ * collective, through its handle: see "Bad arguments" below). */
 #ifdef __cplusplus
 #define CHORUS_ENUM_BASE : int
 #else
@@ -84,7 +85,13 @@ CHORUS_API int chorus_cross_rank(void);
 CHORUS_API int chorus_cross_size(void);
 
 /* Asynchronous collectives over host memory the caller keeps alive until the
- * handle completes. `input == output` is in place. On success *handle is set. */
+ * handle completes. `input == output` is in place. On success *handle is set.
+ * Bad arguments: what one rank alone may get wrong (count, dtype, op, a NULL
+ * input, buffer, shape, splits or allocation callback, a device index, a
+ * CUDA buffer without GPU support) is refused through negotiation, so the
+ * other ranks do not wait for this one: the call returns 0 and chorus_wait
+ * returns CHORUS_ERR_INVALID_ARGUMENT on every rank, with a message naming
+ * the refusing ranks and why. A NULL name or handle fails the call at once. */
 CHORUS_API int chorus_allreduce_async(const char* name, const void* input, void* output, int64_t count,
                                       chorus_dtype dtype, chorus_reduce_op op, double prescale,
                                       double postscale, int64_t* handle);
@@ -176,8 +183,8 @@ CHORUS_API int chorus_barrier_in_set(int process_set_id);
  * Chorus calls it on a thread of its own (the staged worker, or the
  * background thread on NCCL; not the caller's), with `device` current (cudaSetDevice), so a plain cudaMalloc
  * there lands on `device`.
- * A build of Chorus without GPU support fails with
- * CHORUS_ERR_INVALID_ARGUMENT and a message naming the tensor. */
+ * A build of Chorus without GPU support fails the handle (on every rank)
+ * with CHORUS_ERR_INVALID_ARGUMENT and a message naming the tensor. */
 CHORUS_API int chorus_allreduce_async_on_device(int process_set_id, const char* name, const void* input,
                                                 void* output, int64_t count, chorus_dtype dtype,
                                                 chorus_reduce_op op, double prescale, double postscale, int device,

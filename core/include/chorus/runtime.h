@@ -131,6 +131,19 @@ class CHORUS_API Runtime {
   /// A barrier among the members of `process_set`.
   Handle barrier_async(const ProcessSet& process_set);
 
+  /// Takes part in collective `kind` of tensor `name` only to fail it: for
+  /// a caller (a framework adapter, the C ABI) that found this rank's own
+  /// input bad before it could make the call. The ranks that called with
+  /// good input do not wait for this one: every rank's handle, this one's
+  /// too, fails with InvalidArgumentError naming the refusing ranks and
+  /// their `why`, and the name is free again (the collectives themselves
+  /// refuse bad input the same way). Runs in `hooks.process_set`.
+  Handle refuse_async(Collective kind, const std::string& name, const std::string& why, OpHooks hooks = {});
+  /// The same for a grouped call of `names` (grouped_allreduce_async,
+  /// grouped_allgather_async, grouped_reducescatter_async): every member fails.
+  std::vector<Handle> refuse_group_async(Collective kind, const std::vector<std::string>& names,
+                                         const std::string& why, const ProcessSet& process_set = ProcessSet());
+
   /// Registers a process set: `ranks` (global ranks, any order, no repeats)
   /// run collectives among themselves, negotiated by their own coordinator
   /// on their own thread, at the same time as other sets. Every rank of the

@@ -19,6 +19,7 @@ namespace {
 
 using chorus::Status;
 using chorus::detail::check_allreduce_arguments;
+using chorus::detail::check_buffer_arguments;
 using chorus::detail::check_dtype;
 using chorus::detail::check_reduce_op;
 using chorus::detail::CallbackOpContext;
@@ -27,6 +28,7 @@ using chorus::detail::guarded;
 using chorus::detail::handles;
 using chorus::detail::in_set;
 using chorus::detail::last_error;
+using chorus::detail::refuse_call;
 
 
 }  // namespace
@@ -44,20 +46,33 @@ chorus::OpHooks in_set(int process_set_id) {
   return hooks;
 }
 
-int check_shaped_call(const char* function, const char* name, const void* input, const int64_t* shape, int ndim,
-                      chorus_dtype dtype, chorus_alloc_fn alloc, int64_t* handle,
+int refuse_call(chorus::Collective kind, const char* name, const Status& why, const chorus::OpHooks& hooks,
+                int64_t* handle) {
+  *handle = handles().add(chorus::current_runtime()->refuse_async(kind, name, why.message(), hooks));
+  return CHORUS_OK;
+}
+
+Status shaped_tensor(const std::string& what, const void* input, const int64_t* shape, int ndim, chorus_dtype dtype,
+                     chorus_alloc_fn alloc, void* user_data, std::shared_ptr<chorus::HostTensorView>* tensor,
+                     chorus::OpHooks* hooks) {
+  if (alloc == nullptr) return Status::invalid_argument(what + "the allocation callback is NULL");
+  if (ndim < 1 || shape == nullptr) return Status::invalid_argument(what + "needs a shape of at least one dimension");
+  if (Status s = check_dtype(dtype, what); !s.is_ok()) return s;
+  chorus::TensorShape s(std::vector<int64_t>(shape, shape + ndim));
+  if (s.num_elements() > 0 && input == nullptr) return Status::invalid_argument(what + "input is NULL");
+  *tensor = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), static_cast<chorus::DataType>(dtype), s);
+  hooks->context = std::make_shared<CallbackOpContext>(alloc, user_data);
+  return Status::ok();
+}
+
+int check_shaped_call(chorus::Collective kind, const char* function, const char* name, const void* input,
+                      const int64_t* shape, int ndim, chorus_dtype dtype, chorus_alloc_fn alloc, int64_t* handle,
                       std::shared_ptr<chorus::HostTensorView>* tensor, chorus::OpHooks* hooks, void* user_data) {
   if (name == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string(function) + ": name is NULL");
   const std::string what = std::string(function) + "('" + name + "'): ";
   if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
-  if (alloc == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "the allocation callback is NULL");
-  if (ndim < 1 || shape == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "needs a shape of at least one dimension");
-  if (Status s = check_dtype(dtype, what); !s.is_ok()) return fail(s);
-  chorus::TensorShape s(std::vector<int64_t>(shape, shape + ndim));
-  if (s.num_elements() > 0 && input == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "input is NULL");
-  *tensor = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), static_cast<chorus::DataType>(dtype), s);
-  hooks->context = std::make_shared<CallbackOpContext>(alloc, user_data);
-  return CHORUS_OK;
+  Status s = shaped_tensor(what, input, shape, ndim, dtype, alloc, user_data, tensor, hooks);
+  return s.is_ok() ? CHORUS_OK : refuse_call(kind, name, s, *hooks, handle);
 }
 
 }  // namespace chorus::detail
@@ -118,7 +133,9 @@ int chorus_allreduce_async_in_set(int process_set_id, const char* name, const vo
     if (name == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_allreduce_async: name is NULL");
     const std::string what = std::string("chorus_allreduce_async('") + name + "'): ";
     if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
-    if (Status s = check_allreduce_arguments(what, input, output, count, dtype, op); !s.is_ok()) return fail(s);
+    if (Status s = check_allreduce_arguments(what, input, output, count, dtype, op); !s.is_ok()) {
+      return refuse_call(chorus::Collective::kAllreduce, name, s, in_set(process_set_id), handle);
+    }
     const auto dt = static_cast<chorus::DataType>(dtype);
     auto in = std::make_shared<chorus::HostTensorView>(const_cast<void*>(input), dt, chorus::TensorShape{count});
     auto out = input == output ? in : std::make_shared<chorus::HostTensorView>(output, dt, chorus::TensorShape{count});
@@ -142,9 +159,9 @@ int chorus_broadcast_async_in_set(int process_set_id, const char* name, void* bu
     if (name == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_broadcast_async: name is NULL");
     const std::string what = std::string("chorus_broadcast_async('") + name + "'): ";
     if (handle == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "handle is NULL");
-    if (count < 0) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "count " + std::to_string(count) + " is negative");
-    if (count > 0 && buffer == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "buffer is NULL");
-    if (Status s = check_dtype(dtype, what); !s.is_ok()) return fail(s);
+    if (Status s = check_buffer_arguments(what, buffer, count, dtype); !s.is_ok()) {
+      return refuse_call(chorus::Collective::kBroadcast, name, s, in_set(process_set_id), handle);
+    }
     auto t = std::make_shared<chorus::HostTensorView>(buffer, static_cast<chorus::DataType>(dtype), chorus::TensorShape{count});
     *handle = handles().add(chorus::current_runtime()->broadcast_async(name, t, root_rank, in_set(process_set_id)));
     return CHORUS_OK;
@@ -163,9 +180,9 @@ int chorus_allgather_async_in_set(int process_set_id, const char* name, const vo
   return guarded([&]() -> int {
     std::shared_ptr<chorus::HostTensorView> in;
     chorus::OpHooks hooks = in_set(process_set_id);
-    const int rc = check_shaped_call("chorus_allgather_async", name, input, shape, ndim, dtype, alloc, handle, &in,
-                                     &hooks, user_data);
-    if (rc != CHORUS_OK) return rc;
+    const int rc = check_shaped_call(chorus::Collective::kAllgather, "chorus_allgather_async", name, input, shape, ndim,
+                                     dtype, alloc, handle, &in, &hooks, user_data);
+    if (rc != CHORUS_OK || !in) return rc;  // no tensor: refused, negotiated
     *handle = handles().add(chorus::current_runtime()->allgather_async(name, in, hooks));
     return CHORUS_OK;
   });
@@ -185,11 +202,11 @@ int chorus_reducescatter_async_in_set(int process_set_id, const char* name, cons
   return guarded([&]() -> int {
     std::shared_ptr<chorus::HostTensorView> in;
     chorus::OpHooks hooks = in_set(process_set_id);
-    const int rc = check_shaped_call("chorus_reducescatter_async", name, input, shape, ndim, dtype, alloc, handle,
-                                     &in, &hooks, user_data);
-    if (rc != CHORUS_OK) return rc;
+    const int rc = check_shaped_call(chorus::Collective::kReducescatter, "chorus_reducescatter_async", name, input,
+                                     shape, ndim, dtype, alloc, handle, &in, &hooks, user_data);
+    if (rc != CHORUS_OK || !in) return rc;  // no tensor: refused, negotiated
     if (Status s = check_reduce_op(op, std::string("chorus_reducescatter_async('") + name + "'): "); !s.is_ok()) {
-      return fail(s);
+      return refuse_call(chorus::Collective::kReducescatter, name, s, hooks, handle);
     }
     chorus::AllreduceOptions options;
     options.op = static_cast<chorus::ReduceOp>(op);
@@ -212,11 +229,12 @@ int chorus_alltoall_async_in_set(int process_set_id, const char* name, const voi
   return guarded([&]() -> int {
     std::shared_ptr<chorus::HostTensorView> in;
     chorus::OpHooks hooks = in_set(process_set_id);
-    const int rc = check_shaped_call("chorus_alltoall_async", name, input, shape, ndim, dtype, alloc, handle, &in,
-                                     &hooks, user_data);
-    if (rc != CHORUS_OK) return rc;
+    const int rc = check_shaped_call(chorus::Collective::kAlltoall, "chorus_alltoall_async", name, input, shape, ndim,
+                                     dtype, alloc, handle, &in, &hooks, user_data);
+    if (rc != CHORUS_OK || !in) return rc;  // no tensor: refused, negotiated
     if (splits == nullptr && nsplits != 0) {
-      return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string("chorus_alltoall_async('") + name + "'): splits is NULL");
+      const Status s = Status::invalid_argument(std::string("chorus_alltoall_async('") + name + "'): splits is NULL");
+      return refuse_call(chorus::Collective::kAlltoall, name, s, hooks, handle);
     }
     std::vector<int64_t> s = splits ? std::vector<int64_t>(splits, splits + nsplits) : std::vector<int64_t>{};
     *handle = handles().add(chorus::current_runtime()->alltoall_async(name, in, std::move(s), hooks));

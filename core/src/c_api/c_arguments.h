@@ -44,4 +44,11 @@ inline Status check_allreduce_arguments(const std::string& what, const void* inp
   return check_reduce_op(op, what);
 }
 
+// The checks of a broadcast's buffer (host or device).
+inline Status check_buffer_arguments(const std::string& what, const void* buffer, int64_t count, chorus_dtype dtype) {
+  if (count < 0) return Status::invalid_argument(what + "count " + std::to_string(count) + " is negative");
+  if (count > 0 && buffer == nullptr) return Status::invalid_argument(what + "buffer is NULL");
+  return check_dtype(dtype, what);
+}
+
 }  // namespace chorus::detail

@@ -1,5 +1,7 @@
 // The C ABI's grouped allgather and reducescatter: every member is checked
-// before any is enqueued, so a bad member leaves nothing in flight.
+// before any is enqueued; a member's bad input refuses the whole group
+// through negotiation (Runtime::refuse_group_async), so the other ranks'
+// groups fail too instead of waiting.
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@ struct Members {
   std::vector<std::string> names;
   std::vector<std::shared_ptr<chorus::Tensor>> inputs;
   std::vector<chorus::OpHooks> hooks;  // one per member: its user_data's allocation context
+  chorus::Status refused;              // a member's bad input: the group is refused through negotiation
 };
 
 int check_members(const char* function, int process_set_id, int count, const char* const* names,
@@ -27,15 +30,17 @@ int check_members(const char* function, int process_set_id, int count, const cha
   if (!names || !inputs || !shapes || !ndims || !dtypes || !handles) {
     return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "names, inputs, shapes, ndims, dtypes and handles must not be NULL");
   }
-  const chorus::OpHooks in_set = chorus::detail::in_set(process_set_id);
   for (int i = 0; i < count; ++i) {
+    if (names[i] == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "member " + std::to_string(i) + ": name is NULL");
+    out->names.push_back(names[i]);
+  }
+  const chorus::OpHooks in_set = chorus::detail::in_set(process_set_id);
+  for (int i = 0; i < count && out->refused.is_ok(); ++i) {
     std::shared_ptr<chorus::HostTensorView> tensor;
     chorus::OpHooks hooks = in_set;
-    const std::string member = std::string(function) + " member " + std::to_string(i);
-    const int rc = chorus::detail::check_shaped_call(member.c_str(), names[i], inputs[i], shapes[i], ndims[i], dtypes[i],
-                                                     alloc, &handles[i], &tensor, &hooks, user_data ? user_data[i] : nullptr);
-    if (rc != CHORUS_OK) return rc;
-    out->names.push_back(names[i]);
+    const std::string member = std::string(function) + " member " + std::to_string(i) + "('" + names[i] + "'): ";
+    out->refused = chorus::detail::shaped_tensor(member, inputs[i], shapes[i], ndims[i], dtypes[i], alloc,
+                                                 user_data ? user_data[i] : nullptr, &tensor, &hooks);
     out->inputs.push_back(tensor);
     out->hooks.push_back(std::move(hooks));
   }
@@ -44,6 +49,14 @@ int check_members(const char* function, int process_set_id, int count, const cha
 
 void store_handles(const std::vector<chorus::Handle>& enqueued, int64_t* handles) {
   for (size_t i = 0; i < enqueued.size(); ++i) handles[i] = chorus::detail::handles().add(enqueued[i]);
+}
+
+// A member's bad input, negotiated: the other ranks' groups fail too.
+int refuse_group(chorus::Collective kind, const Members& m, const chorus::Status& why, int process_set_id,
+                 int64_t* handles) {
+  const chorus::ProcessSet set = chorus::detail::in_set(process_set_id).process_set;
+  store_handles(chorus::current_runtime()->refuse_group_async(kind, m.names, why.message(), set), handles);
+  return CHORUS_OK;
 }
 
 }  // namespace
@@ -58,6 +71,7 @@ int chorus_grouped_allgather_async(int process_set_id, int count, const char* co
     const int rc = check_members("chorus_grouped_allgather_async", process_set_id, count, names, inputs, shapes, ndims,
                                  dtypes, alloc, user_data, handles, &m);
     if (rc != CHORUS_OK) return rc;
+    if (!m.refused.is_ok()) return refuse_group(chorus::Collective::kAllgather, m, m.refused, process_set_id, handles);
     store_handles(chorus::current_runtime()->grouped_allgather_async(m.names, m.inputs, m.hooks), handles);
     return CHORUS_OK;
   });
@@ -69,11 +83,12 @@ int chorus_grouped_reducescatter_async(int process_set_id, int count, const char
                                        double postscale, chorus_alloc_fn alloc, void* const* user_data, int64_t* handles) {
   return chorus::detail::guarded([&]() -> int {
     const char* function = "chorus_grouped_reducescatter_async";
-    if (chorus::Status s = chorus::detail::check_reduce_op(op, std::string(function) + ": "); !s.is_ok()) return fail(s);
     Members m;
     const int rc = check_members(function, process_set_id, count, names, inputs, shapes, ndims, dtypes, alloc,
                                  user_data, handles, &m);
     if (rc != CHORUS_OK) return rc;
+    if (m.refused.is_ok()) m.refused = chorus::detail::check_reduce_op(op, std::string(function) + ": ");
+    if (!m.refused.is_ok()) return refuse_group(chorus::Collective::kReducescatter, m, m.refused, process_set_id, handles);
     chorus::AllreduceOptions options;
     options.op = static_cast<chorus::ReduceOp>(op);
     options.prescale_factor = prescale;

@@ -12,7 +12,7 @@ namespace chorus::detail {
 
 namespace {
 // Guards against parsing bytes of another protocol version.
-constexpr uint32_t kRequestMagic = 0x43525133;   // "CRQ3": the device kind
+constexpr uint32_t kRequestMagic = 0x43525134;   // "CRQ4": a refusal after the device kind
 constexpr uint32_t kResponseMagic = 0x43525333;  // "CRS3": the device kind
 }  // namespace
 

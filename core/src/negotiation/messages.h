@@ -62,6 +62,13 @@ struct Request {
   /// CPU or CUDA: the same on every rank (a mismatch is an error naming
   /// both sets of ranks), and part of the fusion key and cache signature.
   DeviceKind device_kind = DeviceKind::kCpu;
+  /// Non-empty when this rank refused its own call before negotiation (its
+  /// input, arguments or device were bad: runtime/collective_entries.h); it
+  /// still sends this request so the ranks that called with good input do
+  /// not wait: the coordinator fails the tensor on every rank, naming this
+  /// rank and this message (validate_requests). The other rows then carry
+  /// nothing the coordinator reads.
+  std::string refused;
 
   int64_t num_elements() const;
   bool operator==(const Request& o) const;

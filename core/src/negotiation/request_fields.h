@@ -128,7 +128,10 @@ inline constexpr auto kRequestFields = [] {
       field(&Request::splits, A::kOwn, f::check_splits),
       field(&Request::process_set_ranks, A::kSame, f::check_members, {"member ranks", f::show_members,
                                                                         f::is_registration}),
-      fused_alike(field(&Request::device_kind, A::kSame, f::check_device_kind, {"device", f::show_device_kind})));
+      fused_alike(field(&Request::device_kind, A::kSame, f::check_device_kind, {"device", f::show_device_kind})),
+      // Agreed, so a refused request never matches a cached signature (the
+      // cache holds completed tensors only); reported before the other rows.
+      field(&Request::refused, A::kSame));
 }();
 
 // Enums travel as their 32-bit values.

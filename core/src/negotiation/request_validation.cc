@@ -2,6 +2,7 @@
 // kRequestFields (request_fields.h) with a mismatch text is compared.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <type_traits>
 
@@ -72,10 +73,48 @@ std::vector<std::string> mismatched_rows(const std::vector<Request>& requests, c
   return problems;
 }
 
+// The text a refusing rank sent, less the "<collective> of tensor '<name>': "
+// the error starts with anyway.
+std::string refusal_reason(const Request& r) {
+  const std::string prefix = std::string(collective_name(r.type)) + " of tensor '" + r.name + "': ";
+  return r.refused.compare(0, prefix.size(), prefix) == 0 ? r.refused.substr(prefix.size()) : r.refused;
+}
+
+// Ranks that refused their call before negotiation (Request::refused), by
+// reason: every rank's handle fails with this, the refusing ranks' too.
+std::optional<Status> refusals(const std::string& name, const std::vector<Request>& requests, const SetScope& scope) {
+  // Per tensor on the coordinator: nothing is built when nobody refused.
+  if (std::none_of(requests.begin(), requests.end(), [](const Request& r) { return !r.refused.empty(); })) {
+    return std::nullopt;
+  }
+  std::map<std::string, std::vector<int>> ranks_by_reason;
+  std::vector<std::string> order;  // reasons in order of first (lowest) rank
+  const Request* called = nullptr;  // a rank that called with good input: its collective names the call
+  std::vector<const Request*> by_rank;
+  for (const auto& r : requests) by_rank.push_back(&r);
+  std::sort(by_rank.begin(), by_rank.end(), [](auto* a, auto* b) { return a->rank < b->rank; });
+  for (const Request* r : by_rank) {
+    if (r->refused.empty()) {
+      if (called == nullptr) called = r;
+      continue;
+    }
+    auto& ranks = ranks_by_reason[refusal_reason(*r)];
+    if (ranks.empty()) order.push_back(refusal_reason(*r));
+    ranks.push_back(scope.world_rank(r->rank));
+  }
+  const Request& named = called ? *called : *by_rank.front();
+  std::ostringstream out;
+  out << collective_name(named.type) << " of tensor '" << name << "'" << scope.in_text() << " refused on ";
+  for (size_t i = 0; i < order.size(); ++i) out << (i ? "; on " : "") << rank_list(ranks_by_reason[order[i]]) << ": " << order[i];
+  out << " (the call fails on every rank)";
+  return Status::invalid_argument(out.str());
+}
+
 }  // namespace
 
 Status validate_requests(const std::string& name, const std::vector<Request>& requests,
                          int world_size, const SetScope& scope) {
+  if (std::optional<Status> refused = refusals(name, requests, scope)) return *refused;
   if (static_cast<int>(requests.size()) == world_size && all_agree(requests)) {
     const Request& r = requests.front();
     if (r.type != CollectiveType::kBroadcast || r.root_rank >= 0) return Status::ok();

@@ -118,6 +118,98 @@ TensorEntry reducescatter_entry(const std::string& name, const std::shared_ptr<T
   return entry;
 }
 
+TensorEntry alltoall_entry(const std::string& name, const std::shared_ptr<Tensor>& input, std::vector<int64_t> splits,
+                           const Topology& topo) {
+  const std::string what = "alltoall of tensor '" + name + "': ";
+  check_rows_input(what, input, "split");
+  const int64_t rows = input->shape().dim_size(0);
+  const int size = topo.size;
+  if (splits.empty()) {
+    if (rows % size != 0) {
+      invalid(what + "the first dimension " + std::to_string(rows) + " does not divide into " + std::to_string(size) +
+              " equal splits; pass explicit splits");
+    }
+    splits.assign(static_cast<size_t>(size), rows / size);
+  }
+  if (static_cast<int>(splits.size()) != size) {
+    const std::string ranks = topo.scope.id == 0 ? " ranks" : " ranks of " + topo.scope.describe();
+    invalid(what + std::to_string(splits.size()) + " splits given for " + std::to_string(size) + ranks);
+  }
+  int64_t total = 0;
+  for (size_t k = 0; k < splits.size(); ++k) {
+    if (splits[k] < 0) invalid(what + "split " + std::to_string(k) + " is negative (" + std::to_string(splits[k]) + ")");
+    if (splits[k] > rows - total) total = rows + 1;  // past the end; also keeps the sum from overflowing
+    else total += splits[k];
+  }
+  if (total > rows) invalid(what + "the splits sum past the first dimension " + std::to_string(rows));
+  TensorEntry entry = tensor_entry(CollectiveType::kAlltoall, name, input, topo.rank, {});
+  entry.request.splits = std::move(splits);
+  return entry;
+}
+
+TensorEntry broadcast_entry(const std::string& name, std::shared_ptr<Tensor> input, std::shared_ptr<Tensor> output,
+                            int set_root, int named_root, int rank) {
+  const std::string what = "broadcast of tensor '" + name + "': ";
+  if (!input) invalid(what + "tensor is null");
+  if (!output) invalid(what + "output is null");
+  if (input->dtype() != output->dtype() || input->shape().num_elements() != output->shape().num_elements()) {
+    invalid(what + "input is " + dtype_name(input->dtype()) + " " + input->shape().to_string() + " but output is " +
+            dtype_name(output->dtype()) + " " + output->shape().to_string());
+  }
+  if (input->device() != output->device()) invalid(what + "input and output are on different devices");
+  TensorEntry entry = tensor_entry(CollectiveType::kBroadcast, name, input, rank, {});
+  entry.request.root_rank = set_root;
+  entry.request.named_root = named_root;
+  entry.output = std::move(output);
+  return entry;
+}
+
+CollectiveType collective_type(Collective kind) {
+  switch (kind) {
+    case Collective::kAllreduce: return CollectiveType::kAllreduce;
+    case Collective::kBroadcast: return CollectiveType::kBroadcast;
+    case Collective::kAllgather: return CollectiveType::kAllgather;
+    case Collective::kReducescatter: return CollectiveType::kReducescatter;
+    case Collective::kAlltoall: return CollectiveType::kAlltoall;
+  }
+  invalid("unknown collective " + std::to_string(static_cast<int>(kind)));
+}
+
+void refuse(TensorEntry& entry, const std::string& why) {
+  Request& r = entry.request;
+  r.refused = why.empty() ? "refused without a reason" : why;  // empty would mean "not refused"
+  // What the refusal carries besides its name and group is never read; it
+  // must still decode (a CPU request, an empty shape).
+  r.shape.clear();
+  r.splits.clear();
+  r.device = kCpuDevice;
+  r.device_kind = DeviceKind::kCpu;
+  entry.input.reset();
+  entry.output.reset();
+  entry.ready.reset();
+  entry.output_ready.reset();
+}
+
+TensorEntry refused_entry(CollectiveType type, const std::string& name, int rank, OpHooks hooks, const std::string& why) {
+  TensorEntry e;
+  e.request.rank = rank;
+  e.request.type = type;
+  e.request.name = name;
+  e.hooks = std::move(hooks);
+  refuse(e, why);
+  return e;
+}
+
+std::vector<TensorEntry> refused_group(CollectiveType type, const std::vector<std::string>& names, int rank,
+                                       const std::vector<OpHooks>& hooks, const char* kind, const std::string& why) {
+  std::vector<TensorEntry> entries;
+  for (size_t i = 0; i < names.size(); ++i) {
+    entries.push_back(refused_entry(type, names[i], rank, i < hooks.size() ? hooks[i] : OpHooks{}, why));
+  }
+  make_group(entries, kind);  // all on the CPU: it cannot throw
+  return entries;
+}
+
 void make_group(std::vector<TensorEntry>& entries, const char* kind) {
   const std::string first = entries.front().name();
   for (const TensorEntry& e : entries) {
@@ -145,6 +237,15 @@ void check_group_sizes(const char* kind, const std::vector<std::string>& names, 
   if (inputs != names.size() || (others != 0 && others != names.size())) {
     invalid(what + " '" + names.front() + "', ...: " + std::to_string(names.size()) + " names but " +
             std::to_string(inputs) + " inputs and " + std::to_string(others) + " " + others_are);
+  }
+}
+
+void check_group_hooks(const char* kind, const std::vector<std::string>& names, const std::vector<OpHooks>& hooks) {
+  const std::string what = std::string("grouped ") + kind;
+  if (names.empty()) invalid(what + ": no tensors given");
+  if (hooks.size() != names.size()) {
+    invalid(what + " '" + names.front() + "', ...: " + std::to_string(names.size()) + " names but " +
+            std::to_string(hooks.size()) + " hooks");
   }
 }
 

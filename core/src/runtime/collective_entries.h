@@ -29,6 +29,30 @@ TensorEntry allreduce_entry(const std::string& name, std::shared_ptr<Tensor> inp
 TensorEntry allgather_entry(const std::string& name, const std::shared_ptr<Tensor>& input, int rank, OpHooks hooks);
 TensorEntry reducescatter_entry(const std::string& name, const std::shared_ptr<Tensor>& input,
                                 const AllreduceOptions& options, int rank, OpHooks hooks);
+/// `topo`: the set's, for the number of splits (empty: equal splits).
+TensorEntry alltoall_entry(const std::string& name, const std::shared_ptr<Tensor>& input, std::vector<int64_t> splits,
+                           const Topology& topo);
+/// `set_root`: the root's rank in the set, or -1 when `named_root` (a global
+/// rank) is not in it: negotiated, so every rank fails, not this one alone.
+TensorEntry broadcast_entry(const std::string& name, std::shared_ptr<Tensor> input, std::shared_ptr<Tensor> output,
+                            int set_root, int named_root, int rank);
+
+/// The collective a public Collective names (throws for a value outside the enum).
+CollectiveType collective_type(Collective kind);
+
+/// This rank's refusal of its own call (`why`: what was wrong with its
+/// input), as an entry that still takes part in negotiation under `name`:
+/// the coordinator fails the tensor on every rank with `why`, naming this
+/// rank, so the ranks that called with good input never wait for it.
+TensorEntry refused_entry(CollectiveType type, const std::string& name, int rank, OpHooks hooks, const std::string& why);
+/// Turns a built entry into its refusal (its tensors dropped; its name,
+/// group and hooks kept).
+void refuse(TensorEntry& entry, const std::string& why);
+/// A group's refusal: one refused entry per name, tied as make_group ties
+/// the called ones (the same group name on every rank). `hooks`: one per
+/// name, or none.
+std::vector<TensorEntry> refused_group(CollectiveType type, const std::vector<std::string>& names, int rank,
+                                       const std::vector<OpHooks>& hooks, const char* kind, const std::string& why);
 
 /// Ties `entries` into one group (negotiated and completed together): every
 /// rank derives the same group name from the same first name, kind and count.
@@ -39,6 +63,10 @@ void make_group(std::vector<TensorEntry>& entries, const char* kind);
 /// `others` counts what `others_are` names ("outputs" or "hooks").
 void check_group_sizes(const char* kind, const std::vector<std::string>& names, size_t inputs, size_t others,
                        const char* others_are = "outputs");
+
+/// Throws unless there is at least one name and one hooks per name: without
+/// them there is no process set to negotiate a refusal in.
+void check_group_hooks(const char* kind, const std::vector<std::string>& names, const std::vector<OpHooks>& hooks);
 
 /// The process set of a group's members (the same for all, or it throws).
 const ProcessSet& group_set(const std::vector<OpHooks>& hooks, const char* kind, const std::vector<std::string>& names);

@@ -7,6 +7,7 @@
 #include "common/env_params.h"
 #include "chorus/error.h"
 #include "runtime/collective_entries.h"
+#include "runtime/enqueue_or_refuse.h"
 #include "runtime/process_set_table.h"
 #include "runtime/runtime_access.h"
 #include "comm/backend_choice.h"
@@ -18,6 +19,9 @@ namespace {
 
 using detail::allreduce_entry;
 using detail::check_name;
+using detail::CollectiveType;
+using detail::enqueue_group_or_refuse;
+using detail::enqueue_or_refuse;
 using detail::invalid;
 using detail::tensor_entry;
 
@@ -100,10 +104,10 @@ Handle Runtime::allreduce_async(const std::string& name, std::shared_ptr<Tensor>
   // The hot path of a backward pass: no error text built unless needed.
   auto target = hooks.process_set.is_global() ? impl_
                                               : engine(hooks.process_set, "allreduce of tensor '" + name + "': ");
-  detail::TensorEntry entry =
-      allreduce_entry(name, std::move(input), std::move(output), options, target->topology().rank);
-  entry.hooks = std::move(hooks);
-  return target->enqueue(std::move(entry));
+  const int rank = target->topology().rank;
+  return enqueue_or_refuse(*target, CollectiveType::kAllreduce, name, std::move(hooks), [&] {
+    return allreduce_entry(name, std::move(input), std::move(output), options, rank);
+  });
 }
 
 std::vector<Handle> Runtime::grouped_allreduce_async(const std::vector<std::string>& names,
@@ -117,26 +121,33 @@ std::vector<Handle> Runtime::grouped_allreduce_async(const std::vector<std::stri
                                                      const std::vector<std::shared_ptr<Tensor>>& inputs,
                                                      const std::vector<std::shared_ptr<Tensor>>& outputs,
                                                      const AllreduceOptions& options, const ProcessSet& process_set) {
-  detail::check_group_sizes("allreduce", names, inputs.size(), outputs.size());
+  if (names.empty()) invalid("grouped allreduce: no tensors given");
   auto target = engine(process_set, "grouped allreduce '" + names.front() + "', ...: ");
   const int rank = target->topology().rank;
-  std::vector<detail::TensorEntry> entries;
-  for (size_t i = 0; i < names.size(); ++i) {
-    entries.push_back(allreduce_entry(names[i], inputs[i], outputs.empty() ? inputs[i] : outputs[i], options, rank));
-  }
-  detail::make_group(entries, "allreduce");
-  return target->enqueue(std::move(entries));
+  return enqueue_group_or_refuse(*target, CollectiveType::kAllreduce, names, {}, "allreduce", [&] {
+    detail::check_group_sizes("allreduce", names, inputs.size(), outputs.size());
+    std::vector<detail::TensorEntry> entries;
+    for (size_t i = 0; i < names.size(); ++i) {
+      entries.push_back(allreduce_entry(names[i], inputs[i], outputs.empty() ? inputs[i] : outputs[i], options, rank));
+    }
+    detail::make_group(entries, "allreduce");
+    return entries;
+  });
 }
 
 Handle Runtime::allgather_async(const std::string& name, std::shared_ptr<Tensor> input, OpHooks hooks) {
   auto target = engine(hooks.process_set, "allgather of tensor '" + name + "': ");
-  return target->enqueue(detail::allgather_entry(name, input, target->topology().rank, std::move(hooks)));
+  const int rank = target->topology().rank;
+  return enqueue_or_refuse(*target, CollectiveType::kAllgather, name, std::move(hooks),
+                           [&] { return detail::allgather_entry(name, input, rank, {}); });
 }
 
 Handle Runtime::reducescatter_async(const std::string& name, std::shared_ptr<Tensor> input,
                                    const AllreduceOptions& options, OpHooks hooks) {
   auto target = engine(hooks.process_set, "reducescatter of tensor '" + name + "': ");
-  return target->enqueue(detail::reducescatter_entry(name, input, options, target->topology().rank, std::move(hooks)));
+  const int rank = target->topology().rank;
+  return enqueue_or_refuse(*target, CollectiveType::kReducescatter, name, std::move(hooks),
+                           [&] { return detail::reducescatter_entry(name, input, options, rank, {}); });
 }
 
 std::vector<Handle> Runtime::grouped_allgather_async(const std::vector<std::string>& names,
@@ -148,14 +159,18 @@ std::vector<Handle> Runtime::grouped_allgather_async(const std::vector<std::stri
 std::vector<Handle> Runtime::grouped_allgather_async(const std::vector<std::string>& names,
                                                      const std::vector<std::shared_ptr<Tensor>>& inputs,
                                                      const std::vector<OpHooks>& hooks) {
-  detail::check_group_sizes("allgather", names, inputs.size(), hooks.size(), "hooks");
+  detail::check_group_hooks("allgather", names, hooks);
   auto target = engine(detail::group_set(hooks, "allgather", names), "grouped allgather '" + names.front() + "', ...: ");
-  std::vector<detail::TensorEntry> entries;
-  for (size_t i = 0; i < names.size(); ++i) {
-    entries.push_back(detail::allgather_entry(names[i], inputs[i], target->topology().rank, hooks[i]));
-  }
-  detail::make_group(entries, "allgather");
-  return target->enqueue(std::move(entries));
+  const int rank = target->topology().rank;
+  return enqueue_group_or_refuse(*target, CollectiveType::kAllgather, names, hooks, "allgather", [&] {
+    detail::check_group_sizes("allgather", names, inputs.size(), hooks.size(), "hooks");
+    std::vector<detail::TensorEntry> entries;
+    for (size_t i = 0; i < names.size(); ++i) {
+      entries.push_back(detail::allgather_entry(names[i], inputs[i], rank, hooks[i]));
+    }
+    detail::make_group(entries, "allgather");
+    return entries;
+  });
 }
 
 std::vector<Handle> Runtime::grouped_reducescatter_async(const std::vector<std::string>& names,
@@ -168,51 +183,27 @@ std::vector<Handle> Runtime::grouped_reducescatter_async(const std::vector<std::
                                                          const std::vector<std::shared_ptr<Tensor>>& inputs,
                                                          const AllreduceOptions& options,
                                                          const std::vector<OpHooks>& hooks) {
-  detail::check_group_sizes("reducescatter", names, inputs.size(), hooks.size(), "hooks");
+  detail::check_group_hooks("reducescatter", names, hooks);
   auto target =
       engine(detail::group_set(hooks, "reducescatter", names), "grouped reducescatter '" + names.front() + "', ...: ");
-  std::vector<detail::TensorEntry> entries;
-  for (size_t i = 0; i < names.size(); ++i) {
-    entries.push_back(detail::reducescatter_entry(names[i], inputs[i], options, target->topology().rank, hooks[i]));
-  }
-  detail::make_group(entries, "reducescatter");
-  return target->enqueue(std::move(entries));
+  const int rank = target->topology().rank;
+  return enqueue_group_or_refuse(*target, CollectiveType::kReducescatter, names, hooks, "reducescatter", [&] {
+    detail::check_group_sizes("reducescatter", names, inputs.size(), hooks.size(), "hooks");
+    std::vector<detail::TensorEntry> entries;
+    for (size_t i = 0; i < names.size(); ++i) {
+      entries.push_back(detail::reducescatter_entry(names[i], inputs[i], options, rank, hooks[i]));
+    }
+    detail::make_group(entries, "reducescatter");
+    return entries;
+  });
 }
 
 Handle Runtime::alltoall_async(const std::string& name, std::shared_ptr<Tensor> input, std::vector<int64_t> splits,
                                OpHooks hooks) {
-  check_name(name, "alltoall");
-  const std::string what = "alltoall of tensor '" + name + "': ";
-  if (!input) invalid(what + "input is null");
-  const TensorShape shape = input->shape();
-  if (shape.dims() < 1) invalid(what + "a scalar cannot be split along a first dimension; reshape it to [1]");
-  const int64_t rows = shape.dim_size(0);
-  auto target = engine(hooks.process_set, what);
-  const int size = target->topology().size;
-  const std::string ranks = target->topology().scope.id == 0 ? " ranks" : " ranks of " + target->topology().scope.describe();
-  if (splits.empty()) {
-    if (rows % size != 0) {
-      invalid(what + "the first dimension " + std::to_string(rows) + " does not divide into " + std::to_string(size) +
-              " equal splits; pass explicit splits");
-    }
-    splits.assign(static_cast<size_t>(size), rows / size);
-  }
-  if (static_cast<int>(splits.size()) != size) {
-    invalid(what + std::to_string(splits.size()) + " splits given for " + std::to_string(size) + ranks);
-  }
-  int64_t total = 0;
-  for (size_t k = 0; k < splits.size(); ++k) {
-    if (splits[k] < 0) invalid(what + "split " + std::to_string(k) + " is negative (" + std::to_string(splits[k]) + ")");
-    if (splits[k] > rows - total) total = rows + 1;  // past the end; also keeps the sum from overflowing
-    else total += splits[k];
-  }
-  if (total > rows) {
-    invalid(what + "the splits sum past the first dimension " + std::to_string(rows));
-  }
-  detail::TensorEntry entry =
-      tensor_entry(detail::CollectiveType::kAlltoall, name, input, target->topology().rank, std::move(hooks));
-  entry.request.splits = std::move(splits);
-  return target->enqueue(std::move(entry));
+  auto target = engine(hooks.process_set, "alltoall of tensor '" + name + "': ");
+  const detail::Topology& topo = target->topology();
+  return enqueue_or_refuse(*target, CollectiveType::kAlltoall, name, std::move(hooks),
+                           [&] { return detail::alltoall_entry(name, input, std::move(splits), topo); });
 }
 
 Handle Runtime::join_async() {
@@ -240,18 +231,49 @@ Handle Runtime::barrier_async(const ProcessSet& process_set) {
   return target->enqueue(std::move(e));
 }
 
-ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
+Handle Runtime::refuse_async(Collective kind, const std::string& name, const std::string& why, OpHooks hooks) {
+  const CollectiveType type = detail::collective_type(kind);
+  check_name(name, detail::collective_name(type));
+  auto target = engine(hooks.process_set, std::string(detail::collective_name(type)) + " of tensor '" + name + "': ");
+  return target->enqueue(detail::refused_entry(type, name, target->topology().rank, std::move(hooks), why));
+}
+
+std::vector<Handle> Runtime::refuse_group_async(Collective kind, const std::vector<std::string>& names,
+                                                const std::string& why, const ProcessSet& process_set) {
+  const CollectiveType type = detail::collective_type(kind);
+  const char* what = detail::collective_name(type);
+  if (names.empty()) invalid(std::string("grouped ") + what + ": no tensors given");
+  for (const std::string& name : names) check_name(name, what);
+  auto target = engine(process_set, std::string("grouped ") + what + " '" + names.front() + "', ...: ");
+  std::vector<OpHooks> hooks(names.size());
+  for (OpHooks& h : hooks) h.process_set = process_set;
+  return target->enqueue(detail::refused_group(type, names, target->topology().rank, hooks, what, why));
+}
+
+namespace {
+// The members of a new process set, sorted, or why they are refused.
+Status check_members(std::vector<int>& ranks, int size) {
   std::sort(ranks.begin(), ranks.end());
   const std::string what = "add_process_set: ";
-  if (ranks.empty()) invalid(what + "a process set needs at least one rank");
+  if (ranks.empty()) return Status::invalid_argument(what + "a process set needs at least one rank");
   for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] < 0 || ranks[i] >= size()) {
-      invalid(what + "rank " + std::to_string(ranks[i]) + " is outside 0.." + std::to_string(size() - 1));
+    if (ranks[i] < 0 || ranks[i] >= size) {
+      return Status::invalid_argument(what + "rank " + std::to_string(ranks[i]) + " is outside 0.." +
+                                      std::to_string(size - 1));
     }
-    if (i > 0 && ranks[i] == ranks[i - 1]) invalid(what + "rank " + std::to_string(ranks[i]) + " is given twice");
+    if (i > 0 && ranks[i] == ranks[i - 1]) {
+      return Status::invalid_argument(what + "rank " + std::to_string(ranks[i]) + " is given twice");
+    }
   }
+  return Status::ok();
+}
+}  // namespace
+
+ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
+  const Status members = check_members(ranks, size());
   // A registration is a collective of the global set, named by its id:
   // every rank registers in the same order, so the names (and ids) match.
+  // Bad ranks on this rank are refused through it too (the others wait in it).
   const int32_t id = sets_->next_id();
   auto split = std::make_shared<detail::ProcessSetSplit>();
   split->id = id;
@@ -263,6 +285,7 @@ ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
   e.request.shape = {0};
   e.request.process_set_ranks.assign(ranks.begin(), ranks.end());
   e.process_set_split = split;
+  if (!members.is_ok()) detail::refuse(e, members.message());
   impl_->enqueue(std::move(e)).wait();
   // Members start the set's engine together: its backend's start is a
   // collective among them, on the set's own thread.
@@ -294,26 +317,13 @@ Handle Runtime::broadcast_async(const std::string& name, std::shared_ptr<Tensor>
 
 Handle Runtime::broadcast_async(const std::string& name, std::shared_ptr<Tensor> input, std::shared_ptr<Tensor> output,
                                 int root_rank, OpHooks hooks) {
-  check_name(name, "broadcast");
-  const std::string what = "broadcast of tensor '" + name + "': ";
-  if (!input) invalid(what + "tensor is null");
-  if (!output) invalid(what + "output is null");
-  if (input->dtype() != output->dtype() || input->shape().num_elements() != output->shape().num_elements()) {
-    invalid(what + "input is " + dtype_name(input->dtype()) + " " + input->shape().to_string() + " but output is " +
-            dtype_name(output->dtype()) + " " + output->shape().to_string());
-  }
-  if (input->device() != output->device()) invalid(what + "input and output are on different devices");
-  auto target = engine(hooks.process_set, what);
+  auto target = engine(hooks.process_set, "broadcast of tensor '" + name + "': ");
   const detail::Topology& topo = target->topology();
-  // A root outside the set is negotiated, not thrown here: the other ranks
-  // may have named a valid root and would wait for this one forever.
+  // A root outside the set is negotiated too (Request::root_rank -1).
   const int set_root = set_rank_of(topo, root_rank);
-  detail::TensorEntry entry =
-      tensor_entry(detail::CollectiveType::kBroadcast, name, input, topo.rank, std::move(hooks));
-  entry.request.root_rank = set_root;  // -1 when not in the set
-  entry.request.named_root = root_rank;
-  entry.output = std::move(output);
-  return target->enqueue(std::move(entry));
+  return enqueue_or_refuse(*target, CollectiveType::kBroadcast, name, std::move(hooks), [&] {
+    return detail::broadcast_entry(name, std::move(input), std::move(output), set_root, root_rank, topo.rank);
+  });
 }
 
 }  // namespace chorus

@@ -8,6 +8,7 @@
 #include "kernels/reduce_kernels.h"
 #include "chorus/error.h"
 #include "common/env_params.h"
+#include "runtime/collective_entries.h"
 #include "runtime/job_end.h"
 
 namespace chorus::detail {
@@ -114,9 +115,12 @@ std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
   std::vector<Handle> handles;
   handles.reserve(entries.size());
   const auto now = std::chrono::steady_clock::now();
-  RecordedMarks recorded;
+  std::vector<TensorEntry*> on_device;
   for (auto& e : entries) {
-    if (e.request.device_kind != DeviceKind::kCpu) prepare_device(e, recorded);
+    if (e.request.device_kind != DeviceKind::kCpu) on_device.push_back(&e);
+  }
+  if (!on_device.empty()) prepare_or_refuse(std::move(on_device));
+  for (auto& e : entries) {
     e.enqueued = now;
     e.handle = make_handle_state(e);
     handles.push_back(Handle(e.handle));
@@ -126,10 +130,7 @@ std::vector<Handle> RuntimeImpl::enqueue(std::vector<TensorEntry> entries) {
 }
 
 Handle RuntimeImpl::enqueue(TensorEntry entry) {
-  if (entry.request.device_kind != DeviceKind::kCpu) {
-    RecordedMarks recorded;
-    prepare_device(entry, recorded);
-  }
+  if (entry.request.device_kind != DeviceKind::kCpu) prepare_or_refuse({&entry});
   entry.enqueued = std::chrono::steady_clock::now();
   entry.handle = make_handle_state(entry);
   Handle handle(entry.handle);
@@ -137,41 +138,56 @@ Handle RuntimeImpl::enqueue(TensorEntry entry) {
   return handle;
 }
 
+void RuntimeImpl::prepare_or_refuse(std::vector<TensorEntry*> entries) const {
+  RecordedMarks recorded;
+  Status failed;
+  for (TensorEntry* e : entries) {
+    if (failed.is_ok()) failed = prepare_device(*e, recorded);
+  }
+  if (failed.is_ok()) return;
+  for (TensorEntry* e : entries) refuse(*e, failed.message());
+}
+
 // The message prefix is built only on failure: this runs per tensor.
 static std::string device_what(const TensorEntry& e) {
   return std::string(collective_name(e.request.type)) + " of tensor '" + e.name() + "': ";
 }
 
-void RuntimeImpl::prepare_device(TensorEntry& e, RecordedMarks& recorded) const {
+Status RuntimeImpl::prepare_device(TensorEntry& e, RecordedMarks& recorded) const {
   const int device = e.input->device();
   if (!device_->memory) {
-    throw_if_error(Status::invalid_argument(
-        device_what(e) + "the tensor is on CUDA device " + std::to_string(device) +
-        ", but this build of Chorus has no GPU support (built without CUDA: CHORUS_WITH_CUDA)"));
+    return Status::invalid_argument(device_what(e) + "the tensor is on CUDA device " + std::to_string(device) +
+                                    ", but this build of Chorus has no GPU support (built without CUDA: CHORUS_WITH_CUDA)");
   }
   const CollectiveType t = e.request.type;
   const bool output_after_negotiation =
       t == CollectiveType::kAllgather || t == CollectiveType::kAlltoall || t == CollectiveType::kReducescatter;
   if (output_after_negotiation && !e.hooks.context) {
-    throw_if_error(Status::invalid_argument(
-        device_what(e) + "its output is allocated after negotiation, on CUDA device " + std::to_string(device) +
-        ": pass an OpContext that allocates there (OpHooks::context)"));
+    return Status::invalid_argument(device_what(e) + "its output is allocated after negotiation, on CUDA device " +
+                                    std::to_string(device) + ": pass an OpContext that allocates there (OpHooks::context)");
   }
-  e.ready = ready_mark(device, e.input->stream(), recorded, e, "");
+  StatusOr<std::shared_ptr<DeviceMark>> ready = ready_mark(device, e.input->stream(), recorded, e, "");
+  if (!ready.is_ok()) return ready.status();
+  e.ready = std::move(ready).value();
   // An out-of-place output on another stream may still be read or written
   // by work queued there: the copy back waits for that too.
-  if (e.output && e.output != e.input && e.output->stream() != e.input->stream())
-    e.output_ready = ready_mark(e.output->device(), e.output->stream(), recorded, e, "its output's ready point: ");
+  if (e.output && e.output != e.input && e.output->stream() != e.input->stream()) {
+    StatusOr<std::shared_ptr<DeviceMark>> out =
+        ready_mark(e.output->device(), e.output->stream(), recorded, e, "its output's ready point: ");
+    if (!out.is_ok()) return out.status();
+    e.output_ready = std::move(out).value();
+  }
+  return Status::ok();
 }
 
-std::shared_ptr<DeviceMark> RuntimeImpl::ready_mark(int device, void* stream, RecordedMarks& recorded,
-                                                    const TensorEntry& e, const char* which) const {
+StatusOr<std::shared_ptr<DeviceMark>> RuntimeImpl::ready_mark(int device, void* stream, RecordedMarks& recorded,
+                                                              const TensorEntry& e, const char* which) const {
   for (const auto& m : recorded.marks)
     if (m.device == device && m.stream == stream) return m.mark;
   StatusOr<std::shared_ptr<DeviceMark>> made = device_->memory->record(device, stream);
-  if (!made.is_ok()) throw_if_error(Status(made.status().code(), device_what(e) + which + made.status().message()));
+  if (!made.is_ok()) return Status(made.status().code(), device_what(e) + which + made.status().message());
   recorded.marks.push_back({device, stream, made.value()});
-  return std::move(made).value();
+  return made;
 }
 
 }  // namespace chorus::detail

@@ -13,6 +13,7 @@
 #include "chorus/runtime.h"
 #include "comm/backend.h"
 #include "common/logging.h"
+#include "common/status_or.h"
 #include "runtime/background_loop.h"
 #include "runtime/device_support.h"
 #include "runtime/shared_stats.h"
@@ -64,11 +65,16 @@ class RuntimeImpl {
     std::vector<Mark> marks;
   };
   /// A CUDA tensor: checked against this build and its ready point recorded
-  /// on the producer's stream (or taken from `recorded`); throws
-  /// chorus::Error naming the tensor.
-  void prepare_device(TensorEntry& entry, RecordedMarks& recorded) const;
-  std::shared_ptr<DeviceMark> ready_mark(int device, void* stream, RecordedMarks& recorded, const TensorEntry& entry,
-                                         const char* which) const;
+  /// on the producer's stream (or taken from `recorded`); an error names the
+  /// tensor.
+  Status prepare_device(TensorEntry& entry, RecordedMarks& recorded) const;
+  StatusOr<std::shared_ptr<DeviceMark>> ready_mark(int device, void* stream, RecordedMarks& recorded,
+                                                   const TensorEntry& entry, const char* which) const;
+  /// Prepares the CUDA entries; a device this rank cannot use (no GPU
+  /// support, no OpContext, a ready point it cannot record) is its own
+  /// refusal, negotiated like bad input (collective_entries.h): every
+  /// member of `entries` is refused with it, so the other ranks fail too.
+  void prepare_or_refuse(std::vector<TensorEntry*> entries) const;
 
   RuntimeOptions options_;
   Logger logger_;

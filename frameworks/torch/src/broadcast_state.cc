@@ -13,17 +13,9 @@ namespace {
 
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
-void check_root(int root_rank, const char* what, const ProcessSet& process_set) {
-  if (root_rank < 0 || root_rank >= size()) {
-    throw InvalidArgumentError(Status::invalid_argument(std::string(what) + ": root rank " + std::to_string(root_rank) +
-                                                        " is outside [0, " + std::to_string(size()) + ")"));
-  }
-  if (process_set.rank_of(root_rank) < 0) {
-    throw InvalidArgumentError(Status::invalid_argument(std::string(what) + ": root rank " + std::to_string(root_rank) +
-                                                        " is not a member of process set " +
-                                                        std::to_string(process_set.id())));
-  }
-}
+// The root is not checked here: a root outside the job or the set on one
+// rank would throw there alone while the others wait in the collectives.
+// The core negotiates it (every rank fails, naming the roots and ranks).
 
 // Waits for all, even after a failure, then throws the first error.
 void wait_all(const std::vector<TensorHandle>& handles) {
@@ -100,7 +92,6 @@ void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes
 }  // namespace
 
 void broadcast_parameters(const NamedTensors& named_tensors, int root_rank, const ProcessSet& process_set) {
-  check_root(root_rank, "broadcast_parameters", process_set);
   std::vector<std::string> names;
   for (const auto& item : named_tensors) names.push_back(item.first);
   torch_adapter::check_same_on_all_ranks(names, "broadcast_parameters", process_set);
@@ -129,7 +120,6 @@ void broadcast_parameters(const torch::nn::Module& module, int root_rank, const 
 }
 
 void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root_rank, const ProcessSet& process_set) {
-  check_root(root_rank, "broadcast_optimizer_state", process_set);
   torch_adapter::check_same_on_all_ranks(optimizer_layout(optimizer), "broadcast_optimizer_state", process_set);
   std::string bytes;
   if (rank() == root_rank) bytes = save_optimizer(optimizer);
@@ -147,7 +137,6 @@ void broadcast_optimizer_state(DistributedOptimizer& optimizer, int root_rank, c
 
 std::string broadcast_bytes(const std::string& bytes, int root_rank, const std::string& name,
                             const ProcessSet& process_set) {
-  check_root(root_rank, "broadcast_bytes", process_set);
   const std::string n = torch_adapter::name_or_auto(name, "broadcast_object", process_set);
   torch::Tensor length = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
   broadcast_(length, root_rank, n + ".length", process_set);

@@ -11,28 +11,40 @@ namespace chorus {
 
 namespace {
 
-// Names "<group>.<i>" and checked, contiguous inputs for the core.
+// Names "<group>.<i>" and checked, contiguous inputs for the core, or why
+// this rank refuses them (`refused`: negotiated, so every rank fails).
 struct GroupInputs {
   std::vector<std::string> names;
   std::vector<std::shared_ptr<Tensor>> tensors;
   torch::Device device = torch::kCPU;  // where LibTorch allocates the outputs
+  Status refused;
 };
 
 GroupInputs group_inputs(const std::vector<torch::Tensor>& tensors, const std::string& group, const char* what) {
   GroupInputs in;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    in.names.push_back(group + "." + std::to_string(i));
-    torch_adapter::check_tensor(tensors[i], std::string(what) + " of tensor '" + in.names.back() + "'");
-    in.tensors.push_back(torch_adapter::wrap(tensors[i]));
+  for (size_t i = 0; i < tensors.size(); ++i) in.names.push_back(group + "." + std::to_string(i));
+  for (size_t i = 0; i < tensors.size() && in.refused.is_ok(); ++i) {
+    const std::string member = std::string(what) + " of tensor '" + in.names[i] + "'";
+    in.refused = torch_adapter::tensor_status(tensors[i], member);
     // One OpContext allocates every member's output, on one device.
-    if (i > 0 && tensors[i].device() != tensors[0].device()) {
-      throw InvalidArgumentError(Status::invalid_argument(
-          std::string(what) + " of tensor '" + in.names.back() + "': it is on " + tensors[i].device().str() + " but '" +
-          in.names.front() + "' on " + tensors[0].device().str() + "; a group is on one device"));
+    if (in.refused.is_ok() && i > 0 && tensors[i].device() != tensors[0].device()) {
+      in.refused = Status::invalid_argument(member + ": it is on " + tensors[i].device().str() + " but '" +
+                                            in.names.front() + "' on " + tensors[0].device().str() +
+                                            "; a group is on one device");
     }
+    if (in.refused.is_ok()) in.tensors.push_back(torch_adapter::wrap(tensors[i]));
   }
-  if (!tensors.empty()) in.device = tensors[0].device();
+  if (!tensors.empty() && in.refused.is_ok()) in.device = tensors[0].device();
   return in;
+}
+
+// A member this rank refuses fails the group on every rank.
+std::vector<TensorHandle> refused_group(Collective kind, const GroupInputs& in, const ProcessSet& process_set) {
+  std::vector<TensorHandle> out;
+  for (const Handle& h : current_runtime()->refuse_group_async(kind, in.names, in.refused.message(), process_set)) {
+    out.emplace_back(h, nullptr);
+  }
+  return out;
 }
 
 std::vector<TensorHandle> allocated_outputs(const std::vector<Handle>& handles) {
@@ -53,6 +65,7 @@ std::vector<TensorHandle> grouped_allgather_async(const std::vector<torch::Tenso
                                                   const ProcessSet& process_set) {
   const std::string group = torch_adapter::name_or_auto(name, "grouped_allgather", process_set);
   GroupInputs in = group_inputs(tensors, group, "grouped allgather");
+  if (!in.refused.is_ok()) return refused_group(Collective::kAllgather, in, process_set);
   return allocated_outputs(current_runtime()->grouped_allgather_async(in.names, in.tensors,
                                                                       torch_adapter::torch_allocation(process_set, in.device)));
 }
@@ -71,6 +84,7 @@ std::vector<TensorHandle> grouped_reducescatter_async(const std::vector<torch::T
                                                       const ProcessSet& process_set) {
   const std::string group = torch_adapter::name_or_auto(name, "grouped_reducescatter", process_set);
   GroupInputs in = group_inputs(tensors, group, "grouped reducescatter");
+  if (!in.refused.is_ok()) return refused_group(Collective::kReducescatter, in, process_set);
   return allocated_outputs(current_runtime()->grouped_reducescatter_async(
       in.names, in.tensors, options, torch_adapter::torch_allocation(process_set, in.device)));
 }

@@ -10,7 +10,7 @@
 
 namespace chorus {
 
-using torch_adapter::check_tensor;
+using torch_adapter::tensor_status;
 using torch_adapter::name_or_auto;
 using torch_adapter::torch_allocation;
 using torch_adapter::TorchTensor;
@@ -32,6 +32,13 @@ OpHooks in_set(const ProcessSet& process_set) {
 
 std::shared_ptr<TorchTensor> empty_like(const std::shared_ptr<TorchTensor>& t) {
   return std::make_shared<TorchTensor>(torch::empty(t->tensor().sizes(), t->tensor().options()));
+}
+
+// A tensor this rank cannot hand to the core (undefined, sparse, another
+// device, an unsupported dtype) is refused through negotiation: the other
+// ranks' calls under `name` fail too, naming this rank, instead of waiting.
+TensorHandle refused(Collective kind, const std::string& name, const Status& why, const ProcessSet& process_set) {
+  return TensorHandle(current_runtime()->refuse_async(kind, name, why.message(), in_set(process_set)), nullptr);
 }
 
 // The result is what the core allocated (allgather, alltoall, reducescatter).
@@ -66,7 +73,9 @@ bool poll(const TensorHandle& handle) { return handle.poll(); }
 TensorHandle allreduce_async(const torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options,
                              const std::shared_ptr<Compression>& compression, const ProcessSet& process_set) {
   const std::string n = name_or_auto(name, "allreduce", process_set);
-  check_tensor(tensor, describe("allreduce", n));
+  if (Status bad = tensor_status(tensor, describe("allreduce", n)); !bad.is_ok()) {
+    return refused(Collective::kAllreduce, n, bad, process_set);
+  }
   torch::Dtype original = tensor.scalar_type();
   torch::Tensor sent = compression ? compression->compress(tensor, &original) : tensor;
   auto input = wrap(sent);
@@ -81,7 +90,9 @@ TensorHandle allreduce_async(const torch::Tensor& tensor, const std::string& nam
 TensorHandle allreduce_async_(torch::Tensor& tensor, const std::string& name, const AllreduceOptions& options,
                               const ProcessSet& process_set) {
   const std::string n = name_or_auto(name, "allreduce", process_set);
-  check_tensor(tensor, describe("allreduce", n));
+  if (Status bad = tensor_status(tensor, describe("allreduce", n)); !bad.is_ok()) {
+    return refused(Collective::kAllreduce, n, bad, process_set);
+  }
   return in_place(tensor, [&](const std::shared_ptr<TorchTensor>& t) {
     return current_runtime()->allreduce_async(n, t, t, options, in_set(process_set));
   });
@@ -105,9 +116,16 @@ std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tenso
   std::vector<std::string> names;
   std::vector<std::shared_ptr<Tensor>> inputs, outputs;
   std::vector<std::shared_ptr<TorchTensor>> results;
+  for (size_t i = 0; i < tensors.size(); ++i) names.push_back(group + "." + std::to_string(i));
   for (size_t i = 0; i < tensors.size(); ++i) {
-    names.push_back(group + "." + std::to_string(i));
-    check_tensor(tensors[i], describe("grouped allreduce", names.back()));
+    if (Status bad = tensor_status(tensors[i], describe("grouped allreduce", names[i])); !bad.is_ok()) {
+      std::vector<TensorHandle> out;  // this rank's refusal fails the group on every rank
+      for (const Handle& h :
+           current_runtime()->refuse_group_async(Collective::kAllreduce, names, bad.message(), process_set)) {
+        out.emplace_back(h, nullptr);
+      }
+      return out;
+    }
     auto input = wrap(tensors[i]);
     auto output = empty_like(input);
     inputs.push_back(input);
@@ -136,7 +154,9 @@ std::vector<torch::Tensor> grouped_allreduce(const std::vector<torch::Tensor>& t
 
 TensorHandle allgather_async(const torch::Tensor& tensor, const std::string& name, const ProcessSet& process_set) {
   const std::string n = name_or_auto(name, "allgather", process_set);
-  check_tensor(tensor, describe("allgather", n));
+  if (Status bad = tensor_status(tensor, describe("allgather", n)); !bad.is_ok()) {
+    return refused(Collective::kAllgather, n, bad, process_set);
+  }
   return TensorHandle(current_runtime()->allgather_async(n, wrap(tensor), torch_allocation(process_set, tensor.device())), allocated_output());
 }
 
@@ -149,7 +169,9 @@ torch::Tensor allgather(const torch::Tensor& tensor, const std::string& name, co
 TensorHandle broadcast_async(const torch::Tensor& tensor, int root_rank, const std::string& name,
                              const ProcessSet& process_set) {
   const std::string n = name_or_auto(name, "broadcast", process_set);
-  check_tensor(tensor, describe("broadcast", n));
+  if (Status bad = tensor_status(tensor, describe("broadcast", n)); !bad.is_ok()) {
+    return refused(Collective::kBroadcast, n, bad, process_set);
+  }
   auto input = wrap(tensor);
   auto output = empty_like(input);
   Handle h = current_runtime()->broadcast_async(n, input, output, root_rank, in_set(process_set));
@@ -159,7 +181,9 @@ TensorHandle broadcast_async(const torch::Tensor& tensor, int root_rank, const s
 TensorHandle broadcast_async_(torch::Tensor& tensor, int root_rank, const std::string& name,
                               const ProcessSet& process_set) {
   const std::string n = name_or_auto(name, "broadcast", process_set);
-  check_tensor(tensor, describe("broadcast", n));
+  if (Status bad = tensor_status(tensor, describe("broadcast", n)); !bad.is_ok()) {
+    return refused(Collective::kBroadcast, n, bad, process_set);
+  }
   return in_place(tensor, [&](const std::shared_ptr<TorchTensor>& t) {
     return current_runtime()->broadcast_async(n, t, root_rank, in_set(process_set));
   });
@@ -180,7 +204,9 @@ torch::Tensor broadcast_(torch::Tensor& tensor, int root_rank, const std::string
 TensorHandle alltoall_async(const torch::Tensor& tensor, const std::vector<int64_t>& splits, const std::string& name,
                             const ProcessSet& process_set) {
   const std::string n = name_or_auto(name, "alltoall", process_set);
-  check_tensor(tensor, describe("alltoall", n));
+  if (Status bad = tensor_status(tensor, describe("alltoall", n)); !bad.is_ok()) {
+    return refused(Collective::kAlltoall, n, bad, process_set);
+  }
   return TensorHandle(current_runtime()->alltoall_async(n, wrap(tensor), splits, torch_allocation(process_set, tensor.device())),
                       allocated_output());
 }
@@ -199,7 +225,9 @@ AlltoallResult alltoall(const torch::Tensor& tensor, const std::vector<int64_t>&
 TensorHandle reducescatter_async(const torch::Tensor& tensor, const std::string& name,
                                  const AllreduceOptions& options, const ProcessSet& process_set) {
   const std::string n = name_or_auto(name, "reducescatter", process_set);
-  check_tensor(tensor, describe("reducescatter", n));
+  if (Status bad = tensor_status(tensor, describe("reducescatter", n)); !bad.is_ok()) {
+    return refused(Collective::kReducescatter, n, bad, process_set);
+  }
   return TensorHandle(current_runtime()->reducescatter_async(n, wrap(tensor), options, torch_allocation(process_set, tensor.device())),
                       allocated_output());
 }

@@ -64,16 +64,24 @@ torch::Dtype to_torch_dtype(DataType dtype) {
   invalid("unknown chorus dtype " + std::to_string(static_cast<int>(dtype)));
 }
 
-void check_tensor(const torch::Tensor& tensor, const std::string& what) {
-  if (!tensor.defined()) invalid(what + ": the tensor is undefined");
+Status tensor_status(const torch::Tensor& tensor, const std::string& what) {
+  if (!tensor.defined()) return Status::invalid_argument(what + ": the tensor is undefined");
   // A CUDA tensor goes to the core as it is; a Chorus built without GPU
   // support refuses it there, naming it.
   if (!tensor.device().is_cpu() && !tensor.device().is_cuda()) {
-    invalid(what + ": the tensor is on " + tensor.device().str() + "; Chorus moves host (CPU) and CUDA tensors only");
+    return Status::invalid_argument(what + ": the tensor is on " + tensor.device().str() +
+                                    "; Chorus moves host (CPU) and CUDA tensors only");
   }
-  if (tensor.is_sparse()) invalid(what + ": sparse tensors are not supported; pass a dense tensor");
-  to_chorus_dtype(tensor.scalar_type(), what);
+  if (tensor.is_sparse()) return Status::invalid_argument(what + ": sparse tensors are not supported; pass a dense tensor");
+  try {
+    to_chorus_dtype(tensor.scalar_type(), what);
+  } catch (const InvalidArgumentError& e) {
+    return e.status();
+  }
+  return Status::ok();
 }
+
+void check_tensor(const torch::Tensor& tensor, const std::string& what) { throw_if_error(tensor_status(tensor, what)); }
 
 TorchTensor::TorchTensor(torch::Tensor tensor)
     : tensor_(std::move(tensor)), dtype_(to_chorus_dtype(tensor_.scalar_type(), "tensor")) {

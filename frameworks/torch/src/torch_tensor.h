@@ -18,8 +18,10 @@ namespace torch_adapter {
 DataType to_chorus_dtype(torch::Dtype dtype, const std::string& what);
 torch::Dtype to_torch_dtype(DataType dtype);
 
-/// Throws InvalidArgumentError unless `tensor` is defined, dense, on the host
-/// or a CUDA device, and of a supported dtype.
+/// OK when `tensor` is defined, dense, on the host or a CUDA device, and of
+/// a supported dtype; else an invalid argument saying which, after `what`.
+Status tensor_status(const torch::Tensor& tensor, const std::string& what);
+/// Throws InvalidArgumentError unless tensor_status is OK.
 void check_tensor(const torch::Tensor& tensor, const std::string& what);
 
 /// A contiguous torch::Tensor seen by the core. Holds a reference, so the
