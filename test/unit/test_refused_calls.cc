@@ -147,3 +147,36 @@ TEST_CASE("An adapter's refusal (refuse_async, refuse_group_async) fails every r
     for (const Handle& g : rt.grouped_allreduce_async({"ga", "gb"}, {view(v), view(v)}, {})) g.wait(kNoHang);
   });
 }
+
+TEST_CASE("A negative rank passed to add_process_set on one rank is refused, not sent as a malformed request",
+          "[runtime][errors][refused][process_set]") {
+  run_ranks(3, [](Runtime& rt, int rank) {
+    // Rank 1 (a worker: its request travels to rank 0 on the wire) passes -1.
+    std::string m;
+    try {
+      rt.add_process_set(rank == 1 ? std::vector<int>{-1, 0} : std::vector<int>{0, 1});
+    } catch (const InvalidArgumentError& e) {
+      m = e.what();
+    }
+    RANK_CHECK(contains(m, "refused on rank 1: add_process_set: rank -1 is outside 0..2"));
+    const ProcessSet set = rt.add_process_set({0, 1, 2});
+    std::vector<float> v(1, 1.0f);
+    OpHooks hooks;
+    hooks.process_set = set;
+    rt.allreduce_async("after.negative", view(v), view(v), AllreduceOptions{}, hooks).wait(kNoHang);
+  });
+}
+
+TEST_CASE("A refusal while another rank has joined fails the active ranks; join still completes",
+          "[runtime][errors][refused][join]") {
+  run_ranks(3, [](Runtime& rt, int rank) {
+    std::vector<float> v(4, 1.0f), five(5, 1.0f);
+    if (rank == 2) {
+      rt.join_async().wait(kNoHang);
+      return;
+    }
+    const std::string m = refusal(rt.allreduce_async("while.joined", view(v), rank == 1 ? view(five) : view(v)));
+    RANK_CHECK(contains(m, "allreduce of tensor 'while.joined' refused on rank 1"));
+    rt.join_async().wait(kNoHang);
+  });
+}

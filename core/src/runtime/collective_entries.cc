@@ -182,6 +182,7 @@ void refuse(TensorEntry& entry, const std::string& why) {
   // must still decode (a CPU request, an empty shape).
   r.shape.clear();
   r.splits.clear();
+  r.process_set_ranks.clear();  // a registration's bad ranks (-1) would not decode on rank 0
   r.device = kCpuDevice;
   r.device_kind = DeviceKind::kCpu;
   entry.input.reset();
