@@ -147,3 +147,70 @@ TEST_CASE("An adapter's refusal (refuse_async, refuse_group_async) fails every r
     for (const Handle& g : rt.grouped_allreduce_async({"ga", "gb"}, {view(v), view(v)}, {})) g.wait(kNoHang);
   });
 }
+
+TEST_CASE("A negative rank passed to add_process_set on one rank is refused, not sent as a malformed request",
+          "[runtime][errors][refused][process_set]") {
+  run_ranks(3, [](Runtime& rt, int rank) {
+    // Rank 1 (a worker: its request travels to rank 0 on the wire) passes -1.
+    std::string m;
+    try {
+      rt.add_process_set(rank == 1 ? std::vector<int>{-1, 0} : std::vector<int>{0, 1});
+    } catch (const InvalidArgumentError& e) {
+      m = e.what();
+    }
+    RANK_CHECK(contains(m, "refused on rank 1: add_process_set: rank -1 is outside 0..2"));
+    const ProcessSet set = rt.add_process_set({0, 1, 2});
+    std::vector<float> v(1, 1.0f);
+    OpHooks hooks;
+    hooks.process_set = set;
+    rt.allreduce_async("after.negative", view(v), view(v), AllreduceOptions{}, hooks).wait(kNoHang);
+  });
+}
+
+TEST_CASE("A refusal while another rank has joined fails the active ranks; join still completes",
+          "[runtime][errors][refused][join]") {
+  run_ranks(3, [](Runtime& rt, int rank) {
+    std::vector<float> v(4, 1.0f), five(5, 1.0f);
+    if (rank == 2) {
+      rt.join_async().wait(kNoHang);
+      return;
+    }
+    const std::string m = refusal(rt.allreduce_async("while.joined", view(v), rank == 1 ? view(five) : view(v)));
+    RANK_CHECK(contains(m, "allreduce of tensor 'while.joined' refused on rank 1"));
+    rt.join_async().wait(kNoHang);
+  });
+}
+
+TEST_CASE("Rank 0 refusing a cached allreduce fails the ranks that sent cache bits", "[runtime][errors][refused]") {
+  run_ranks(3, [](Runtime& rt, int rank) {
+    std::vector<float> v(4, 1.0f), other(5, 1.0f);
+    for (int i = 0; i < 3; ++i) rt.allreduce_async("w0", view(v), view(v)).wait(kNoHang);  // cached everywhere
+    // Rank 0 (the coordinator: its request never travels) refuses; 1 and 2 send bits.
+    const std::string m = refusal(rt.allreduce_async("w0", view(v), rank == 0 ? view(other) : view(v)));
+    RANK_CHECK(contains(m, "allreduce of tensor 'w0' refused on rank 0: input has shape [4] but output has shape [5]"));
+    std::vector<float> again(4, float(rank + 1));
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    for (int i = 0; i < 2; ++i) {  // renegotiated in full, then by cache bits again
+      again.assign(4, float(rank + 1));
+      rt.allreduce_async("w0", view(again), view(again), sum).wait(kNoHang);
+      RANK_CHECK(again[0] == 6.0f);  // 1 + 2 + 3
+    }
+  });
+}
+
+TEST_CASE("A negative dimension on one rank is refused, not sent as a request rank 0 cannot decode",
+          "[runtime][errors][refused]") {
+  run_ranks(3, [](Runtime& rt, int rank) {
+    std::vector<float> v(6, 1.0f);
+    // Rank 2 (a worker) passes [2, -3]: before, its request failed to decode on
+    // rank 0 and stopped the job.
+    const TensorShape bad{2, -3}, good{2, 3};
+    const std::string m = refusal(rt.allreduce_async("negative.dim", view(v, rank == 2 ? bad : good),
+                                                     view(v, rank == 2 ? bad : good)));
+    RANK_CHECK(contains(m, "allreduce of tensor 'negative.dim' refused on rank 2: dimension 1 is -3"));
+    const std::string a2a = refusal(rt.alltoall_async("negative.a2a", view(v, rank == 1 ? TensorShape{3, -2} : good), {1, 1, 0}));
+    RANK_CHECK(contains(a2a, "alltoall of tensor 'negative.a2a' refused on rank 1: dimension 1 is -2"));
+    rt.allreduce_async("negative.dim", view(v, good), view(v, good)).wait(kNoHang);
+  });
+}

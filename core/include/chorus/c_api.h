@@ -213,9 +213,13 @@ CHORUS_API int chorus_alltoall_async_on_device(int process_set_id, const char* n
  * dtypes[i], as chorus_allgather_async / chorus_reducescatter_async take one;
  * `alloc` is called once per member for its output, with user_data[i]
  * (user_data may be NULL: NULL for every member); handles[i] receives its
- * handle. Every member is checked before any is started: on a failure no
- * handle is returned. A member that differs across ranks fails the whole
- * group on every rank. (ABI version 7) */
+ * handle. Every member is checked before any is started. A member's bad
+ * input (shape, dtype, input, `alloc`; the op) is refused as under "Bad
+ * arguments" above: the call returns 0 with every handles[i] set, and every
+ * member's handle fails on every rank, naming the refusing rank. A count
+ * below 1 or a NULL array or name fails the call at once, with no handle.
+ * A member that differs across ranks fails the whole group on every rank.
+ * (ABI version 7) */
 CHORUS_API int chorus_grouped_allgather_async(int process_set_id, int count, const char* const* names,
                                               const void* const* inputs, const int64_t* const* shapes,
                                               const int* ndims, const chorus_dtype* dtypes, chorus_alloc_fn alloc,

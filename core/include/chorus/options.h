@@ -162,11 +162,11 @@ struct AllreduceOptions {
   double postscale_factor = 1.0;
 };
 
-/// Optional adapter services that go with an enqueued operation, and the
-/// process set it runs in.
 /// A collective that takes tensors, as Runtime::refuse_async names it.
 enum class Collective : int { kAllreduce = 0, kBroadcast = 1, kAllgather = 2, kReducescatter = 3, kAlltoall = 4 };
 
+/// Optional adapter services that go with an enqueued operation, and the
+/// process set it runs in.
 struct OpHooks {
   /// The ranks the operation runs among: the global set (every rank) by
   /// default, or one registered with Runtime::add_process_set. Ranks named

@@ -3,6 +3,7 @@
 
 #include "chorus/error.h"
 #include "kernels/reduce_kernels.h"
+#include "negotiation/request_fields.h"
 
 namespace chorus::detail {
 
@@ -30,6 +31,12 @@ TensorEntry tensor_entry(CollectiveType type, const std::string& name, const std
   e.request.shape = shape.dim_sizes();
   e.request.device = tensor->device();
   e.request.device_kind = device_kind_of(tensor->device());
+  // What rank 0 would refuse to decode (a negative dimension, a byte count
+  // past 64 bits) is refused here, negotiated; sent, it would stop the job.
+  for (auto check : {request_field::check_dtype, request_field::check_shape}) {
+    const Status s = check(e.request);  // OK allocates nothing: this runs per tensor
+    if (!s.is_ok()) invalid(std::string(collective_name(type)) + " of tensor '" + name + "': " + s.message());
+  }
   e.input = tensor;
   e.hooks = std::move(hooks);
   return e;
@@ -182,6 +189,7 @@ void refuse(TensorEntry& entry, const std::string& why) {
   // must still decode (a CPU request, an empty shape).
   r.shape.clear();
   r.splits.clear();
+  r.process_set_ranks.clear();  // a registration's bad ranks (-1) would not decode on rank 0
   r.device = kCpuDevice;
   r.device_kind = DeviceKind::kCpu;
   entry.input.reset();
