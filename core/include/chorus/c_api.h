@@ -6,7 +6,7 @@
  * ever crosses this boundary.
  *
  * ABI versioning: CHORUS_ABI_VERSION grows when a function, an error code or an enum value
- * is added; a
+ * is added, or when what a published function does with an argument changes; a
  * function never changes its signature once published. Check
  * chorus_abi_version() >= the version you compiled against.
  */
@@ -21,10 +21,13 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 9  /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+#define CHORUS_ABI_VERSION 10 /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
                                 4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL;
                                 6: device buffers (*_on_device); 7: grouped allgather and reducescatter;
-                                8: chorus_start_timeline, chorus_stop_timeline; 9: CHORUS_ADASUM */
+                                8: chorus_start_timeline, chorus_stop_timeline; 9: CHORUS_ADASUM;
+                                10: a rank's own bad arguments to a collective return 0 and fail
+                                    at chorus_wait on every rank (before: an error at the call,
+                                    on that rank only) */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
