@@ -170,7 +170,13 @@ bool CompletionPoller::poll_once(std::unique_lock<std::mutex>& lock) {
   drop_drained_locked();
   bool progress = false;
   while (!pending_.empty()) {
-    const Status s = pending_.front().done ? pending_.front().done->poll() : Status::ok();
+    // The query runs unlocked; a fail_all() meanwhile moves the batch away,
+    // which the check after it sees.
+    const std::shared_ptr<DoneSignal> done = pending_.front().done;
+    lock.unlock();
+    const Status s = done ? done->poll() : Status::ok();
+    lock.lock();
+    if (pending_.empty() || pending_.front().done != done) continue;
     if (s.code() == StatusCode::kInProgress) break;
     if (!s.is_ok()) {  // the device work itself failed: that is a fault too
       const Status why = Status::unknown_error("GPU data plane: " + describe_batch(pending_.front()) +
