@@ -84,8 +84,8 @@ Knob decimal(const char* name, const char* def, int64_t lo, int64_t hi, const ch
 }
 
 template <bool RuntimeOptions::*F>
-Knob on_off(const char* name, const char* def, const char* description) {
-  Knob k{name, def, KnobKind::kSwitch, KnobScope::kPerRank, description};
+Knob on_off(const char* name, const char* def, const char* description, KnobScope scope = KnobScope::kPerRank) {
+  Knob k{name, def, KnobKind::kSwitch, scope, description};
   k.apply = [](const Knob&, const std::string& t, RuntimeOptions* o) {
     for (const char* on : {"1", "true", "yes", "on"}) {
       if (t == on) return o->*F = true, Status::ok();
@@ -269,6 +269,10 @@ std::vector<Knob> data_plane_knobs() {
       decimal<&O::peer_timeout_seconds>("PEER_TIMEOUT_SECONDS", "30", 3, kMaxStallSeconds, "seconds",
                 "TCP: a rank whose host stops answering is reported dead after this long (a closed connection: "
                 "at once)"),
+      on_off<&O::tcp_shm_control>("TCP_SHM_CONTROL", "1",
+                "TCP with every rank on one host: the control messages (requests to rank 0, its responses) go "
+                "through rings in a shared-memory segment instead of loopback TCP; the connections stay open to "
+                "tell of lost peers; 0: over TCP", kJob),
   };
 }
 

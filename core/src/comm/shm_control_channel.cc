@@ -1,0 +1,166 @@
+#include "comm/shm_control_channel.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "comm/shared_segment.h"
+
+namespace chorus::detail {
+
+namespace {
+constexpr size_t kCloseCounterBytes = 128;  // its own cache lines, before the rings
+}
+
+size_t ShmControlChannel::bytes_for(int size, size_t ring_bytes) {
+  return kCloseCounterBytes + 2 * static_cast<size_t>(std::max(size - 1, 0)) * ShmRing::bytes_for(ring_bytes);
+}
+
+// Worker w's rings: w -> 0, then 0 -> w.
+ShmControlChannel::ShmControlChannel(int rank, int size, char* base, size_t ring_bytes, std::shared_ptr<void> mapping,
+                                     ControlChannel& sockets)
+    : rank_(rank),
+      size_(size),
+      mapping_(std::move(mapping)),
+      sockets_(sockets),
+      at_close_(reinterpret_cast<std::atomic<int32_t>*>(base)),
+      last_watch_(Clock::now()) {
+  const size_t ring = ShmRing::bytes_for(ring_bytes);
+  auto up = [&](int w) { return base + kCloseCounterBytes + 2 * static_cast<size_t>(w - 1) * ring; };
+  for (int w = 1; w < size; ++w) {
+    if (rank != 0 && w != rank) continue;
+    ShmRing to_coordinator(up(w), ring_bytes), to_worker(up(w) + ring, ring_bytes);
+    out_.push_back(rank == 0 ? to_worker : to_coordinator);
+    in_.push_back(rank == 0 ? to_coordinator : to_worker);
+  }
+}
+
+// Waits for room while the reader is behind, reading what comes to this
+// rank meanwhile: the reader may itself be in a send to this rank.
+Status ShmControlChannel::send(ShmRing& ring, const std::string& bytes) {
+  size_t offset = 0;
+  while (!ring.write(bytes, &offset)) {
+    read_waiting();
+    watch_sockets();
+    Status s = failure();  // a reader that is gone never makes room
+    if (!s.is_ok()) return s;
+    std::this_thread::yield();
+  }
+  return Status::ok();
+}
+
+void ShmControlChannel::read_waiting() {
+  std::string bytes;
+  for (size_t i = 0; i < in_.size(); ++i) {
+    while (in_[i].read(&bytes)) read_early_.emplace_back(peer_of(i), std::move(bytes));
+  }
+}
+
+// The next message of the first peer in turn that has one, so one busy
+// worker does not hold up the others.
+bool ShmControlChannel::take(int* from_rank, std::string* bytes) {
+  if (!read_early_.empty()) {
+    if (from_rank) *from_rank = read_early_.front().first;
+    *bytes = std::move(read_early_.front().second);
+    read_early_.pop_front();
+    return true;
+  }
+  for (size_t k = 0; k < in_.size(); ++k) {
+    const size_t i = (next_in_ + k) % in_.size();
+    if (!in_[i].read(bytes)) continue;
+    if (from_rank) *from_rank = peer_of(i);
+    next_in_ = i + 1;
+    return true;
+  }
+  return false;
+}
+
+// The polls cost no system call; the sockets are driven only every
+// kWatchInterval, which is how soon a lost peer is heard of.
+void ShmControlChannel::watch_sockets() {
+  const Clock::time_point now = Clock::now();
+  if (now - last_watch_ < kWatchInterval) return;
+  last_watch_ = now;
+  int from = 0;
+  std::string stray;
+  const bool came = rank_ == 0 ? sockets_.poll_from_workers(&from, &stray) : sockets_.poll_from_coordinator(&stray);
+  if (came && failure_.is_ok()) {
+    failure_ = Status::internal("rank " + std::to_string(rank_) + " got a control message from rank " +
+                                std::to_string(from) +
+                                " over its sockets, while the control plane runs through shared memory");
+  }
+}
+
+Status ShmControlChannel::send_to_coordinator(std::string bytes) {
+  Status s = failure();
+  return s.is_ok() ? send(out_.front(), bytes) : s;
+}
+
+Status ShmControlChannel::send_to_workers(const std::string& bytes) {
+  Status s = failure();
+  if (!s.is_ok()) return s;
+  for (ShmRing& ring : out_) {
+    if (!s.is_ok()) break;
+    s = send(ring, bytes);
+  }
+  return s;
+}
+
+bool ShmControlChannel::poll_from_workers(int* from_rank, std::string* bytes) {
+  watch_sockets();
+  return take(from_rank, bytes);
+}
+
+bool ShmControlChannel::poll_from_coordinator(std::string* bytes) {
+  watch_sockets();
+  return take(nullptr, bytes);
+}
+
+// Sends are complete when they return, so a rank that gets here has
+// nothing left to send: it counts itself and waits for the others.
+bool ShmControlChannel::close(std::chrono::milliseconds bound) {
+  const Clock::time_point deadline = Clock::now() + bound;
+  auto left = [&] {
+    return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                    std::chrono::milliseconds(1));
+  };
+  if (failure().is_ok()) at_close_->fetch_add(1, std::memory_order_acq_rel);
+  std::string dropped;
+  while (failure().is_ok()) {
+    if (at_close_->load(std::memory_order_acquire) == size_) return sockets_.close(left());
+    if (Clock::now() >= deadline) return false;
+    // Nothing is acted on after the shutdown; reading lets a peer's long
+    // message finish, so that peer gets here too.
+    while (take(nullptr, &dropped)) {
+    }
+    watch_sockets();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return sockets_.close(left());  // a peer is gone: the transport lets the news out
+}
+
+Status open_shm_control_channel(Communicator& comm, int rank, int size, ControlChannel& sockets,
+                                std::unique_ptr<ControlChannel>* out, std::string* why_not) {
+  out->reset();
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t bytes = ShmControlChannel::bytes_for(size, ShmControlChannel::kRingBytes);
+  SegmentShape shape;
+  shape.per_rank = shape.head = (bytes + page - 1) / page * page;
+  SegmentMapping mapping;
+  bool mapped = false;
+  std::string error;
+  Status s = share_segment(comm, rank, shape, false, &mapping, &mapped, &error);
+  if (!mapped) {
+    *why_not = "shared memory could not be set up" + (error.empty() ? std::string(" on another rank") : ": " + error);
+    return s;
+  }
+  const size_t total = shape.total();
+  std::shared_ptr<void> unmap(mapping.base, [total](void* p) { munmap(p, total); });
+  *out = std::make_unique<ShmControlChannel>(rank, size, static_cast<char*>(mapping.base),
+                                             ShmControlChannel::kRingBytes, std::move(unmap), sockets);
+  return Status::ok();
+}
+
+}  // namespace chorus::detail
