@@ -33,43 +33,68 @@ ShmControlChannel::ShmControlChannel(int rank, int size, char* base, size_t ring
     if (rank != 0 && w != rank) continue;
     ShmRing to_coordinator(up(w), ring_bytes), to_worker(up(w) + ring, ring_bytes);
     out_.push_back(rank == 0 ? to_worker : to_coordinator);
-    in_.push_back(rank == 0 ? to_coordinator : to_worker);
+    in_.emplace_back(rank == 0 ? to_coordinator : to_worker);
   }
 }
 
-// Waits for room while the reader is behind, reading what comes to this
-// rank meanwhile: the reader may itself be in a send to this rank.
-Status ShmControlChannel::send(ShmRing& ring, const std::string& bytes) {
-  size_t offset = 0;
-  while (!ring.write(bytes, &offset)) {
-    read_waiting();
-    watch_sockets();
-    Status s = failure();  // a reader that is gone never makes room
-    if (!s.is_ok()) return s;
-    std::this_thread::yield();
-  }
-  return Status::ok();
+Status ShmControlChannel::send_to_coordinator(std::string bytes) {
+  Status s = failure();
+  if (!s.is_ok()) return s;
+  ShmRing& ring = out_.front();
+  if (ring.write(bytes)) return Status::ok();
+  ring.sent_elsewhere();  // counted first: rank 0 reads the count before the socket
+  return sockets_.send_to_coordinator(std::move(bytes));
 }
 
-void ShmControlChannel::read_waiting() {
+// Every worker gets it the same way: all through their rings, or all over the sockets.
+Status ShmControlChannel::send_to_workers(const std::string& bytes) {
+  Status s = failure();
+  if (!s.is_ok()) return s;
+  bool all_take = true;
+  for (const ShmRing& ring : out_) all_take = all_take && ring.takes(bytes.size());
+  for (ShmRing& ring : out_) {
+    if (all_take) ring.write(bytes);  // it takes it: only the readers make more room
+    else ring.sent_elsewhere();
+  }
+  return all_take ? Status::ok() : sockets_.send_to_workers(bytes);
+}
+
+// Messages that came over the sockets, each to its peer's queue.
+void ShmControlChannel::read_sockets() {
+  int from = 0;
   std::string bytes;
-  for (size_t i = 0; i < in_.size(); ++i) {
-    while (in_[i].read(&bytes)) read_early_.emplace_back(peer_of(i), std::move(bytes));
+  while (rank_ == 0 ? sockets_.poll_from_workers(&from, &bytes) : sockets_.poll_from_coordinator(&bytes)) {
+    in_[index_of(from)].from_sockets.push_back(std::move(bytes));
   }
+}
+
+// The polls cost no system call while no message is due over the sockets; the
+// sockets are driven every kWatchInterval, which is how soon a lost peer is heard of.
+void ShmControlChannel::watch_sockets() {
+  const Clock::time_point now = Clock::now();
+  if (now - last_watch_ < kWatchInterval) return;
+  last_watch_ = now;
+  read_sockets();
+}
+
+bool ShmControlChannel::take_from(Inbox& in, std::string* bytes) {
+  const ShmRing::Next next = in.ring.read(bytes);
+  if (next != ShmRing::Next::kElsewhere) return next == ShmRing::Next::kMessage;
+  if (in.from_sockets.empty()) read_sockets();  // a message is due there: a system call only now
+  if (in.from_sockets.empty()) return false;    // still on the way
+  *bytes = std::move(in.from_sockets.front());
+  in.from_sockets.pop_front();
+  in.ring.took_elsewhere();
+  return true;
 }
 
 // The next message of the first peer in turn that has one, so one busy
 // worker does not hold up the others.
 bool ShmControlChannel::take(int* from_rank, std::string* bytes) {
-  if (!read_early_.empty()) {
-    if (from_rank) *from_rank = read_early_.front().first;
-    *bytes = std::move(read_early_.front().second);
-    read_early_.pop_front();
-    return true;
-  }
+  watch_sockets();
   for (size_t k = 0; k < in_.size(); ++k) {
     const size_t i = (next_in_ + k) % in_.size();
-    if (!in_[i].read(bytes)) continue;
+    if (!take_from(in_[i], bytes)) continue;
     if (from_rank) *from_rank = peer_of(i);
     next_in_ = i + 1;
     return true;
@@ -77,49 +102,12 @@ bool ShmControlChannel::take(int* from_rank, std::string* bytes) {
   return false;
 }
 
-// The polls cost no system call; the sockets are driven only every
-// kWatchInterval, which is how soon a lost peer is heard of.
-void ShmControlChannel::watch_sockets() {
-  const Clock::time_point now = Clock::now();
-  if (now - last_watch_ < kWatchInterval) return;
-  last_watch_ = now;
-  int from = 0;
-  std::string stray;
-  const bool came = rank_ == 0 ? sockets_.poll_from_workers(&from, &stray) : sockets_.poll_from_coordinator(&stray);
-  if (came && failure_.is_ok()) {
-    failure_ = Status::internal("rank " + std::to_string(rank_) + " got a control message from rank " +
-                                std::to_string(from) +
-                                " over its sockets, while the control plane runs through shared memory");
-  }
-}
+bool ShmControlChannel::poll_from_workers(int* from_rank, std::string* bytes) { return take(from_rank, bytes); }
 
-Status ShmControlChannel::send_to_coordinator(std::string bytes) {
-  Status s = failure();
-  return s.is_ok() ? send(out_.front(), bytes) : s;
-}
+bool ShmControlChannel::poll_from_coordinator(std::string* bytes) { return take(nullptr, bytes); }
 
-Status ShmControlChannel::send_to_workers(const std::string& bytes) {
-  Status s = failure();
-  if (!s.is_ok()) return s;
-  for (ShmRing& ring : out_) {
-    if (!s.is_ok()) break;
-    s = send(ring, bytes);
-  }
-  return s;
-}
-
-bool ShmControlChannel::poll_from_workers(int* from_rank, std::string* bytes) {
-  watch_sockets();
-  return take(from_rank, bytes);
-}
-
-bool ShmControlChannel::poll_from_coordinator(std::string* bytes) {
-  watch_sockets();
-  return take(nullptr, bytes);
-}
-
-// Sends are complete when they return, so a rank that gets here has
-// nothing left to send: it counts itself and waits for the others.
+// Sends are done when they return (what went over the sockets, the
+// transport's close() flushes): a rank counts itself and waits for the others.
 bool ShmControlChannel::close(std::chrono::milliseconds bound) {
   const Clock::time_point deadline = Clock::now() + bound;
   auto left = [&] {
@@ -131,11 +119,8 @@ bool ShmControlChannel::close(std::chrono::milliseconds bound) {
   while (failure().is_ok()) {
     if (at_close_->load(std::memory_order_acquire) == size_) return sockets_.close(left());
     if (Clock::now() >= deadline) return false;
-    // Nothing is acted on after the shutdown; reading lets a peer's long
-    // message finish, so that peer gets here too.
-    while (take(nullptr, &dropped)) {
+    while (take(nullptr, &dropped)) {  // nothing is acted on after the shutdown
     }
-    watch_sockets();
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   return sockets_.close(left());  // a peer is gone: the transport lets the news out

@@ -5,22 +5,28 @@
 
 namespace chorus::detail {
 
-static_assert(std::atomic<uint64_t>::is_always_lock_free, "ring cursors must work across processes");
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "ring counters must work across processes");
 
 namespace {
-constexpr size_t kRecordHeaderBytes = 8;
-constexpr uint64_t kLastRecord = uint64_t{1} << 63;  // in the header: the message ends with this record
+constexpr size_t kHeaderBytes = 8;
 
 uint64_t padded(uint64_t bytes) { return (bytes + 7) & ~uint64_t{7}; }
+
+std::atomic<uint64_t>* counter(void* at, size_t offset) {
+  return reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(at) + offset);
+}
 }  // namespace
 
 ShmRing::ShmRing(void* at, size_t capacity)
-    : written_(static_cast<std::atomic<uint64_t>*>(at)),
-      read_(reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(at) + kCursorBytes / 2)),
-      data_(static_cast<char*>(at) + kCursorBytes),
+    : written_(counter(at, 0)),
+      sent_elsewhere_(counter(at, 8)),
+      read_(counter(at, kCounterBytes / 2)),
+      taken_elsewhere_(counter(at, kCounterBytes / 2 + 8)),
+      data_(static_cast<char*>(at) + kCounterBytes),
       capacity_(capacity) {}
 
 void ShmRing::copy_in(uint64_t at, const void* data, size_t bytes) {
+  if (bytes == 0) return;
   const size_t from = static_cast<size_t>(at % capacity_);
   const size_t first = std::min(bytes, capacity_ - from);
   std::memcpy(data_ + from, data, first);
@@ -28,47 +34,46 @@ void ShmRing::copy_in(uint64_t at, const void* data, size_t bytes) {
 }
 
 void ShmRing::copy_out(uint64_t at, void* data, size_t bytes) const {
+  if (bytes == 0) return;
   const size_t from = static_cast<size_t>(at % capacity_);
   const size_t first = std::min(bytes, capacity_ - from);
   std::memcpy(data, data_ + from, first);
   std::memcpy(static_cast<char*>(data) + first, data_, bytes - first);
 }
 
-bool ShmRing::write(const std::string& message, size_t* offset) {
-  const uint64_t free = capacity_ - (mine_ - read_->load(std::memory_order_acquire));
-  const size_t left = message.size() - *offset;
-  // A header and at least 8 bytes of payload (or the whole rest): no record
-  // of a few bytes at a time while the reader is behind.
-  if (free < kRecordHeaderBytes + std::min<size_t>(left, 8)) return false;
-  const size_t piece = std::min<size_t>(left, (free - kRecordHeaderBytes) & ~uint64_t{7});
-  const bool last = piece == left;
-  const uint64_t header = piece | (last ? kLastRecord : 0);
-  copy_in(mine_ + kRecordHeaderBytes, message.data() + *offset, piece);
-  copy_in(mine_, &header, sizeof header);
-  mine_ += kRecordHeaderBytes + padded(piece);
-  written_->store(mine_, std::memory_order_release);  // the record is whole before the reader sees it
-  *offset += piece;
-  return last;
+bool ShmRing::takes(size_t bytes) const {
+  if (taken_elsewhere_->load(std::memory_order_acquire) != elsewhere_) return false;
+  const uint64_t free = capacity_ - (cursor_ - read_->load(std::memory_order_acquire));
+  return kHeaderBytes + padded(bytes) <= free;
 }
 
-bool ShmRing::read(std::string* message) {
-  const uint64_t written = written_->load(std::memory_order_acquire);
-  while (mine_ != written) {
-    uint64_t header = 0;
-    copy_out(mine_, &header, sizeof header);
-    const size_t piece = static_cast<size_t>(header & ~kLastRecord);
-    const size_t had = partial_.size();
-    partial_.resize(had + piece);
-    copy_out(mine_ + kRecordHeaderBytes, &partial_[had], piece);
-    mine_ += kRecordHeaderBytes + padded(piece);
-    read_->store(mine_, std::memory_order_release);  // copied out: the writer may reuse the space
-    if (header & kLastRecord) {
-      *message = std::move(partial_);
-      partial_ = std::string();
-      return true;
-    }
-  }
-  return false;
+bool ShmRing::write(const std::string& message) {
+  if (!takes(message.size())) return false;
+  const uint64_t header = message.size();
+  copy_in(cursor_ + kHeaderBytes, message.data(), message.size());
+  copy_in(cursor_, &header, sizeof header);
+  cursor_ += kHeaderBytes + padded(message.size());
+  written_->store(cursor_, std::memory_order_release);  // the record is whole before the reader sees it
+  return true;
 }
+
+void ShmRing::sent_elsewhere() { sent_elsewhere_->store(++elsewhere_, std::memory_order_release); }
+
+// The count first, then the ring: a record seen after the count was read
+// came before every message the count includes (the writer wrote none
+// while such a message was untaken).
+ShmRing::Next ShmRing::read(std::string* message) {
+  const uint64_t elsewhere = sent_elsewhere_->load(std::memory_order_acquire);
+  if (cursor_ == written_->load(std::memory_order_acquire)) return elsewhere != elsewhere_ ? Next::kElsewhere : Next::kNothing;
+  uint64_t header = 0;
+  copy_out(cursor_, &header, sizeof header);
+  message->resize(static_cast<size_t>(header));
+  copy_out(cursor_ + kHeaderBytes, &(*message)[0], static_cast<size_t>(header));
+  cursor_ += kHeaderBytes + padded(header);
+  read_->store(cursor_, std::memory_order_release);  // copied out: the writer may reuse the space
+  return Next::kMessage;
+}
+
+void ShmRing::took_elsewhere() { taken_elsewhere_->store(++elsewhere_, std::memory_order_release); }
 
 }  // namespace chorus::detail
