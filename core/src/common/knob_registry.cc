@@ -271,8 +271,8 @@ std::vector<Knob> data_plane_knobs() {
                 "at once)"),
       on_off<&O::tcp_shm_control>("TCP_SHM_CONTROL", "1",
                 "TCP with every rank on one host: the control messages (requests to rank 0, its responses) go "
-                "through rings in a shared-memory segment instead of loopback TCP; the connections stay open to "
-                "tell of lost peers; 0: over TCP", kJob),
+                "through rings in a shared-memory segment instead of loopback TCP (one longer than a ring's free "
+                "space still goes over TCP); the connections stay open to tell of lost peers; 0: all over TCP", kJob),
   };
 }
 
