@@ -12,7 +12,10 @@
 #   startup  4 ranks on this host, launch to the first completed allreduce:
 #            chorusrun --tcp against mpirun (target 4).
 #   local    2 ranks on this host: latency, storm, 16/64 MiB with the TCP
-#            transport's rendezvous against Chorus over MPI (target 5).
+#            transport's rendezvous against Chorus over MPI (target 5), and
+#            over TCP with the control messages on the sockets
+#            (CHORUS_TCP_SHM_CONTROL=0) for what shared memory gains;
+#            --local-rounds N alternating rounds (3).
 #   hierarchical  the two hosts with two ranks each, the link shaped to
 #            2 Gbit/s and unshaped: 16/64 MiB busbw with the flat ring and
 #            with CHORUS_HIERARCHICAL_ALLREDUCE, alternately (not by default;
@@ -22,16 +25,18 @@
 # MPI_Allreduce on the same buffers (collective_benchmark's reference).
 # Each table records the load average beside it: compare ratios within a run.
 # usage: sudo scripts/bench_tcp.sh [--build DIR] [--sections cross,shaped,startup,local|hierarchical]
+#        [--local-rounds N]
 #        (root, ip and tc; 1.5 to 2 minutes for all sections on a 2-core VM)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 here="$root/scripts/bench_tcp"
-build="./build" sections="cross,shaped,startup,local"
+build="./build" sections="cross,shaped,startup,local" local_rounds=3
 while (($#)); do
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --sections) sections="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    --local-rounds) local_rounds="$2"; shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "bench_tcp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -212,9 +217,10 @@ section_startup() {
   echo "target: chorusrun --tcp no slower than mpirun: $(verdict "$(awk -v t="$mt" -v m="$mm" 'BEGIN{print (t <= m)}')")"
 }
 
-# bench_local OUT TRANSPORT: the benchmark at 2 ranks on this host.
+# bench_local OUT TRANSPORT [VAR=VALUE]: the benchmark at 2 ranks on this host.
 bench_local() {
   local env=(-x CHORUS_TRANSPORT="$2") free  # this host's namespace: a port nobody holds
+  [[ -n "${3:-}" ]] && env+=(-x "$3")
   free="$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   [[ "$2" == tcp ]] && env+=(-x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$free")
   timeout 300 mpirun -np 2 "${env[@]}" "${forward[@]}" "$work/as_rank" "$bench" --sections sweep,storm,latency --buffers heap \
@@ -232,24 +238,29 @@ local_metrics() {
 }
 
 section_local() {
-  local rounds=3 i k
-  echo; echo "# one host, 2 ranks, Chorus over MPI and over TCP alternately, $rounds rounds; load before: $(load)"
+  local rounds=$local_rounds i k
+  echo; echo "# one host, 2 ranks, Chorus over MPI, over TCP, over TCP with the control messages on the sockets," \
+    "alternately, $rounds rounds; load before: $(load)"
   for ((i = 0; i < rounds; i++)); do
     bench_local "$work/local_mpi.$i" mpi; local_metrics "$work/local_mpi.$i" >> "$work/local_mpi"
     bench_local "$work/local_tcp.$i" tcp; local_metrics "$work/local_tcp.$i" >> "$work/local_tcp"
+    bench_local "$work/local_sock.$i" tcp CHORUS_TCP_SHM_CONTROL=0
+    local_metrics "$work/local_sock.$i" >> "$work/local_sock"
   done
   local names=("4 KiB latency, µs" "storm 200 x 16 KiB, ms" "16 MiB allreduce, µs" "64 MiB allreduce, µs")
   local refs=("MPI_Allreduce" "MPI_Allreduce packed by hand" "MPI_Allreduce" "MPI_Allreduce")
   echo
   echo "## Target 5: one host, medians over $rounds rounds of each (load $(load))"
-  echo "| what | Chorus over MPI | Chorus over TCP | TCP / MPI | reference (in the MPI runs) | target TCP <= 1.15 x MPI |"
-  echo "| --- | ---: | ---: | ---: | --- | --- |"
+  echo "| what | Chorus over MPI | Chorus over TCP | TCP / MPI | TCP, control on the sockets (/ MPI) |" \
+    "reference (in the MPI runs) | target TCP <= 1.15 x MPI |"
+  echo "| --- | ---: | ---: | ---: | ---: | --- | --- |"
   for k in 0 1 2 3; do
-    local m t r
+    local m t r o
     m="$(awk -v f=$((k + 1)) '{print $f}' "$work/local_mpi" | median)"
     t="$(awk -v f=$((k + 1)) '{print $f}' "$work/local_tcp" | median)"
+    o="$(awk -v f=$((k + 1)) '{print $f}' "$work/local_sock" | median)"
     r="$(awk -v f=$((k + 5)) '{print $f}' "$work/local_mpi" | median)"
-    echo "| ${names[$k]} | $m | $t | $(ratio "$t" "$m") | ${refs[$k]} $r |" \
+    echo "| ${names[$k]} | $m | $t | $(ratio "$t" "$m") | $o ($(ratio "$o" "$m")) | ${refs[$k]} $r |" \
       "$(verdict "$(awk -v t="$t" -v m="$m" 'BEGIN{print (t <= 1.15 * m)}')") |"
   done
 }

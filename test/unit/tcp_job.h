@@ -16,6 +16,8 @@
 
 #include "chorus/runtime.h"
 #include "comm/tcp/tcp_backend.h"
+#include "comm/tcp/tcp_mesh.h"
+#include "comm/tcp/tcp_rendezvous.h"
 #include "runtime/runtime_access.h"
 #include "thread_ranks.h"
 
@@ -41,6 +43,34 @@ inline detail::TcpMeeting tcp_meeting(int rank, int size, int port) {
   m.size = size;
   m.master_port = port;
   return m;
+}
+
+/// Rank `rank` of a job of `size` meeting at 127.0.0.1:`port`, as the rendezvous takes it.
+inline detail::TcpJobSpec tcp_spec(int rank, int size, int port) {
+  detail::TcpJobSpec s;
+  s.rank = rank;
+  s.size = size;
+  s.master_addr = "127.0.0.1";
+  s.master_port = port;
+  s.rank_var = s.size_var = s.addr_var = s.port_var = "test";
+  return s;
+}
+
+/// `size` ranks' meshes, each connected to the others over loopback (met
+/// on threads); empty when the rendezvous failed.
+inline std::vector<std::unique_ptr<detail::TcpMesh>> tcp_meshes(int size) {
+  const int port = free_tcp_port();
+  std::vector<std::unique_ptr<detail::TcpMesh>> meshes(static_cast<size_t>(size));
+  const std::vector<Status> met = on_thread_ranks<Status>(size, [&](int rank) {
+    detail::TcpWorld world;
+    Status s = detail::tcp_rendezvous(tcp_spec(rank, size, port), 10.0, &world);
+    if (s.is_ok()) meshes[static_cast<size_t>(rank)] = std::make_unique<detail::TcpMesh>(rank, std::move(world.links), 30);
+    return s;
+  });
+  for (const Status& s : met) {
+    if (!s.is_ok()) return {};
+  }
+  return meshes;
 }
 
 /// Runs body(runtime, rank) on `size` ranks over TCP; rethrows the first failure.

@@ -22,21 +22,8 @@ namespace {
 
 // Two ranks as threads, each with a mesh to the other over loopback.
 std::vector<std::unique_ptr<TcpMesh>> two_meshes() {
-  const int port = test::free_tcp_port();
-  std::vector<std::unique_ptr<TcpMesh>> meshes(2);
-  const std::vector<Status> met = test::on_thread_ranks<Status>(2, [&](int rank) {
-    TcpJobSpec spec;
-    spec.rank = rank;
-    spec.size = 2;
-    spec.master_addr = "127.0.0.1";
-    spec.master_port = port;
-    spec.rank_var = spec.size_var = spec.addr_var = spec.port_var = "test";
-    TcpWorld world;
-    Status s = tcp_rendezvous(spec, 10.0, &world);
-    if (s.is_ok()) meshes[static_cast<size_t>(rank)] = std::make_unique<TcpMesh>(rank, std::move(world.links), 30);
-    return s;
-  });
-  for (const Status& s : met) REQUIRE(s.is_ok());
+  auto meshes = test::tcp_meshes(2);
+  REQUIRE(meshes.size() == 2);
   return meshes;
 }
 

@@ -32,15 +32,7 @@ RuntimeOptions with_algorithm(AllreduceAlgorithm algorithm) {
   return o;
 }
 
-detail::TcpJobSpec spec_of(int rank, int size, int port, double) {
-  detail::TcpJobSpec s;
-  s.rank = rank;
-  s.size = size;
-  s.master_addr = "127.0.0.1";
-  s.master_port = port;
-  s.rank_var = s.size_var = s.addr_var = s.port_var = "test";
-  return s;
-}
+detail::TcpJobSpec spec_of(int rank, int size, int port, double) { return test::tcp_spec(rank, size, port); }
 
 }  // namespace
 

@@ -114,6 +114,10 @@ struct CHORUS_API RuntimeOptions {
   /// many seconds (a peer whose process ended: at once).
   /// CHORUS_PEER_TIMEOUT_SECONDS.
   double peer_timeout_seconds = 30.0;
+  /// TCP: when every rank runs on one host, control messages go through
+  /// shared memory instead of loopback TCP (the sockets still tell of lost
+  /// peers). CHORUS_TCP_SHM_CONTROL.
+  bool tcp_shm_control = true;
   /// What CUDA tensors' collectives run through (job-wide).
   /// CHORUS_GPU_OPERATIONS: auto (NCCL when it loads on every rank, else
   /// staged), nccl, staged (pinned host memory and the CPU data plane).

@@ -84,8 +84,8 @@ Knob decimal(const char* name, const char* def, int64_t lo, int64_t hi, const ch
 }
 
 template <bool RuntimeOptions::*F>
-Knob on_off(const char* name, const char* def, const char* description) {
-  Knob k{name, def, KnobKind::kSwitch, KnobScope::kPerRank, description};
+Knob on_off(const char* name, const char* def, const char* description, KnobScope scope = KnobScope::kPerRank) {
+  Knob k{name, def, KnobKind::kSwitch, scope, description};
   k.apply = [](const Knob&, const std::string& t, RuntimeOptions* o) {
     for (const char* on : {"1", "true", "yes", "on"}) {
       if (t == on) return o->*F = true, Status::ok();
@@ -129,12 +129,6 @@ Knob with_flag(Knob k, const char* flag, int64_t scale = 1, const char* unit = n
   k.flag = flag;
   k.flag_scale = scale;
   k.flag_unit = unit;
-  return k;
-}
-
-// A switch every rank must set alike (it changes what travels).
-Knob job_wide(Knob k) {
-  k.scope = KnobScope::kJobWide;
   return k;
 }
 
@@ -238,13 +232,13 @@ std::vector<Knob> data_plane_knobs() {
                 "where `auto` switches to the ring (ranks on several hosts)"),
       whole<&O::ring_segment_bytes>("RING_SEGMENT_BYTES", "1048576", 1, int64_t{1} << 30, "bytes", kJob,
                 "bytes per pipelined ring segment"),
-      job_wide(on_off<&O::hierarchical_allreduce>("HIERARCHICAL_ALLREDUCE", "0",
+      on_off<&O::hierarchical_allreduce>("HIERARCHICAL_ALLREDUCE", "0",
                 "1: allreduces across hosts run in three steps: a reduce-scatter among the ranks of each host, an "
                 "allreduce of each rank's shard with the ranks at its place on the other hosts, an allgather inside "
                 "the host (host tensors and the staged path: three rings over the peer links; CUDA tensors on NCCL: "
                 "ReduceScatter, AllReduce and AllGather on communicators split from the set's), so fewer bytes cross "
                 "between hosts; needs every host to hold as many ranks (otherwise rank 0 warns once and the usual "
-                "routes run); Adasum keeps its own tree ([tuning.md](tuning.md#hierarchical-allreduce))")),
+                "routes run); Adasum keeps its own tree ([tuning.md](tuning.md#hierarchical-allreduce))", kJob),
       whole<&O::shm_threshold_bytes>("SHM_THRESHOLD_BYTES", "0", 0, INT64_MAX, "bytes", kJob,
                 "with `auto` on one host, allreduces of at least this many bytes go through shared memory (0: "
                 "all of them; measured: [performance.md](performance.md))"),
@@ -282,6 +276,10 @@ std::vector<Knob> data_plane_knobs() {
       decimal<&O::peer_timeout_seconds>("PEER_TIMEOUT_SECONDS", "30", 3, kMaxStallSeconds, "seconds",
                 "TCP: a rank whose host stops answering is reported dead after this long (a closed connection: "
                 "at once)"),
+      on_off<&O::tcp_shm_control>("TCP_SHM_CONTROL", "1",
+                "TCP with every rank on one host: the control messages (requests to rank 0, its responses) go "
+                "through rings in a shared-memory segment instead of loopback TCP (one longer than a ring's free "
+                "space still goes over TCP); the connections stay open to tell of lost peers; 0: all over TCP", kJob),
   };
 }
 

@@ -9,6 +9,7 @@
 
 #include "comm/settings_check.h"
 #include "comm/shared_memory_start.h"
+#include "comm/shm_control_channel.h"
 #include "comm/tcp/tcp_collectives.h"
 #include "comm/tcp/tcp_control_channel.h"
 #include "comm/tcp/tcp_peer_link.h"
@@ -67,7 +68,7 @@ class TcpBackend final : public Backend {
     topo_ = topology_of(rank_, world_.peers);
     topo_.scope = scope_;
     mesh_ = std::make_unique<TcpMesh>(rank_, std::move(world_.links), options_.peer_timeout_seconds);
-    control_ = std::make_unique<TcpControlChannel>(*mesh_);
+    socket_control_ = std::make_unique<TcpControlChannel>(*mesh_);
     collectives_ = std::make_unique<TcpCollectives>(*mesh_);
     link_ = std::make_unique<TcpPeerLink>(*mesh_);
     Status s = check_settings_agree(*collectives_, topo_.size, options_, true);
@@ -80,6 +81,7 @@ class TcpBackend final : public Backend {
           std::chrono::duration<double>(options_.peer_timeout_seconds)));
     }
     if (s.is_ok()) s = start_host_shared_memory(*collectives_, topo_, options_, &shared_memory_);
+    if (s.is_ok()) s = start_shm_control();
     if (!s.is_ok()) stop();
     if (shared_memory_) shared_memory_->set_while_waiting([this] { end_if_peer_lost(); });
     return s;
@@ -89,7 +91,8 @@ class TcpBackend final : public Backend {
     shared_memory_.reset();
     link_.reset();
     collectives_.reset();
-    control_.reset();
+    shm_control_.reset();
+    socket_control_.reset();
     mesh_.reset();  // closes the connections
     world_.listener.reset();
   }
@@ -103,7 +106,9 @@ class TcpBackend final : public Backend {
   }
 
   Topology topology() const override { return topo_; }
-  ControlChannel& control() override { return *control_; }
+  ControlChannel& control() override {
+    return shm_control_ ? *shm_control_ : static_cast<ControlChannel&>(*socket_control_);
+  }
   Communicator& collectives() override { return *collectives_; }
   PeerLink& peer_link() override { return *link_; }
   const SharedSlots* shared_slots() const override { return shared_memory_ ? &shared_memory_->slots() : nullptr; }
@@ -135,6 +140,21 @@ class TcpBackend final : public Backend {
     return tcp_rendezvous(spec, options_.rendezvous_timeout_seconds, &world_);
   }
 
+  // Every rank on this host (the same answer everywhere): control messages
+  // through shared memory; without it (refused, or turned off) over the mesh.
+  Status start_shm_control() {
+    if (!options_.tcp_shm_control || topo_.size <= 1 || topo_.local_size != topo_.size) return Status::ok();
+    std::string why_not;
+    Status s = open_shm_control_channel(*collectives_, topo_.rank, topo_.size, *socket_control_, &shm_control_,
+                                        &why_not);
+    if (s.is_ok() && !shm_control_ && topo_.rank == 0) {
+      Logger logger(options_.log_level);
+      logger.set_rank(topo_.rank);
+      CHORUS_LOG(logger, kWarning) << "control messages go over TCP, not shared memory: " << why_not;
+    }
+    return s;
+  }
+
   // A shared-memory barrier waits for a rank that may be dead: the mesh
   // says so (its connection closed), and no later step could run without
   // it, so this process ends, naming it.
@@ -156,7 +176,8 @@ class TcpBackend final : public Backend {
   uint64_t splits_ = 0;
   Topology topo_;
   std::unique_ptr<TcpMesh> mesh_;
-  std::unique_ptr<TcpControlChannel> control_;
+  std::unique_ptr<TcpControlChannel> socket_control_;  // kept for its sockets beside shm_control_
+  std::unique_ptr<ControlChannel> shm_control_;       // every rank on this host (comm/shm_control_channel.h)
   std::unique_ptr<TcpCollectives> collectives_;
   std::unique_ptr<TcpPeerLink> link_;
   std::unique_ptr<HostSharedMemory> shared_memory_;
