@@ -131,3 +131,41 @@ TEST_CASE("CHORUS_HIERARCHICAL_ALLREDUCE carries every allreduce across even hos
   REQUIRE(detail::choose_allreduce_route(o, ReduceOp::kAdasum, 4, 4, false, true) == AllreduceRoute::kAdasum);
   REQUIRE(detail::choose_allreduce_route(o, 4, 1, false, true) == AllreduceRoute::kAlone);
 }
+
+// The host map is gathered (a collective) inside the first allreduce any
+// response runs: every rank must get there at the same response, whatever
+// that first call is: Adasum (its own route), no data, or an allreduce
+// some ranks run for a joined rank with stand-in zeros.
+TEST_CASE("CHORUS_HIERARCHICAL_ALLREDUCE: Adasum first, no data, a joined rank's stand-in",
+          "[dataplane][routes][hierarchical]") {
+  RuntimeOptions o = test::quiet_options();
+  o.hierarchical_allreduce = true;
+  o.ring_segment_bytes = 64;
+  test::run_ranks(4, [&](Runtime& rt, int rank) {
+    auto view = [](std::vector<float>& v) {
+      return std::make_shared<HostTensorView>(v.data(), DataType::kFloat32, TensorShape{int64_t(v.size())});
+    };
+    std::vector<float> same = {1.0f, -2.0f, 3.0f, 0.5f};  // Adasum of equal vectors is that vector
+    AllreduceOptions adasum;
+    adasum.op = ReduceOp::kAdasum;
+    const std::chrono::seconds no_hang(20);
+    rt.allreduce_async("first.adasum", view(same), view(same), adasum).wait(no_hang);
+    RANK_CHECK((same == std::vector<float>{1.0f, -2.0f, 3.0f, 0.5f}));
+    std::vector<float> none;
+    rt.allreduce_async("then.empty", view(none), view(none), {}).wait(no_hang);
+    const detail::InternalStats before = detail::RuntimeAccess::stats(rt);
+    std::vector<float> v(37, float(rank + 1));
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    if (rank != 3) rt.allreduce_async("without.rank3", view(v), view(v), sum).wait(no_hang);
+    rt.join_async().wait(no_hang);
+    if (rank != 3) {
+      for (float x : v) RANK_CHECK(x == 6.0f);  // 1 + 2 + 3, rank 3's zeros
+    }
+    std::vector<float> w(1001, float(rank));
+    rt.allreduce_async("after.join", view(w), view(w), sum).wait(no_hang);
+    for (float x : w) RANK_CHECK(x == 6.0f);
+    const detail::InternalStats after = detail::RuntimeAccess::stats(rt);
+    RANK_CHECK(after.hierarchical_allreduce_ops - before.hierarchical_allreduce_ops == 2);  // with the stand-in
+  }, o, 2);
+}
