@@ -157,14 +157,14 @@ TEST_CASE("Hierarchical NCCL allreduce: pack, host ReduceScatter, shard AllReduc
   std::vector<Request> reqs = {request("a", 3, ReduceOp::kAverage), request("b", 0, ReduceOp::kAverage),
                                request("c", 5, ReduceOp::kAverage)};
   for (auto& r : reqs) r.prescale = 0.25;
-  HostPlace two{1, 2};  // 10 packed float64, 5 per shard; this rank's shard at byte 40
+  HostPlace two{1, 2};  // 10 packed float64, 5 per shard, aligned to 6; this rank's shard at byte 48
   auto plan = plan_nccl(allreduce(3), reqs, 1, 4, &two);
   REQUIRE(plan.is_ok());
-  CHECK(plan.value().fusion_bytes == 80);
+  CHECK(plan.value().fusion_bytes == 96);
   CHECK(described(plan.value()) ==
-        Strings{"Pack(3 tensors, x0.25/1)", "ReduceScatter(fusion -> fusion+40, 5 x float64, sum) on the host",
-                "AllReduce(fusion+40 -> fusion+40, 5 x float64, sum) across hosts",
-                "AllGather(fusion+40 -> fusion, 5 x float64) on the host", "Unpack(3 tensors, x1/4)"});
+        Strings{"Pack(3 tensors, x0.25/1)", "ReduceScatter(fusion -> fusion+48, 6 x float64, sum) on the host",
+                "AllReduce(fusion+48 -> fusion+48, 6 x float64, sum) across hosts",
+                "AllGather(fusion+48 -> fusion, 6 x float64) on the host", "Unpack(3 tensors, x1/4)"});
   HostPlace three{2, 3};  // 10 packed, 4 per shard: 2 elements of padding reduced, never read
   plan = plan_nccl(allreduce(3), reqs, 5, 6, &three);
   REQUIRE(plan.is_ok());

@@ -107,7 +107,10 @@ Status plan_allreduce_hierarchical(NcclPlan& plan, const std::vector<Request>& r
   if (!s.is_ok()) return s;
   const int64_t esize = dtype_size(plan.dtype), per_host = host.ranks_per_host;
   const int64_t packed = plan.copies.buffer_bytes / esize;
-  const int64_t shard = (packed + per_host - 1) / per_host;
+  // Each shard starts aligned as the fusion buffer's pieces do (3 ranks a
+  // host would otherwise put NCCL on odd offsets).
+  const int64_t align = kFusionAlignment / esize;
+  const int64_t shard = ((packed + per_host - 1) / per_host + align - 1) / align * align;
   plan.fusion_bytes = padded_bytes(shard * per_host * esize);
   const PlanStep pack = plan.steps.front(), unpack = plan.steps.back();
   plan.steps = {pack};
