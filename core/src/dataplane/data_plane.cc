@@ -1,6 +1,7 @@
 #include "dataplane/data_plane.h"
 
 #include <cstring>
+#include <utility>
 
 #include "dataplane/algorithms/ring_allreduce.h"
 #include "dataplane/algorithms/shared_memory_allreduce.h"
@@ -155,11 +156,10 @@ Status DataPlane::hierarchical_usable(bool* usable, std::string* warning) {
   *usable = false;
   if (!options_.hierarchical_allreduce || world_size_ <= 1) return Status::ok();
   if (!grid_) {
-    std::vector<int> hosts(static_cast<size_t>(world_size_));
-    Status s = transport_.allgatherv(&first_rank_on_host_, hosts.data(),
-                                     std::vector<int64_t>(hosts.size(), 1), sizeof(int));
+    HostGrid grid;
+    Status s = gather_host_grid(transport_, link_.rank(), world_size_, first_rank_on_host_, &grid);
     if (!s.is_ok()) return s;
-    grid_ = std::make_unique<HostGrid>(host_grid(hosts, link_.rank()));
+    grid_ = std::make_unique<HostGrid>(std::move(grid));
     if (!grid_->refusal.empty() && link_.rank() == 0) {
       *warning = "CHORUS_HIERARCHICAL_ALLREDUCE is on but " + grid_->refusal +
                  ": allreduces take the usual routes in this job";

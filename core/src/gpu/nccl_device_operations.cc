@@ -286,7 +286,10 @@ void NcclDeviceOperations::execute(const Response& response, std::vector<TensorE
                                                           "CHORUS_GPU_OPERATIONS=staged to combine CUDA tensors with "
                                                           "Adasum through pinned host memory and the CPU data plane"));
   }
-  StatusOr<NcclPlan> plan = plan_nccl(response, requests, topology_.rank, topology_.size);
+  // The communicators say whether allreduces go hierarchical; before the
+  // first response made them, plan flat and plan again below.
+  const HostPlace* hierarchy = comms_ ? comms_->hierarchy() : nullptr;
+  StatusOr<NcclPlan> plan = plan_nccl(response, requests, topology_.rank, topology_.size, hierarchy);
   if (!plan.is_ok()) {  // agreed input, so the same refusal on every rank; a broken invariant is a fault
     if (plan.status().code() == StatusCode::kInternal) set_fault(plan.status());
     return fail_entries(entries, Status(plan.status().code(), what + ": " + plan.status().message()));
@@ -297,8 +300,7 @@ void NcclDeviceOperations::execute(const Response& response, std::vector<TensorE
     set_fault(Status(s.code(), what + ": " + s.message()));
     return fail_entries(entries, fault());
   }
-  // The communicators (made by prepare()) say whether allreduces go hierarchical.
-  if (response.type == ResponseType::kAllreduce && comms_->hierarchy() != nullptr) {
+  if (response.type == ResponseType::kAllreduce && hierarchy == nullptr && comms_->hierarchy() != nullptr) {
     plan = plan_nccl(response, requests, topology_.rank, topology_.size, comms_->hierarchy());
     if (!plan.is_ok()) return launch_failed(std::move(entries), DeviceEvent(), false, plan.status());
   }

@@ -7,20 +7,6 @@
 
 namespace chorus::detail::gpu {
 
-namespace {
-
-// Every rank's host, as every rank of the set sees it (one allgather).
-Status gather_grid(Backend& backend, HostGrid* grid) {
-  const Topology topo = backend.topology();
-  std::vector<int> hosts(static_cast<size_t>(topo.size));
-  Status s = backend.collectives().allgatherv(&topo.first_rank_on_host, hosts.data(),
-                                              std::vector<int64_t>(hosts.size(), 1), sizeof(int));
-  if (s.is_ok()) *grid = host_grid(hosts, topo.rank);
-  return s;
-}
-
-}  // namespace
-
 Status SetCommunicators::create(const Spec& spec, std::unique_ptr<SetCommunicators>* out, std::string* warning) {
   const Topology topo = spec.backend->topology();
   std::unique_ptr<SetCommunicators> comms(new SetCommunicators());
@@ -31,7 +17,7 @@ Status SetCommunicators::create(const Spec& spec, std::unique_ptr<SetCommunicato
     return s;
   }
   HostGrid grid;
-  s = gather_grid(*spec.backend, &grid);
+  s = gather_host_grid(spec.backend->collectives(), topo.rank, topo.size, topo.first_rank_on_host, &grid);
   if (!s.is_ok()) return Status(s.code(), "gathering the hosts of " + spec.name + ": " + s.message());
   if (!grid.refusal.empty() && topo.rank == 0) {
     *warning = "CHORUS_HIERARCHICAL_ALLREDUCE is on but " + grid.refusal + ": CUDA allreduces of " + spec.name +

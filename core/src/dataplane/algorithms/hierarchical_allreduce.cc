@@ -26,6 +26,13 @@ HostGrid host_grid(const std::vector<int>& first_rank_on_host, int rank) {
   return grid;
 }
 
+Status gather_host_grid(Communicator& comm, int rank, int size, int first_rank_on_host, HostGrid* out) {
+  std::vector<int> hosts(static_cast<size_t>(size));
+  Status s = comm.allgatherv(&first_rank_on_host, hosts.data(), std::vector<int64_t>(hosts.size(), 1), sizeof(int));
+  if (s.is_ok()) *out = host_grid(hosts, rank);
+  return s;
+}
+
 int64_t hierarchical_scratch_bytes(const HostGrid& grid, int64_t count, DataType dtype) {
   const int local = static_cast<int>(grid.local.size()), cross = static_cast<int>(grid.cross.size());
   if (local < 1 || cross < 1) return 0;

@@ -19,6 +19,7 @@
 
 #include "chorus/status.h"
 #include "chorus/types.h"
+#include "comm/communicator.h"
 #include "comm/peer_link.h"
 #include "dataplane/algorithms/ring_allreduce.h"
 
@@ -36,6 +37,10 @@ struct HostGrid {
 /// `first_rank_on_host[r]`: rank r's host, named by its lowest rank (the
 /// same vector on every rank gives every rank the same verdict).
 HostGrid host_grid(const std::vector<int>& first_rank_on_host, int rank);
+
+/// Collective over the `size` ranks of `comm`: gathers each rank's
+/// `first_rank_on_host` (one allgather) and returns rank `rank`'s grid.
+Status gather_host_grid(Communicator& comm, int rank, int size, int first_rank_on_host, HostGrid* out);
 
 /// Scratch bytes hierarchical_allreduce needs.
 int64_t hierarchical_scratch_bytes(const HostGrid& grid, int64_t count, DataType dtype);
