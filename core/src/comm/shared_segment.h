@@ -4,7 +4,7 @@
 // (comm/communicator.h). Its name is removed as soon as every rank has
 // mapped it (or given up), so a job that dies after that leaves nothing in
 // /dev/shm. Used by the shared-memory allreduce (comm/host_shared_memory.h)
-// and the TCP transport's control plane on one host (comm/tcp/shm_control_channel.h).
+// and the TCP transport's control plane on one host (comm/shm_control_channel.h).
 
 #include <cstddef>
 #include <string>

@@ -138,7 +138,7 @@ Status open_shm_control_channel(Communicator& comm, int rank, int size, ControlC
   std::string error;
   Status s = share_segment(comm, rank, shape, false, &mapping, &mapped, &error);
   if (!mapped) {
-    *why_not = "shared memory could not be set up" + (error.empty() ? std::string(" on another rank") : ": " + error);
+    *why_not = error;  // empty: another rank's failed
     return s;
   }
   const size_t total = shape.total();

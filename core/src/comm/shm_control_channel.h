@@ -79,7 +79,8 @@ class ShmControlChannel final : public ControlChannel {
 /// Collective over `comm`, whose `size` ranks the caller knows to share
 /// this host: the shared-memory channel of rank `rank` beside `sockets`.
 /// Leaves *out empty, with an OK status, when the segment cannot be set up
-/// (the same on every rank); `*why_not` then says why.
+/// (the same on every rank); `*why_not` then holds this rank's own error,
+/// empty when it was another rank's segment that failed.
 Status open_shm_control_channel(Communicator& comm, int rank, int size, ControlChannel& sockets,
                                 std::unique_ptr<ControlChannel>* out, std::string* why_not);
 

@@ -147,10 +147,12 @@ class TcpBackend final : public Backend {
     std::string why_not;
     Status s = open_shm_control_channel(*collectives_, topo_.rank, topo_.size, *socket_control_, &shm_control_,
                                         &why_not);
-    if (s.is_ok() && !shm_control_ && topo_.rank == 0) {
+    // Rank 0 says so for the job; a rank whose own segment failed says why.
+    if (s.is_ok() && !shm_control_ && (topo_.rank == 0 || !why_not.empty())) {
       Logger logger(options_.log_level);
       logger.set_rank(topo_.rank);
-      CHORUS_LOG(logger, kWarning) << "control messages go over TCP, not shared memory: " << why_not;
+      CHORUS_LOG(logger, kWarning) << "control messages go over TCP, not shared memory: shared memory could not be "
+                                   << (why_not.empty() ? std::string("set up on another rank") : "set up: " + why_not);
     }
     return s;
   }
