@@ -152,6 +152,32 @@ TEST_CASE("Bad input on one rank fails every rank, naming that rank, and the nam
   REQUIRE(ones[3] == float(size));
 }
 
+TEST_CASE("A grouped allreduce whose member count differs across ranks fails every rank, then works", "[mpi][errors][group]") {
+  const int rank = chorus::rank(), size = chorus::size();
+  AllreduceOptions sum;
+  sum.op = ReduceOp::kSum;
+  for (int odd : {0, size - 1}) {  // the coordinator's own group is the larger, then a worker's
+    std::vector<std::vector<float>> bufs(3, std::vector<float>(7, 1.0f));
+    std::vector<std::string> names = {"count.0", "count.1"};
+    std::vector<std::shared_ptr<Tensor>> tensors = {view(bufs[0]), view(bufs[1])};
+    if (rank == odd) {
+      names.push_back("count.2");
+      tensors.push_back(view(bufs[2]));
+    }
+    for (const Handle& h : grouped_allreduce_async(names, tensors, {}, sum)) {
+      const std::string m = invalid_argument_message(h);
+      REQUIRE_THAT(m, Catch::Contains("Grouped allreduce") && Catch::Contains("3 tensors") &&
+                          Catch::Contains("rank " + std::to_string(odd)));
+    }
+    for (const Handle& h : grouped_allreduce_async({"count.0", "count.1"}, {view(bufs[0]), view(bufs[1])}, {}, sum)) {
+      h.wait(std::chrono::seconds(60));
+    }
+    REQUIRE(bufs[0][6] == float(size));
+    REQUIRE(bufs[1][0] == float(size));
+    REQUIRE(bufs[2][0] == 1.0f);  // the failed member was left alone
+  }
+}
+
 TEST_CASE("A duplicate in-flight name is refused on the rank that repeats it", "[mpi][errors]") {
   // The other ranks submit only after the barrier, so rank 0's first
   // "dup.name" is surely still in flight when it tries the duplicate.

@@ -1,6 +1,8 @@
 // The coordinator's message table: counting, validation, groups, stalls.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "negotiation/coordinator.h"
 
 using namespace chorus;
@@ -175,6 +177,117 @@ TEST_CASE("One bad member fails the whole group", "[coordinator]") {
   REQUIRE(ready[0].response.type == ResponseType::kError);
   REQUIRE(ready[0].response.names == std::vector<std::string>{"a", "b"});
   REQUIRE_THAT(ready[0].response.error_message, Catch::Contains("'b'") && Catch::Contains("int32 on rank 1"));
+}
+
+namespace {
+Request group_member(int rank, const std::string& name, const std::string& group, int32_t size) {
+  Request r = req(rank, name);
+  r.group = group;
+  r.group_size = size;
+  return r;
+}
+
+// Every name the responses fail, each once: a name failed twice in one round
+// could fail a rank's next call under it.
+std::vector<std::string> failed_once(const std::vector<ReadyTensor>& ready) {
+  std::vector<std::string> failed;
+  for (const ReadyTensor& t : ready) {
+    REQUIRE(t.response.type == ResponseType::kError);
+    failed.insert(failed.end(), t.response.names.begin(), t.response.names.end());
+  }
+  std::sort(failed.begin(), failed.end());
+  REQUIRE(std::adjacent_find(failed.begin(), failed.end()) == failed.end());
+  return failed;
+}
+
+// Two ranks' request lists, in the order the generator picks.
+template <class Rank0, class Rank1>
+void arrive(bool rank0_first, Rank0 rank0, Rank1 rank1) {
+  if (rank0_first) {
+    rank0();
+    rank1();
+  } else {
+    rank1();
+    rank0();
+  }
+}
+}  // namespace
+
+TEST_CASE("Groups of different sizes on two ranks fail every member at once, in either arrival order", "[coordinator]") {
+  // Rank 0 groups a, b, c; rank 1 only a, b: c would never complete.
+  const bool rank0_first = GENERATE(true, false);
+  Coordinator c(2);
+  auto rank0 = [&] {
+    for (const char* n : {"a", "b", "c"}) c.add(group_member(0, n, "group(a, 3 tensors)", 3));
+  };
+  auto rank1 = [&] {
+    for (const char* n : {"a", "b"}) c.add(group_member(1, n, "group(a, 2 tensors)", 2));
+  };
+  arrive(rank0_first, rank0, rank1);
+  const std::vector<ReadyTensor> failures = c.take_ready();
+  REQUIRE(failed_once(failures) == std::vector<std::string>{"a", "b", "c"});
+  for (const ReadyTensor& t : failures) {
+    REQUIRE_THAT(t.response.error_message, Catch::Contains("Grouped allreduce") && Catch::Contains("3 tensors") &&
+                                               Catch::Contains("2 tensors") && Catch::Contains("rank 1"));
+  }
+  REQUIRE(c.idle());  // nothing left waiting for a rank that will never send it
+  // The next round's groups, now alike, complete.
+  for (int r = 0; r < 2; ++r) {
+    for (const char* n : {"a", "b"}) c.add(group_member(r, n, "group(a, 2 tensors)", 2));
+  }
+  auto ready = c.take_ready();
+  REQUIRE(ready.size() == 2);
+  REQUIRE(ready[0].response.type == ResponseType::kAllreduce);
+  REQUIRE(ready[1].response.type == ResponseType::kAllreduce);
+}
+
+TEST_CASE("A group failure spreads to the groups its members belong to on other ranks", "[coordinator]") {
+  // Rank 0 buckets [a, b, c] [d]; rank 1 [a, b] [c, d]: c and d each sit in
+  // a failed group on one rank, and every name must fail exactly once.
+  const bool rank0_first = GENERATE(true, false);
+  Coordinator c(2);
+  auto rank0 = [&] {
+    for (const char* n : {"a", "b", "c"}) c.add(group_member(0, n, "group(a, 3 tensors)", 3));
+    c.add(group_member(0, "d", "group(d, 1 tensors)", 1));
+  };
+  auto rank1 = [&] {
+    for (const char* n : {"a", "b"}) c.add(group_member(1, n, "group(a, 2 tensors)", 2));
+    for (const char* n : {"c", "d"}) c.add(group_member(1, n, "group(c, 2 tensors)", 2));
+  };
+  arrive(rank0_first, rank0, rank1);
+  REQUIRE(failed_once(c.take_ready()) == std::vector<std::string>{"a", "b", "c", "d"});
+  REQUIRE(c.idle());
+}
+
+TEST_CASE("A join that fails a grouped allgather fails its waiting members once", "[coordinator][join]") {
+  Coordinator c(2);
+  for (const char* n : {"p", "q"}) {
+    Request r = group_member(0, n, "allgather group(p, 2 tensors)", 2);
+    r.type = CollectiveType::kAllgather;
+    c.add(r);
+  }
+  Request join;
+  join.type = CollectiveType::kJoin;
+  join.name = join_tensor_name();
+  join.rank = 1;
+  c.add(join);  // p and q are now covered; p's failure takes q with it
+  const std::vector<ReadyTensor> ready = c.take_ready();
+  REQUIRE(failed_once(ready) == std::vector<std::string>{"p", "q"});
+  REQUIRE_THAT(ready[0].response.error_message, Catch::Contains("called join()"));
+  REQUIRE(c.idle());
+}
+
+TEST_CASE("A failed group's member arriving in a later round is not failed by the old failure", "[coordinator]") {
+  Coordinator c(2);
+  c.add(group_member(0, "a", "g", 1));
+  c.add(group_member(1, "a", "other", 1));
+  REQUIRE(c.take_ready().size() == 1);  // the error
+  c.add(group_member(0, "a", "g", 1));  // a new call: waits for rank 1 as usual
+  REQUIRE(c.take_ready().empty());
+  c.add(group_member(1, "a", "g", 1));
+  auto ready = c.take_ready();
+  REQUIRE(ready.size() == 1);
+  REQUIRE(ready[0].response.type == ResponseType::kAllreduce);
 }
 
 TEST_CASE("Stalled tensors list who submitted and who is missing", "[coordinator]") {

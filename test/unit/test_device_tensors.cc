@@ -407,6 +407,27 @@ TEST_CASE("Staged: the copy back waits for an out-of-place output's own stream a
   });
 }
 
+namespace {
+// The job ends after the fake copy failure, and every later call fails with
+// `reason` and the failure's own words.
+void expect_job_ended(Runtime& rt, const std::string& reason) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (rt.is_running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  RANK_CHECK(!rt.is_running());
+  std::vector<float> host(2, 1.0f);
+  auto cpu = std::make_shared<HostTensorView>(host.data(), DataType::kFloat32, TensorShape{2});
+  try {
+    rt.allreduce_async("after", cpu, cpu);
+    throw std::runtime_error("the runtime took a tensor after a device fault");
+  } catch (const Error& e) {
+    RANK_CHECK(contains(e.what(), reason));
+    RANK_CHECK(contains(e.what(), "fake failure"));
+  }
+}
+}  // namespace
+
 TEST_CASE("Staged: a failed copy on one rank fails the tensor on every rank and ends the job with its message",
           "[device][staged][faults]") {
   run_device_ranks(2, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
@@ -417,21 +438,26 @@ TEST_CASE("Staged: a failed copy on one rank fails the tensor on every rank and 
     RANK_CHECK(contains(s.message(), "staged allreduce of tensor(s) 'broken'"));
     RANK_CHECK(contains(s.message(), rank == 1 ? "fake failure" : "another rank's copy to the host failed"));
     RANK_CHECK(t->as<float>()[0] == 1.0f);  // nothing stale was written back
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (rt.is_running() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // The same message on every rank: who failed, and how.
+    expect_job_ended(rt, "rank 1: the GPU operations failed: staged allreduce of tensor(s) 'broken'");
+  });
+}
+
+TEST_CASE("Staged: a device fault inside a process set ends the whole job on every rank, members or not",
+          "[device][staged][faults][process_set]") {
+  run_device_ranks(3, [](Runtime& rt, int rank, FakeDeviceMemory& memory) {
+    const ProcessSet set = rt.add_process_set({1, 2});
+    if (rank == 1) memory.fail_copies_to_host = true;
+    if (rank != 0) {
+      auto t = device_floats({1, 2}, 0);
+      OpHooks in_set;
+      in_set.process_set = set;
+      const Status s = rt.allreduce_async("set.broken", t, t, AllreduceOptions{}, in_set).wait_status();
+      RANK_CHECK(!s.is_ok());
+      RANK_CHECK(contains(s.message(), "'set.broken'"));
     }
-    RANK_CHECK(!rt.is_running());
-    std::vector<float> host(2, 1.0f);
-    auto cpu = std::make_shared<HostTensorView>(host.data(), DataType::kFloat32, TensorShape{2});
-    try {
-      rt.allreduce_async("after", cpu, cpu);
-      throw std::runtime_error("the runtime took a tensor after a device fault");
-    } catch (const Error& e) {
-      // The same message on every rank: who failed, and how.
-      RANK_CHECK(contains(e.what(), "rank 1: the GPU operations failed: staged allreduce of tensor(s) 'broken'"));
-      RANK_CHECK(contains(e.what(), "fake failure"));
-    }
+    // Rank 0 is not in the set: it hears of the fault through the global set.
+    expect_job_ended(rt, "rank 1: the GPU operations failed in process set 1 (ranks 1, 2): staged allreduce");
   });
 }
 

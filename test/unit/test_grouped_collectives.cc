@@ -129,6 +129,37 @@ TEST_CASE("A grouped allgather whose member differs on one rank fails on every r
   });
 }
 
+TEST_CASE("A grouped allreduce with more members on one rank fails on every rank instead of waiting", "[runtime][group][errors]") {
+  const int extra_rank = GENERATE(0, 2);  // the coordinator's own group, or a worker's, is the larger
+  run_ranks(3, [extra_rank](Runtime& rt, int rank) {
+    std::vector<std::vector<float>> bufs(3, std::vector<float>(5, float(rank + 1)));
+    std::vector<std::string> names = {"m.0", "m.1"};
+    std::vector<std::shared_ptr<Tensor>> tensors = {rows_of(bufs[0], 1), rows_of(bufs[1], 1)};
+    if (rank == extra_rank) {
+      names.push_back("m.2");
+      tensors.push_back(rows_of(bufs[2], 1));
+    }
+    for (const Handle& h : rt.grouped_allreduce_async(names, tensors, {}, AllreduceOptions{})) {
+      std::string message;
+      try {
+        h.wait(std::chrono::seconds(20));
+      } catch (const InvalidArgumentError& e) {
+        message = e.what();
+      }
+      RANK_CHECK(message.find("Grouped allreduce") != std::string::npos);
+      RANK_CHECK(message.find("3 tensors") != std::string::npos);
+      RANK_CHECK(message.find("rank " + std::to_string(extra_rank)) != std::string::npos);
+    }
+    // The job goes on: the same names in one agreed group.
+    AllreduceOptions sum;
+    sum.op = ReduceOp::kSum;
+    auto handles = rt.grouped_allreduce_async({"m.0", "m.1"}, {rows_of(bufs[0], 1), rows_of(bufs[1], 1)}, {}, sum);
+    for (const Handle& h : handles) h.wait(std::chrono::seconds(20));
+    RANK_CHECK(bufs[0][4] == 6.0f);
+    RANK_CHECK(bufs[1][0] == 6.0f);
+  });
+}
+
 TEST_CASE("Grouped allgather and reducescatter in a process set", "[runtime][group][process_set]") {
   run_ranks(3, [](Runtime& rt, int rank) {
     const ProcessSet set = rt.add_process_set({1, 2});
@@ -168,17 +199,38 @@ TEST_CASE("A grouped call with mismatched lists is refused (at the wait when it 
     }
     RANK_CHECK(refused);
   });
-  // Hooks per member must name one process set.
-  run_ranks(2, [](Runtime& rt, int) {
+  // Hooks per member must name one process set, one hooks per name; a rank
+  // whose hooks are wrong refuses the group in member 0's set: every rank's
+  // handles fail, naming it.
+  run_ranks(2, [](Runtime& rt, int rank) {
     const ProcessSet set = rt.add_process_set({0, 1});
     std::vector<float> a(2), b(2);
-    std::vector<OpHooks> hooks(2);
-    hooks[1].process_set = set;
+    for (int bad : {0, 1, 2}) {  // member 1 in another set; one hooks for two names; good hooks
+      std::vector<OpHooks> hooks(2);
+      if (rank == 1 && bad == 0) hooks[1].process_set = set;
+      if (rank == 1 && bad == 1) hooks.pop_back();
+      std::string message;
+      for (const Handle& h : rt.grouped_allgather_async({"p", "q"}, {rows_of(a, 1), rows_of(b, 1)}, hooks)) {
+        try {
+          h.wait(std::chrono::seconds(20));
+        } catch (const InvalidArgumentError& e) {
+          message = e.what();
+        }
+      }
+      if (bad == 2) {
+        RANK_CHECK(message.empty());
+        continue;
+      }
+      RANK_CHECK(message.find("refused on rank 1") != std::string::npos);
+      RANK_CHECK(message.find(bad == 0 ? "member 1 ('q') is in process set 1" : "2 names but 1 hooks") !=
+                 std::string::npos);
+    }
+    // No hooks at all: no set to negotiate in, refused at the call.
     bool refused = false;
     try {
-      rt.grouped_allgather_async({"p", "q"}, {rows_of(a, 1), rows_of(b, 1)}, hooks);
+      rt.grouped_allgather_async({"p", "q"}, {rows_of(a, 1), rows_of(b, 1)}, std::vector<OpHooks>{});
     } catch (const InvalidArgumentError& e) {
-      refused = std::string(e.what()).find("member 1 ('q') is in process set 1") != std::string::npos;
+      refused = std::string(e.what()).find("2 names but no hooks") != std::string::npos;
     }
     RANK_CHECK(refused);
   });

@@ -268,8 +268,8 @@ std::vector<Knob> data_plane_knobs() {
                 "the CPU data plane: no NCCL, or several ranks on one GPU), or `auto`: `nccl` where it loads on every "
                 "rank, else `staged`"),
       decimal<&O::gpu_op_timeout_seconds>("GPU_OP_TIMEOUT_SECONDS", "600", 0, kMaxStallSeconds, "seconds",
-                "a device operation not done after this long fails its tensors and ends the job (in a process set: "
-                "that set's engine); 0: no limit"),
+                "a device operation not done after this long fails its tensors and ends the job (in a process set "
+                "too); 0: no limit"),
       decimal<&O::rendezvous_timeout_seconds>("RENDEZVOUS_TIMEOUT_SECONDS", "300", 1, kMaxStallSeconds, "seconds",
                 "TCP: a rendezvous not complete after this long fails on every rank that came, naming the ranks "
                 "that did not"),

@@ -13,6 +13,7 @@ void Coordinator::add(Request request, Clock::time_point now) {
     add_join(request);
     return;
   }
+  if (joins_failure(request)) return;
   auto [it, inserted] = table_.try_emplace(request.name);
   Entry& e = it->second;
   if (inserted) {
@@ -41,13 +42,16 @@ void Coordinator::add_join(const Request& request) {
   }
   last_joined_ = request.rank;
   // Tensors that waited only for this rank can go now, oldest first.
-  std::vector<std::unordered_map<std::string, Entry>::iterator> now_covered;
-  for (auto it = table_.begin(); it != table_.end(); ++it) {
-    if (covered(it->second)) now_covered.push_back(it);
+  // By name: finishing one may fail its group and erase others (fail_groups).
+  std::vector<std::pair<Clock::time_point, std::string>> now_covered;
+  for (const auto& [name, entry] : table_) {
+    if (covered(entry)) now_covered.emplace_back(entry.first_seen, name);
   }
-  std::sort(now_covered.begin(), now_covered.end(),
-            [](const auto& a, const auto& b) { return a->second.first_seen < b->second.first_seen; });
-  for (auto it : now_covered) finish(it);
+  std::sort(now_covered.begin(), now_covered.end());
+  for (const auto& covered_entry : now_covered) {
+    auto it = table_.find(covered_entry.second);
+    if (it != table_.end()) finish(it);
+  }
   if (joined_count_ < world_size_) return;
   ReadyTensor done;
   done.request = request;
@@ -61,8 +65,16 @@ void Coordinator::add_join(const Request& request) {
 }
 
 void Coordinator::finish(std::unordered_map<std::string, Entry>::iterator it) {
+  std::vector<std::string> groups;  // every rank's group: they differ when ranks grouped differently
+  for (const Request& r : it->second.requests) {
+    if (!r.group.empty() && std::find(groups.begin(), groups.end(), r.group) == groups.end()) groups.push_back(r.group);
+  }
   ReadyTensor ready = complete(it->first, it->second);
   table_.erase(it);
+  if (!groups.empty() && ready.response.type == ResponseType::kError) {
+    fail_groups(groups, std::move(ready));
+    return;
+  }
   const std::string group = ready.request.group;
   if (group.empty()) {
     ready_.push_back(std::move(ready));
@@ -140,27 +152,13 @@ ReadyTensor Coordinator::complete(const std::string& name, Entry& entry) {
 
 void Coordinator::release_group(const std::string& group) {
   auto it = groups_.find(group);
-  PendingGroup g = std::move(it->second);
+  for (auto& m : it->second.members) ready_.push_back(std::move(m));  // none failed: fail_groups() took those
   groups_.erase(it);
-  std::string first_error;
-  for (const auto& m : g.members) {
-    if (m.response.type == ResponseType::kError && first_error.empty()) first_error = m.response.error_message;
-  }
-  if (first_error.empty()) {
-    for (auto& m : g.members) ready_.push_back(std::move(m));
-    return;
-  }
-  // Every member fails with the reason, in one response.
-  ReadyTensor failed;
-  failed.request = g.members.front().request;
-  failed.response.type = ResponseType::kError;
-  failed.response.error_message =
-      "Grouped " + std::string(collective_name(failed.request.type)) + " '" + group + "' failed: " + first_error;
-  for (const auto& m : g.members) failed.response.names.push_back(m.response.names.front());
-  ready_.push_back(std::move(failed));
 }
 
 std::vector<ReadyTensor> Coordinator::take_ready() {
+  failing_groups_.clear();  // the round's request lists are all in (group_failure.cc)
+  failed_names_.clear();
   if (ready_.empty()) return {};  // polled constantly: keep the capacity
   std::vector<ReadyTensor> out;
   out.swap(ready_);

@@ -42,7 +42,7 @@ class Coordinator {
   void add(Request request, Clock::time_point now = Clock::now());
   /// Tensors that became complete since the last call, in completion order.
   /// Members of a group are held back until the whole group is complete,
-  /// then returned together.
+  /// then returned together; a member that fails fails its group at once.
   std::vector<ReadyTensor> take_ready();
   /// Tensors waiting longer than `threshold_seconds` for some ranks.
   std::vector<StalledTensor> stalled(Clock::time_point now, double threshold_seconds) const;
@@ -52,6 +52,11 @@ class Coordinator {
   bool any_joined() const { return joined_count_ > 0; }
   /// Some rank submitted `name` and the tensor is not complete.
   bool waiting_for(const std::string& name) const { return !table_.empty() && table_.count(name) > 0; }
+  /// `name` failed this round with a group: another request for it (a cache
+  /// bit too) must join that failure, not complete apart.
+  bool failed_this_round(const std::string& name) const {
+    return !failed_names_.empty() && failed_names_.count(name) > 0;
+  }
 
  private:
   struct Entry {
@@ -66,6 +71,11 @@ class Coordinator {
 
   ReadyTensor complete(const std::string& name, Entry& entry);
   void release_group(const std::string& group);
+  // A member that fails fails its group at once (group_failure.cc).
+  void fail_groups(const std::vector<std::string>& groups, ReadyTensor failing);
+  void spread_failure(size_t failure, std::vector<std::string> groups);
+  void list_failed(size_t failure, const std::string& name);
+  bool joins_failure(const Request& request);
   /// Every rank submitted the tensor or has joined.
   bool covered(const Entry& entry) const;
   void finish(std::unordered_map<std::string, Entry>::iterator it);
@@ -81,6 +91,10 @@ class Coordinator {
   std::unordered_map<std::string, Entry> table_;
   std::vector<std::string> completed_;  // names complete this round, in order
   std::map<std::string, PendingGroup> groups_;
+  // Groups and names failed this round, with their failure's place in
+  // ready_: requests still arriving this round under them join it.
+  std::unordered_map<std::string, size_t> failing_groups_;
+  std::unordered_map<std::string, size_t> failed_names_;
   std::vector<ReadyTensor> ready_;
 };
 

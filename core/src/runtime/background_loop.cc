@@ -16,7 +16,8 @@ std::unique_ptr<LoopSide> make_side(Backend& backend, const ResponseCache& cache
 }  // namespace
 
 BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const RuntimeOptions& options,
-                               const Logger& logger, SharedStats& stats, Timeline& timeline, DeviceSupport device)
+                               const Logger& logger, SharedStats& stats, Timeline& timeline, DeviceSupport device,
+                               FaultListener on_device_fault)
     : backend_(backend),
       queue_(queue),
       logger_(logger),
@@ -27,9 +28,14 @@ BackgroundLoop::BackgroundLoop(Backend& backend, TensorQueue& queue, const Runti
       waiter_(options, queue),
       watchdog_(options, logger, [&backend](int exit_code) { backend.end_job(exit_code); }),
       cache_(static_cast<size_t>(options.cache_capacity)),
-      side_(make_side(backend, cache_, queue, options, topo_, logger, stats)) {}
+      side_(make_side(backend, cache_, queue, options, topo_, logger, stats)),
+      on_device_fault_(std::move(on_device_fault)) {}
 
-void BackgroundLoop::request_shutdown() {
+void BackgroundLoop::request_shutdown(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(reason_mu_);
+    if (!shutdown_requested_.load() && requested_reason_.empty()) requested_reason_ = reason;
+  }
   shutdown_requested_.store(true);
   queue_.notify();
 }
@@ -69,14 +75,16 @@ bool BackgroundLoop::run_round() {
 }
 
 // A device fault ends the job on every rank with its message: this rank
-// asks rank 0 to shut down with it (RequestList::shutdown_reason).
+// asks rank 0 to shut down with it (RequestList::shutdown_reason); in a
+// process set's engine that ends the set, so the listener ends the job.
 void BackgroundLoop::check_device_fault() {
   if (!device_fault_.empty()) return;
   const Status fault = executor_.device_fault();
   if (fault.is_ok()) return;
-  device_fault_ = "the GPU operations failed: " + fault.message();
+  device_fault_ = "the GPU operations failed" + topo_.scope.in_text() + ": " + fault.message();
   CHORUS_LOG(logger_, kError) << device_fault_ << "; shutting down";
   request_shutdown();
+  if (on_device_fault_) on_device_fault_(device_fault_);
 }
 
 Status BackgroundLoop::submit_local_requests(bool* progressed) {
@@ -85,7 +93,12 @@ Status BackgroundLoop::submit_local_requests(bool* progressed) {
   side_->take_resends(&mine.requests);
   if (shutdown_requested_.load() && !shutdown_sent_) {
     mine.shutdown = true;
-    mine.shutdown_reason = device_fault_;
+    if (device_fault_.empty()) {
+      std::lock_guard<std::mutex> lock(reason_mu_);
+      mine.shutdown_reason = requested_reason_;
+    } else {
+      mine.shutdown_reason = device_fault_;
+    }
     shutdown_sent_ = true;
   }
   if (mine.requests.empty() && !mine.shutdown) return Status::ok();

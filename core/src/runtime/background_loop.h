@@ -18,6 +18,8 @@
 // All calls into the Backend (MPI) happen on this thread.
 
 #include <atomic>
+#include <functional>
+#include <mutex>
 #include <memory>
 #include <string>
 
@@ -36,14 +38,21 @@ namespace chorus::detail {
 
 class BackgroundLoop {
  public:
+  /// Called on this loop's thread with a device fault's message: a process
+  /// set's engine ends the whole job with it (the global engine's
+  /// request_shutdown), not only its set.
+  using FaultListener = std::function<void(const std::string& reason)>;
+
   BackgroundLoop(Backend& backend, TensorQueue& queue, const RuntimeOptions& options,
-                 const Logger& logger, SharedStats& stats, Timeline& timeline, DeviceSupport device = {});
+                 const Logger& logger, SharedStats& stats, Timeline& timeline, DeviceSupport device = {},
+                 FaultListener on_device_fault = nullptr);
 
   /// Runs rounds until the shutdown response was executed (or a fatal
   /// control-plane error), then fails what is left in the queue.
   void run();
-  /// Thread-safe: asks the loop to tell every rank this one is leaving.
-  void request_shutdown();
+  /// Thread-safe: asks the loop to tell every rank this one is leaving,
+  /// with `reason` (the first one given) when there is one.
+  void request_shutdown(const std::string& reason = "");
   /// After run(): why the loop ended, and whether by a stall shutdown.
   const std::string& end_reason() const { return end_reason_; }
   bool ended_by_stall() const { return stall_shutdown_; }
@@ -72,7 +81,10 @@ class BackgroundLoop {
   ResponseCache cache_;          // identical on every rank
   std::unique_ptr<LoopSide> side_;  // rank 0's or a worker's, chosen once
 
+  FaultListener on_device_fault_;
   std::atomic<bool> shutdown_requested_{false};
+  std::mutex reason_mu_;
+  std::string requested_reason_;  // request_shutdown's, under reason_mu_
   bool shutdown_sent_ = false;
   bool finished_ = false;
   int64_t lists_run_ = 0;  // this engine's response lists: the same count on every member

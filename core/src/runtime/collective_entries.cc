@@ -249,23 +249,24 @@ void check_group_sizes(const char* kind, const std::vector<std::string>& names, 
 }
 
 void check_group_hooks(const char* kind, const std::vector<std::string>& names, const std::vector<OpHooks>& hooks) {
-  const std::string what = std::string("grouped ") + kind;
-  if (names.empty()) invalid(what + ": no tensors given");
+  const std::string what = std::string("grouped ") + kind + " '" + names.front() + "', ...: ";
   if (hooks.size() != names.size()) {
-    invalid(what + " '" + names.front() + "', ...: " + std::to_string(names.size()) + " names but " +
-            std::to_string(hooks.size()) + " hooks");
+    invalid(what + std::to_string(names.size()) + " names but " + std::to_string(hooks.size()) + " hooks");
+  }
+  for (size_t i = 1; i < hooks.size(); ++i) {
+    if (hooks[i].process_set == hooks[0].process_set) continue;
+    invalid(what + "member " + std::to_string(i) + " ('" + names[i] + "') is in process set " +
+            std::to_string(hooks[i].process_set.id()) + " but member 0 in " +
+            std::to_string(hooks[0].process_set.id()) + "; a group runs in one set");
   }
 }
-
 const ProcessSet& group_set(const std::vector<OpHooks>& hooks, const char* kind, const std::vector<std::string>& names) {
-  for (size_t i = 1; i < hooks.size(); ++i) {
-    if (!(hooks[i].process_set == hooks[0].process_set)) {
-      invalid(std::string("grouped ") + kind + " '" + names.front() + "', ...: member " + std::to_string(i) + " ('" +
-              names[i] + "') is in process set " + std::to_string(hooks[i].process_set.id()) + " but member 0 in " +
-              std::to_string(hooks[0].process_set.id()) + "; a group runs in one set");
-    }
+  if (names.empty()) invalid(std::string("grouped ") + kind + ": no tensors given");
+  if (hooks.empty()) {
+    invalid(std::string("grouped ") + kind + " '" + names.front() + "', ...: " + std::to_string(names.size()) +
+            " names but no hooks (no process set to negotiate the call in)");
   }
-  return hooks[0].process_set;
+  return hooks.front().process_set;
 }
 
 }  // namespace chorus::detail

@@ -64,11 +64,13 @@ void make_group(std::vector<TensorEntry>& entries, const char* kind);
 void check_group_sizes(const char* kind, const std::vector<std::string>& names, size_t inputs, size_t others,
                        const char* others_are = "outputs");
 
-/// Throws unless there is at least one name and one hooks per name: without
-/// them there is no process set to negotiate a refusal in.
+/// Throws unless there is one hooks per name, all in one process set.
+/// Checked inside the refusal's reach: the group is refused in group_set(),
+/// negotiated there.
 void check_group_hooks(const char* kind, const std::vector<std::string>& names, const std::vector<OpHooks>& hooks);
 
-/// The process set of a group's members (the same for all, or it throws).
+/// The process set a group negotiates in: member 0's. Throws (on this rank
+/// only: there is nothing to negotiate in) without names or hooks.
 const ProcessSet& group_set(const std::vector<OpHooks>& hooks, const char* kind, const std::vector<std::string>& names);
 
 }  // namespace chorus::detail

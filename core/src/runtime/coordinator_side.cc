@@ -112,7 +112,8 @@ void CoordinatorSide::add_full(Request request) {
 
 void CoordinatorSide::add_cached(int rank, int32_t slot) {
   const Request& spec = *cache_.at(slot);
-  if (coordinator_.any_joined() || !negotiable_by_bits(spec) || coordinator_.waiting_for(spec.name)) {
+  if (coordinator_.any_joined() || !negotiable_by_bits(spec) || coordinator_.waiting_for(spec.name) ||
+      coordinator_.failed_this_round(spec.name)) {
     Request full = spec;  // the Coordinator's rules apply: it gets the request itself
     full.rank = rank;
     coordinator_.add(std::move(full));

@@ -159,10 +159,11 @@ std::vector<Handle> Runtime::grouped_allgather_async(const std::vector<std::stri
 std::vector<Handle> Runtime::grouped_allgather_async(const std::vector<std::string>& names,
                                                      const std::vector<std::shared_ptr<Tensor>>& inputs,
                                                      const std::vector<OpHooks>& hooks) {
-  detail::check_group_hooks("allgather", names, hooks);
-  auto target = engine(detail::group_set(hooks, "allgather", names), "grouped allgather '" + names.front() + "', ...: ");
+  const ProcessSet& set = detail::group_set(hooks, "allgather", names);  // first: it checks names is not empty
+  auto target = engine(set, "grouped allgather '" + names.front() + "', ...: ");
   const int rank = target->topology().rank;
   return enqueue_group_or_refuse(*target, CollectiveType::kAllgather, names, hooks, "allgather", [&] {
+    detail::check_group_hooks("allgather", names, hooks);
     detail::check_group_sizes("allgather", names, inputs.size(), hooks.size(), "hooks");
     std::vector<detail::TensorEntry> entries;
     for (size_t i = 0; i < names.size(); ++i) {
@@ -183,11 +184,11 @@ std::vector<Handle> Runtime::grouped_reducescatter_async(const std::vector<std::
                                                          const std::vector<std::shared_ptr<Tensor>>& inputs,
                                                          const AllreduceOptions& options,
                                                          const std::vector<OpHooks>& hooks) {
-  detail::check_group_hooks("reducescatter", names, hooks);
-  auto target =
-      engine(detail::group_set(hooks, "reducescatter", names), "grouped reducescatter '" + names.front() + "', ...: ");
+  const ProcessSet& set = detail::group_set(hooks, "reducescatter", names);  // first: it checks names is not empty
+  auto target = engine(set, "grouped reducescatter '" + names.front() + "', ...: ");
   const int rank = target->topology().rank;
   return enqueue_group_or_refuse(*target, CollectiveType::kReducescatter, names, hooks, "reducescatter", [&] {
+    detail::check_group_hooks("reducescatter", names, hooks);
     detail::check_group_sizes("reducescatter", names, inputs.size(), hooks.size(), "hooks");
     std::vector<detail::TensorEntry> entries;
     for (size_t i = 0; i < names.size(); ++i) {
@@ -291,8 +292,13 @@ ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
   // collective among them, on the set's own thread.
   std::shared_ptr<detail::RuntimeImpl> set_engine;
   if (split->backend) {
+    // A device fault in the set ends the job, not only the set.
+    std::weak_ptr<detail::RuntimeImpl> global = impl_;
+    auto end_job = [global](const std::string& reason) {
+      if (auto g = global.lock()) g->request_shutdown(reason);
+    };
     set_engine = std::make_shared<detail::RuntimeImpl>(std::move(split->backend), set_options(options(), id),
-                                                       impl_->shared_stats(), impl_->device_support());
+                                                       impl_->shared_stats(), impl_->device_support(), end_job);
   }
   ProcessSet set(id, ranks);
   sets_->add(set, std::move(set_engine));

@@ -14,9 +14,10 @@
 namespace chorus::detail {
 
 RuntimeImpl::RuntimeImpl(std::unique_ptr<Backend> backend, RuntimeOptions options, std::shared_ptr<SharedStats> stats,
-                         std::shared_ptr<const DeviceSupport> device)
+                         std::shared_ptr<const DeviceSupport> device, BackgroundLoop::FaultListener on_device_fault)
     : options_(options),
       logger_(options.log_level),
+      on_device_fault_(std::move(on_device_fault)),
       backend_(std::move(backend)),
       stats_(stats ? std::move(stats) : std::make_shared<SharedStats>()),
       device_(device ? std::move(device) : std::make_shared<const DeviceSupport>(build_device_support())) {
@@ -57,7 +58,8 @@ void RuntimeImpl::thread_main(std::promise<Status>* started) {
   }
   {
     std::lock_guard<std::mutex> lock(loop_mu_);
-    loop_ = std::make_unique<BackgroundLoop>(*backend_, queue_, options_, logger_, *stats_, timeline_, *device_);
+    loop_ = std::make_unique<BackgroundLoop>(*backend_, queue_, options_, logger_, *stats_, timeline_, *device_,
+                                             on_device_fault_);
   }
   running_.store(true);
   started->set_value(Status::ok());  // `started` is gone after this line
@@ -99,6 +101,11 @@ void RuntimeImpl::shutdown() {
   // Two threads may shut down at once: one joins, the other waits for it.
   std::lock_guard<std::mutex> lock(join_mu_);
   if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) thread_.join();
+}
+
+void RuntimeImpl::request_shutdown(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(loop_mu_);
+  if (loop_) loop_->request_shutdown(reason);
 }
 
 // The queue closes before pending handles fail, so a caller that saw its

@@ -27,11 +27,17 @@ class RuntimeImpl {
   /// `stats` is shared with the Runtime's other engines; nullptr: its own.
   /// `device`: what tensors on a GPU go through; nullptr: this build's
   /// (build_device_support()).
+  /// `on_device_fault`: see BackgroundLoop::FaultListener (a process set's
+  /// engine ends the job through the global engine's request_shutdown).
   RuntimeImpl(std::unique_ptr<Backend> backend, RuntimeOptions options, std::shared_ptr<SharedStats> stats = nullptr,
-              std::shared_ptr<const DeviceSupport> device = nullptr);
+              std::shared_ptr<const DeviceSupport> device = nullptr,
+              BackgroundLoop::FaultListener on_device_fault = nullptr);
   ~RuntimeImpl();
 
   void shutdown();
+  /// Asks every rank to shut down with `reason`, without waiting (safe from
+  /// another engine's thread).
+  void request_shutdown(const std::string& reason);
   bool is_running() const;
   const Topology& topology() const { return topo_; }
   const RuntimeOptions& options() const { return options_; }
@@ -78,6 +84,7 @@ class RuntimeImpl {
 
   RuntimeOptions options_;
   Logger logger_;
+  BackgroundLoop::FaultListener on_device_fault_;
   std::unique_ptr<Backend> backend_;
   TensorQueue queue_;
   std::shared_ptr<SharedStats> stats_;
