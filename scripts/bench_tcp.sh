@@ -97,7 +97,7 @@ case "\$host" in $ha) ns=$nsa ;; $hb) ns=$nsb ;; *) echo "netns_rsh: unknown hos
 exec ip netns exec "\$ns" /bin/sh -c "\$*"
 AGENT
   chmod +x "$work/netns_rsh"
-  cross_mpi=(mpirun -np "${cross_np:-2}" -H "$ha:${cross_per_host:-1},$hb:${cross_per_host:-1}" --mca plm_rsh_agent "$work/netns_rsh" --mca btl tcp,self
+  cross_mpi=(mpirun --bind-to none -np "${cross_np:-2}" -H "$ha:${cross_per_host:-1},$hb:${cross_per_host:-1}" --mca plm_rsh_agent "$work/netns_rsh" --mca btl tcp,self
              --mca oob_tcp_if_include "$net.0/24" --mca btl_tcp_if_include "$net.0/24" -x PATH -x LD_LIBRARY_PATH "${forward[@]}")
   ip netns exec "$nsa" "$py" "$here/tcp_stream.py" serve 5201 & bg_pids+=($!)
   ip netns exec "$nsb" "$py" "$here/tcp_stream.py" serve 5201 & bg_pids+=($!)
