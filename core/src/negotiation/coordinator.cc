@@ -157,8 +157,10 @@ void Coordinator::release_group(const std::string& group) {
 }
 
 std::vector<ReadyTensor> Coordinator::take_ready() {
-  failing_groups_.clear();  // the round's request lists are all in (group_failure.cc)
-  failed_names_.clear();
+  if (!failed_names_.empty()) {  // the round's request lists are all in (group_failure.cc)
+    failing_groups_.clear();
+    failed_names_.clear();
+  }
   if (ready_.empty()) return {};  // polled constantly: keep the capacity
   std::vector<ReadyTensor> out;
   out.swap(ready_);

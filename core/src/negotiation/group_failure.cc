@@ -10,6 +10,10 @@
 // the same failure (joins_failure). Each name is listed once per round: a
 // name failed twice in one response list could fail that rank's next call
 // under it (the first failure wakes the caller, who may enqueue it again).
+// Not covered: a rank that sends a failed member only in a later round, in
+// another group of its own (ranks that bucket the same tensors differently):
+// its request then waits for the other ranks' next call under that name
+// (the stall check names it), or fails with that call's failure.
 #include <algorithm>
 
 #include "negotiation/collective_traits.h"
