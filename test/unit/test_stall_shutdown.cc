@@ -118,7 +118,9 @@ class ClosingChannel final : public ControlChannel {
     bound_ = bound;
     return answered_;
   }
+  std::vector<int> not_at_close() const override { return missing_; }
   std::chrono::milliseconds bound_{0};
+  std::vector<int> missing_;  // whom close() says it missed
 
  private:
   bool answered_;
@@ -149,9 +151,10 @@ class ClosingBackend final : public Backend {
 
 // close_or_end_job on a rank whose peers did or did not answer; returns the
 // job's exit code (-1: not ended) and what the rank logged.
-int end_of(bool answered, bool stall, std::string* logged) {
+int end_of(bool answered, bool stall, std::string* logged, std::vector<int> missing = {}) {
   auto world = make_loopback_world(1);
   ClosingBackend backend(world, answered);
+  backend.channel().missing_ = std::move(missing);
   Logger logger;
   chorus::test::StderrCapture err;
   close_or_end_job(backend, logger, LoopEnd{"Chorus was shut down (rank 1 called shutdown())", stall},
@@ -170,6 +173,9 @@ TEST_CASE("A shutdown a rank never answers ends the job with exit code 76; a sta
   REQUIRE(end_of(false, false, &logged) == kUnansweredShutdownExitCode);
   REQUIRE_THAT(logged, Catch::Contains("some rank did not get to the close within 1.234 s") &&
                            Catch::Contains("ending the job with exit code 76 after: Chorus was shut down (rank 1"));
+  // A transport that knows who is missing names them.
+  REQUIRE(end_of(false, false, &logged, {2, 3}) == kUnansweredShutdownExitCode);
+  REQUIRE_THAT(logged, Catch::Contains("shutdown: ranks 2, 3 did not get to the close within 1.234 s"));
   REQUIRE(end_of(true, true, &logged) == kStallShutdownExitCode);
   REQUIRE_THAT(logged, Catch::Contains("ending the job with exit code 75"));
   REQUIRE(end_of(false, true, &logged) == kStallShutdownExitCode);

@@ -1,5 +1,6 @@
 // A mesh that breaks while a caller's sends are queued: the callers free
-// that memory once their call failed, and close() must not send from it.
+// that memory once their call failed, and close() must not send from it;
+// a close that gives up names the ranks it missed.
 #include <catch2/catch.hpp>
 
 #include <sys/socket.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "comm/tcp/tcp_mesh.h"
+#include "tcp_job.h"
 
 using namespace chorus;
 using namespace chorus::detail;
@@ -77,4 +79,18 @@ TEST_CASE("A broken mesh sends nothing more from the callers' memory", "[tcp][me
   CHECK(frames[0].tag == 7);
   CHECK(frames[0].payload == std::string(big.size(), 0x11));  // the frame under way, whole and as it was
   for (const Frame& f : frames) CHECK(f.tag != 8);             // the frame not begun: dropped
+}
+
+TEST_CASE("A mesh's close names the ranks whose close never came", "[tcp][mesh]") {
+  const int size = 3;
+  std::vector<std::unique_ptr<TcpMesh>> meshes = test::tcp_meshes(size);
+  REQUIRE(meshes.size() == static_cast<size_t>(size));
+  const std::vector<std::vector<int>> missing = test::on_thread_ranks<std::vector<int>>(size, [&](int rank) {
+    if (rank == 2) return std::vector<int>{-1};  // stopped before its close: its connections stay open
+    TcpMesh& mesh = *meshes[static_cast<size_t>(rank)];
+    if (mesh.close(std::chrono::milliseconds(300))) return std::vector<int>{};
+    return mesh.not_closed();
+  });
+  REQUIRE(missing[0] == std::vector<int>{2});
+  REQUIRE(missing[1] == std::vector<int>{2});
 }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "chorus/status.h"
 
@@ -27,6 +28,10 @@ class ControlChannel {
   /// around. Gives up after `bound` (a rank stopped, gone or stuck) and
   /// returns false then; true when every rank got here in time.
   virtual bool close(std::chrono::milliseconds bound) = 0;
+  /// After close() returned false: the ranks known not to have got there,
+  /// for the message; empty where the transport cannot tell (MPI's barrier
+  /// does not say who is missing).
+  virtual std::vector<int> not_at_close() const { return {}; }
   /// OK, or the error of a transport that noticed a peer is gone (it names
   /// the rank). The polls cannot say so; the background loop checks this
   /// every round and stops with it, failing what is pending.

@@ -11,11 +11,12 @@
 namespace chorus::detail {
 
 namespace {
-constexpr size_t kCloseCounterBytes = 128;  // its own cache lines, before the rings
+// One flag per rank that reached close(), on cache lines of their own before the rings.
+size_t close_flags_bytes(int size) { return (static_cast<size_t>(std::max(size, 1)) * 4 + 127) / 128 * 128; }
 }
 
 size_t ShmControlChannel::bytes_for(int size, size_t ring_bytes) {
-  return kCloseCounterBytes + 2 * static_cast<size_t>(std::max(size - 1, 0)) * ShmRing::bytes_for(ring_bytes);
+  return close_flags_bytes(size) + 2 * static_cast<size_t>(std::max(size - 1, 0)) * ShmRing::bytes_for(ring_bytes);
 }
 
 // Worker w's rings: w -> 0, then 0 -> w.
@@ -28,7 +29,7 @@ ShmControlChannel::ShmControlChannel(int rank, int size, char* base, size_t ring
       at_close_(reinterpret_cast<std::atomic<int32_t>*>(base)),
       last_watch_(Clock::now()) {
   const size_t ring = ShmRing::bytes_for(ring_bytes);
-  auto up = [&](int w) { return base + kCloseCounterBytes + 2 * static_cast<size_t>(w - 1) * ring; };
+  auto up = [&](int w) { return base + close_flags_bytes(size) + 2 * static_cast<size_t>(w - 1) * ring; };
   for (int w = 1; w < size; ++w) {
     if (rank != 0 && w != rank) continue;
     ShmRing to_coordinator(up(w), ring_bytes), to_worker(up(w) + ring, ring_bytes);
@@ -107,23 +108,37 @@ bool ShmControlChannel::poll_from_workers(int* from_rank, std::string* bytes) { 
 bool ShmControlChannel::poll_from_coordinator(std::string* bytes) { return take(nullptr, bytes); }
 
 // Sends are done when they return (what went over the sockets, the
-// transport's close() flushes): a rank counts itself and waits for the others.
+// transport's close() flushes): a rank marks itself and waits for the others.
 bool ShmControlChannel::close(std::chrono::milliseconds bound) {
   const Clock::time_point deadline = Clock::now() + bound;
   auto left = [&] {
     return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
                     std::chrono::milliseconds(1));
   };
-  if (failure().is_ok()) at_close_->fetch_add(1, std::memory_order_acq_rel);
+  if (failure().is_ok()) at_close_[rank_].store(1, std::memory_order_release);
   std::string dropped;
   while (failure().is_ok()) {
-    if (at_close_->load(std::memory_order_acquire) == size_) return sockets_.close(left());
+    if (not_marked().empty()) return sockets_.close(left());
     if (Clock::now() >= deadline) return false;
     while (take(nullptr, &dropped)) {  // nothing is acted on after the shutdown
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   return sockets_.close(left());  // a peer is gone: the transport lets the news out
+}
+
+std::vector<int> ShmControlChannel::not_marked() const {
+  std::vector<int> out;
+  for (int r = 0; r < size_; ++r) {
+    if (at_close_[r].load(std::memory_order_acquire) == 0) out.push_back(r);
+  }
+  return out;
+}
+
+// Those not at the shared-memory close, or those the sockets' close missed.
+std::vector<int> ShmControlChannel::not_at_close() const {
+  std::vector<int> missing = not_marked();
+  return missing.empty() ? sockets_.not_at_close() : missing;
 }
 
 Status open_shm_control_channel(Communicator& comm, int rank, int size, ControlChannel& sockets,

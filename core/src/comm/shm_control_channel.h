@@ -50,6 +50,7 @@ class ShmControlChannel final : public ControlChannel {
   Status send_to_workers(const std::string& bytes) override;
   bool poll_from_coordinator(std::string* bytes) override;
   bool close(std::chrono::milliseconds bound) override;
+  std::vector<int> not_at_close() const override;
   Status failure() const override { return sockets_.failure(); }
 
  private:
@@ -60,6 +61,7 @@ class ShmControlChannel final : public ControlChannel {
   };
   size_t index_of(int peer) const { return rank_ == 0 ? static_cast<size_t>(peer - 1) : 0; }
   int peer_of(size_t index) const { return rank_ == 0 ? static_cast<int>(index) + 1 : 0; }
+  std::vector<int> not_marked() const;
   void read_sockets();
   void watch_sockets();
   bool take(int* from_rank, std::string* bytes);
@@ -69,7 +71,7 @@ class ShmControlChannel final : public ControlChannel {
   const int size_;
   std::shared_ptr<void> mapping_;
   ControlChannel& sockets_;
-  std::atomic<int32_t>* at_close_;  // ranks that reached close()
+  std::atomic<int32_t>* at_close_;  // per rank: 1 once it reached close()
   std::vector<ShmRing> out_;        // a worker: to rank 0; rank 0: to worker w at w - 1
   std::vector<Inbox> in_;           // the same peers, the other way
   size_t next_in_ = 0;              // rank 0 takes from the workers in turn

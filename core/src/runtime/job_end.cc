@@ -1,6 +1,10 @@
 #include "runtime/job_end.h"
 
 #include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/rank_text.h"
 
 namespace chorus::detail {
 
@@ -10,7 +14,11 @@ void close_or_end_job(Backend& backend, const Logger& logger, const LoopEnd& end
   }
   const bool closed = backend.control().close(bound);
   if (!closed) {
-    CHORUS_LOG(logger, kError) << "shutdown: some rank did not get to the close within " << bound.count() / 1000.0
+    std::vector<int> missing = backend.control().not_at_close();  // the channel's ranks: name global ones
+    const SetScope& scope = backend.topology().scope;
+    for (int& r : missing) r = scope.world_rank(r);
+    const std::string who = missing.empty() ? "some rank" : rank_list(missing) + scope.in_text();
+    CHORUS_LOG(logger, kError) << "shutdown: " << who << " did not get to the close within " << bound.count() / 1000.0
                                << " s (stopped, gone or stuck in a collective); ending the job with exit code "
                                << (end.stall ? kStallShutdownExitCode : kUnansweredShutdownExitCode)
                                << (end.stall ? "" : " after: " + end.reason);

@@ -29,6 +29,7 @@ class TcpControlChannel final : public ControlChannel {
   }
   bool poll_from_coordinator(std::string* bytes) override { return mesh_.take_control(nullptr, bytes); }
   bool close(std::chrono::milliseconds bound) override { return mesh_.close(bound); }
+  std::vector<int> not_at_close() const override { return mesh_.not_closed(); }
   Status failure() const override { return mesh_.failure(); }
 
  private:

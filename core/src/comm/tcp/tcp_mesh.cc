@@ -357,6 +357,14 @@ Status TcpMesh::check_size(int peer, uint32_t tag, int64_t expected, uint64_t go
                                     ") but got " + std::to_string(got)));
 }
 
+std::vector<int> TcpMesh::not_closed() const {
+  std::vector<int> out;
+  for (int r = 0; r < size(); ++r) {
+    if (r != rank_ && !peers_[static_cast<size_t>(r)].closing) out.push_back(r);
+  }
+  return out;
+}
+
 bool TcpMesh::close(std::chrono::milliseconds bound) {
   const Deadline deadline = Clock::now() + bound;
   if (!failure_.is_ok()) {  // the loop ended with the error already: only let the news of it out

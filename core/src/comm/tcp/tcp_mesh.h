@@ -64,6 +64,8 @@ class TcpMesh {
   /// and everything queued went out, or `bound` passed. Connections that
   /// end after that are no error.
   bool close(std::chrono::milliseconds bound);
+  /// The peers whose close frame has not arrived (after close() gave up).
+  std::vector<int> not_closed() const;
 
  private:
   struct Outgoing {
