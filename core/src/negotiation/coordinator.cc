@@ -65,16 +65,21 @@ void Coordinator::add_join(const Request& request) {
 }
 
 void Coordinator::finish(std::unordered_map<std::string, Entry>::iterator it) {
-  std::vector<std::string> groups;  // every rank's group: they differ when ranks grouped differently
-  for (const Request& r : it->second.requests) {
-    if (!r.group.empty() && std::find(groups.begin(), groups.end(), r.group) == groups.end()) groups.push_back(r.group);
-  }
   ReadyTensor ready = complete(it->first, it->second);
-  table_.erase(it);
-  if (!groups.empty() && ready.response.type == ResponseType::kError) {
-    fail_groups(groups, std::move(ready));
-    return;
+  if (ready.response.type == ResponseType::kError) {
+    // Only now (complete() leaves the requests whole on an error): every
+    // rank's group, which differ when the ranks grouped differently.
+    std::vector<std::string> groups;
+    for (const Request& r : it->second.requests) {
+      if (!r.group.empty() && std::find(groups.begin(), groups.end(), r.group) == groups.end()) groups.push_back(r.group);
+    }
+    if (!groups.empty()) {
+      table_.erase(it);
+      fail_groups(groups, std::move(ready));
+      return;
+    }
   }
+  table_.erase(it);
   const std::string group = ready.request.group;
   if (group.empty()) {
     ready_.push_back(std::move(ready));
