@@ -2,6 +2,8 @@
 
 #include "tuning_flags.h"
 
+#include "chorus/version.h"
+
 #include <boost/program_options.hpp>
 
 #include <sys/stat.h>
@@ -55,7 +57,10 @@ po::options_description describe_options() {
       ("no-malloc-tuning", po::bool_switch(), "do not set chorusrun's default GLIBC_TUNABLES")
       ("no-exit-report", po::bool_switch(),
        "run ranks without chorusrun's exit reporter (the exit code is then whichever exit mpirun or --tcp saw first)")
+      ("version", po::bool_switch(), "print chorusrun's version and exit")
       ("tcp", po::bool_switch(), "start the ranks without mpirun (TCP transport): local ones directly, remote ones through ssh")
+      ("gloo", po::bool_switch(), "the same as --tcp (horovodrun's name for running without MPI)")
+      ("disable-cache", po::bool_switch(), "turn the response cache off (CHORUS_CACHE_CAPACITY=0)")
       ("agent", po::value<std::string>(), "with --tcp: the program that starts a remote rank as AGENT HOST COMMAND (default ssh)")
       ("verbose", po::bool_switch(), "print the mpirun command (--tcp: each rank's) before running it")
       ("dry-run", po::bool_switch(), "print the mpirun command (--tcp: each rank's) and run nothing");
@@ -78,6 +83,36 @@ std::string read_named_file(const std::string& path, const std::string& what, st
   return "";
 }
 
+// The option word `a` names (nullptr: none, or its value is attached:
+// --flag=value, -xVAR).
+const po::option_description* option_named(const std::string& a, const po::options_description& desc) {
+  if (a.size() < 2 || a[0] != '-' || a.find('=') != std::string::npos) return nullptr;
+  if (a[1] == '-') return desc.find_nothrow(a.substr(2), false, false, false);
+  // -np (a long name behind one dash), -H (Boost stores short names with
+  // their dash), or -xVAR (a short option with its value attached).
+  const po::option_description* o = desc.find_nothrow(a.substr(1), false, false, false);
+  if (o != nullptr) return o;
+  o = desc.find_nothrow(a.substr(0, 2), false, false, false);
+  return o != nullptr && a.size() > 2 ? nullptr : o;
+}
+
+// A switch's value when one follows it (--autotune 0): on/off words and
+// numbers (so that --autotune 2 is refused, not taken for a program).
+bool switch_value(const std::string& word) {
+  std::string w = word;
+  for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* v : {"true", "false", "yes", "no", "on", "off"}) {
+    if (w == v) return true;
+  }
+  return detail::is_plain_decimal(w, true);
+}
+
+// Whether `o`, found at args[i], takes args[i + 1] as its value.
+bool takes_next(const po::option_description* o, const std::vector<std::string>& args, size_t i) {
+  if (o == nullptr || o->semantic()->max_tokens() == 0 || i + 1 >= args.size()) return false;
+  return o->semantic()->min_tokens() > 0 || switch_value(args[i + 1]);  // a switch: only a value
+}
+
 // Where PROGRAM starts: the first word that is neither an option nor the
 // value of one. Returns args.size() when there is none.
 size_t find_program(const std::vector<std::string>& args, const po::options_description& desc) {
@@ -85,22 +120,27 @@ size_t find_program(const std::vector<std::string>& args, const po::options_desc
     const std::string& a = args[i];
     if (a == "--") return i + 1;
     if (a.size() < 2 || a[0] != '-') return i;
-    if (a.find('=') != std::string::npos) continue;  // --flag=value
-    const po::option_description* o = nullptr;
-    if (a[1] == '-') {
-      o = desc.find_nothrow(a.substr(2), false, false, false);
-    } else {
-      // -np (a long name behind one dash), -H (Boost stores short names
-      // with their dash), or -xVAR (a short option with its value attached).
-      o = desc.find_nothrow(a.substr(1), false, false, false);
-      if (o == nullptr) {
-        o = desc.find_nothrow(a.substr(0, 2), false, false, false);
-        if (o != nullptr && a.size() > 2) continue;
-      }
-    }
-    if (o != nullptr && o->semantic()->max_tokens() > 0) ++i;  // skip its value
+    if (takes_next(option_named(a, desc), args, i)) ++i;  // skip its value
   }
   return args.size();
+}
+
+// Boost takes a switch's value only attached (--autotune=0): attach the
+// ones given as the next word.
+std::vector<std::string> attach_switch_values(const std::vector<std::string>& ours,
+                                              const po::options_description& desc) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const po::option_description* o = option_named(ours[i], desc);
+    const bool is_switch = o != nullptr && o->semantic()->min_tokens() == 0 && o->semantic()->max_tokens() > 0;
+    if (is_switch && takes_next(o, ours, i)) {
+      out.push_back(ours[i] + "=" + ours[i + 1]);
+      ++i;
+    } else {
+      out.push_back(ours[i]);
+    }
+  }
+  return out;
 }
 
 // Parses `ours` (and the config file it names) into `vm`: "" or the error.
@@ -139,10 +179,16 @@ std::string read_ranks_and_hosts(const po::variables_map& vm, LaunchOptions* o) 
   return error.empty() ? parse_hostfile(text, path, &o->hosts) : error;
 }
 
-// The tuning flags (tuning_flags.h) and --no-stall-check.
+// The tuning flags (tuning_flags.h), --disable-cache and --no-stall-check.
 std::string read_knobs(const po::variables_map& vm, LaunchOptions* o) {
   const std::string error = tuning_knobs(vm, &o->knobs);
-  if (!error.empty() || !vm["no-stall-check"].as<bool>()) return error;
+  if (!error.empty()) return error;
+  if (vm["disable-cache"].as<bool>()) {
+    const std::string capacity = tuning_flag(*detail::find_knob("CACHE_CAPACITY"));
+    if (vm.count(capacity)) return "--disable-cache contradicts --" + capacity;
+    o->knobs.emplace_back("CHORUS_CACHE_CAPACITY", "0");
+  }
+  if (!vm["no-stall-check"].as<bool>()) return "";
   for (const char* knob : {"STALL_CHECK_TIME_SECONDS", "STALL_SHUTDOWN_TIME_SECONDS"}) {
     if (vm.count(tuning_flag(*detail::find_knob(knob)))) {
       return "--no-stall-check contradicts --" + tuning_flag(*detail::find_knob(knob));
@@ -226,7 +272,7 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
   o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(program_at), args.end());
 
   po::variables_map vm;
-  r.error = parse_into(ours, desc, &vm);
+  r.error = parse_into(attach_switch_values(ours, desc), desc, &vm);
   if (!r.error.empty()) return r;
   if (vm.count("help")) {
     std::ostringstream text;
@@ -234,12 +280,16 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
     r.help_text = text.str();
     return r;
   }
+  if (vm["version"].as<bool>()) {
+    r.help_text = std::string("chorusrun (Chorus) ") + chorus::version() + "\n";
+    return r;
+  }
   o.check_build = vm["check-build"].as<bool>();
   o.verbose = vm["verbose"].as<bool>();
   o.dry_run = vm["dry-run"].as<bool>();
   o.tune_malloc = !vm["no-malloc-tuning"].as<bool>();
   o.rank_exit_report = !vm["no-exit-report"].as<bool>();
-  o.tcp = vm["tcp"].as<bool>();
+  o.tcp = vm["tcp"].as<bool>() || vm["gloo"].as<bool>();
   if (vm.count("agent")) o.agent = vm["agent"].as<std::string>();
   if (o.check_build) return r;
   for (auto read :

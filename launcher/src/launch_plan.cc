@@ -22,11 +22,11 @@ std::string host_list(const std::vector<HostSlots>& hosts) {
 
 std::string make_launch_plan(const LaunchOptions& o, const LaunchContext& ctx, LaunchPlan* plan) {
   *plan = LaunchPlan();
-  if (ctx.mpirun_path.empty()) return "mpirun was not found on the PATH (install openmpi-bin)";
-  if (ctx.program_path.empty()) {
+  if (ctx.program_path.empty()) {  // first: the user's own mistake, whatever the machine has
     return "program '" + (o.command.empty() ? std::string() : o.command.front()) +
            "' was not found (not an executable file, nor on the PATH)";
   }
+  if (ctx.mpirun_path.empty()) return "mpirun was not found on the PATH (install openmpi-bin, or start without it: --tcp)";
   plan->hosts = o.hosts.empty() ? std::vector<HostSlots>{{"localhost", o.num_proc}} : o.hosts;
   for (const auto& h : plan->hosts) plan->all_local = plan->all_local && is_local_host(h.host, ctx.local_host_names);
   const int slots = std::accumulate(plan->hosts.begin(), plan->hosts.end(), 0,

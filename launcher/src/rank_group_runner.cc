@@ -23,6 +23,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kCannotStartExitCode = 127;  // as a shell's "command not found"
+constexpr auto kOutputDrain = std::chrono::seconds(2);  // after the last rank ended
 volatile sig_atomic_t g_signal = 0;
 void on_signal(int sig) { g_signal = sig; }
 
@@ -218,8 +219,19 @@ RankGroupOutcome run_rank_group(const std::vector<RankCommand>& ranks, const std
   int running = start_all(ranks, output_dir, children, &outcome);
   bool failed = outcome.unstarted_rank >= 0;
   if (failed) end_the_others(Clock::duration::zero(), &term_at, &kill_at);
+  // A rank's output can outlive it (a process it started keeps the pipe):
+  // once every rank ended, what is still open gets a bounded drain.
+  Clock::time_point drain_until = Clock::time_point::max();
   for (int open = 1; running > 0 || open > 0;) {
     open = relay_ready(children);
+    if (running == 0 && open > 0) {
+      if (drain_until == Clock::time_point::max()) drain_until = Clock::now() + kOutputDrain;
+      if (Clock::now() >= drain_until) {
+        std::fprintf(stderr, "chorusrun: every rank ended, but a process one of them started still holds its output "
+                             "open; not waiting for it\n");
+        break;
+      }
+    }
     if (g_signal != 0) {  // the user's interrupt: every rank gets it
       outcome.received_signal = g_signal;
       signal_all(children, g_signal);
@@ -240,8 +252,9 @@ RankGroupOutcome run_rank_group(const std::vector<RankCommand>& ranks, const std
     }
   }
   for (Child& c : children) {
-    for (int log : {c.out.log, c.err.log}) {
-      if (log >= 0) close(log);
+    for (Stream* st : {&c.out, &c.err}) {
+      if (st->fd >= 0) close(st->fd);
+      if (st->log >= 0) close(st->log);
     }
   }
   return outcome;

@@ -42,7 +42,11 @@ std::string tuning_flag(const Knob& k) {
 void add_tuning_flags(po::options_description* options) {
   for (const Knob& k : detail::knobs()) {
     const std::string flag = tuning_flag(k);
-    options->add_options()(flag.c_str(), po::value<std::string>(), help_line(k).c_str());
+    // On/off knobs are horovodrun's switches (--autotune): given alone they
+    // mean 1; a value may follow (--autotune 0, --autotune=0).
+    auto* value = po::value<std::string>();
+    if (k.kind == detail::KnobKind::kSwitch) value->implicit_value("1");
+    options->add_options()(flag.c_str(), value, help_line(k).c_str());
   }
 }
 

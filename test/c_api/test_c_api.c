@@ -209,6 +209,15 @@ static void test_allgather_and_barrier(void) {
       CHECK(chorus_wait(h) == CHORUS_ERR_INVALID_ARGUMENT); /* negotiated: every rank's handle fails */
       CHECK(strstr(chorus_last_error(), "refused on rank") != NULL);
     }
+    {
+      /* A negative split count on rank 0 alone: negotiated, every rank fails. */
+      int64_t one[1] = {1};
+      CHECK(chorus_alltoall_async("c.a2a.nsplits", a_in, a_shape, 1, CHORUS_INT64, g_rank == 0 ? one : NULL,
+                                  g_rank == 0 ? -1 : 0, allocate, &g, &h) == 0);
+      CHECK(chorus_wait(h) == CHORUS_ERR_INVALID_ARGUMENT);
+      CHECK(strstr(chorus_last_error(), "refused on rank 0") != NULL);
+      CHECK(strstr(chorus_last_error(), "nsplits -1 is negative") != NULL);
+    }
   }
 }
 
@@ -343,6 +352,12 @@ static void test_process_sets(void) {
   CHECK(chorus_barrier_in_set(42) == CHORUS_ERR_INVALID_ARGUMENT);
   CHECK(strstr(chorus_last_error(), "process set 42 is not registered") != NULL);
   CHECK(chorus_add_process_set(even, 0) == CHORUS_ERR_INVALID_ARGUMENT);
+  {
+    /* NULL ranks on rank 0 alone: the registration (collective) fails on every rank. */
+    int all[1] = {0};
+    CHECK(chorus_add_process_set(g_rank == 0 ? NULL : all, 1) == CHORUS_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(chorus_last_error(), g_rank == 0 ? "ranks is NULL" : "rank -1 is outside") != NULL);
+  }
   CHECK(chorus_remove_process_set(0) == CHORUS_ERR_INVALID_ARGUMENT);
   CHECK(chorus_remove_process_set(set_even) == 0);
   if (set_odd > 0) CHECK(chorus_remove_process_set(set_odd) == 0);

@@ -2,6 +2,8 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include "chorus/version.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -104,6 +106,42 @@ TEST_CASE("Tuning flags become CHORUS_* variables", "[launcher][options]") {
   REQUIRE(r.options.knobs == want);
   const ParseResult off = parse({"-np", "2", "--no-stall-check", "prog"});
   REQUIRE(off.options.knobs == std::vector<KV>{{"CHORUS_STALL_CHECK_TIME_SECONDS", "0"}});
+}
+
+TEST_CASE("On/off flags are horovodrun's switches: alone they mean 1, a value may follow", "[launcher][options]") {
+  using KV = std::pair<std::string, std::string>;
+  const ParseResult alone = parse({"-np", "2", "--autotune", "--hierarchical-allreduce", "./train", "--lr", "1"});
+  REQUIRE(alone.error.empty());
+  REQUIRE(alone.options.knobs ==
+          std::vector<KV>{{"CHORUS_HIERARCHICAL_ALLREDUCE", "1"}, {"CHORUS_AUTOTUNE", "1"}});
+  REQUIRE(alone.options.command == std::vector<std::string>{"./train", "--lr", "1"});
+  const ParseResult valued = parse({"-np", "2", "--autotune", "0", "--wake-on-enqueue=off", "-autotune-log-file",
+                                    "/tmp/a.csv", "--timeline-mark-cycles", "true", "prog"});
+  REQUIRE(valued.error.empty());
+  REQUIRE(valued.options.knobs == std::vector<KV>{{"CHORUS_WAKE_ON_ENQUEUE", "off"},
+                                                  {"CHORUS_TIMELINE_MARK_CYCLES", "true"},
+                                                  {"CHORUS_AUTOTUNE", "0"},
+                                                  {"CHORUS_AUTOTUNE_LOG", "/tmp/a.csv"}});
+  REQUIRE(valued.options.command == std::vector<std::string>{"prog"});
+  // A number that is no switch value is refused, not run as the program.
+  REQUIRE_THAT(parse({"-np", "2", "--autotune", "2", "prog"}).error, Catch::Contains("--autotune '2'"));
+  const ParseResult last = parse({"-np", "2", "--timeline-mark-cycles"});  // a switch last: still no program
+  REQUIRE_THAT(last.error, Catch::Contains("no program"));
+}
+
+TEST_CASE("horovodrun's --gloo, --disable-cache and --version", "[launcher][options]") {
+  const ParseResult gloo = parse({"-np", "2", "--gloo", "prog"});
+  REQUIRE(gloo.error.empty());
+  REQUIRE(gloo.options.tcp);
+  using KV = std::pair<std::string, std::string>;
+  const ParseResult cache = parse({"-np", "2", "--disable-cache", "prog"});
+  REQUIRE(cache.error.empty());
+  REQUIRE(cache.options.knobs == std::vector<KV>{{"CHORUS_CACHE_CAPACITY", "0"}});
+  REQUIRE_THAT(parse({"-np", "2", "--disable-cache", "--cache-capacity", "8", "prog"}).error,
+               Catch::Contains("contradicts"));
+  const ParseResult version = parse({"--version"});
+  REQUIRE(version.error.empty());
+  REQUIRE_THAT(version.help_text, Catch::StartsWith("chorusrun (Chorus) ") && Catch::Contains(CHORUS_VERSION_STRING));
 }
 
 TEST_CASE("A config file supplies settings; the command line wins", "[launcher][options]") {
@@ -244,7 +282,10 @@ TEST_CASE("A missing mpirun or program stops before anything starts", "[launcher
   c.program_path = "";
   LaunchPlan p;
   REQUIRE_THAT(make_launch_plan(r.options, c, &p), Catch::Contains("'./nope' was not found"));
+  c.mpirun_path = "";  // both missing: the program is named
+  REQUIRE_THAT(make_launch_plan(r.options, c, &p), Catch::Contains("'./nope' was not found"));
   c = context();
   c.mpirun_path = "";
   REQUIRE_THAT(make_launch_plan(r.options, c, &p), Catch::Contains("mpirun was not found"));
+  REQUIRE_THAT(make_launch_plan(r.options, c, &p), Catch::Contains("--tcp"));
 }

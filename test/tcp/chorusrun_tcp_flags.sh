@@ -105,6 +105,20 @@ for sig in TERM INT; do
     fail "SIG$sig: exit $rc after ${took}s, $left left: $(cat "$work/sig.$sig.out")"
 done
 
+# A rank whose output outlives it (a process it started keeps the pipe):
+# chorusrun ends a bounded moment after the last rank, not with that process.
+start=$(date +%s)
+run -np 2 /bin/sh -c 'sleep 30 & echo started' > "$work/held.out" 2>&1
+rc=$? took=$(($(date +%s) - start))
+pkill -f "^sleep 30$" 2>/dev/null
+[[ $rc -eq 0 && $took -le 10 ]] && grep -q "^\[1\] started" "$work/held.out" && grep -q "not waiting for it" "$work/held.out" &&
+  pass "output held open after the ranks ended: done after ${took}s" || fail "held output: exit $rc after ${took}s: $(cat "$work/held.out")"
+
+# horovodrun's spellings: --gloo for --tcp, --autotune as a switch, --disable-cache.
+timeout -k 3 60 "$chorusrun" --gloo -np 2 --autotune --disable-cache -x CHORUS_TEST_PROBE=gloo "$report" > "$work/gloo.out" 2>&1
+n=$(grep -Ec "^\[[01]\] REPORT rank=[01] size=2 .*probe=gloo " "$work/gloo.out")
+[[ $n -eq 2 ]] && pass "--gloo --autotune --disable-cache" || fail "--gloo: $(cat "$work/gloo.out")"
+
 # Refused: exit 2, one error line naming the flag, nothing started.
 refused "--mpi-args" "--mpi-args goes to mpirun" "$chorusrun" --tcp -np 2 --mpi-args "--mca x y" "$report"
 refused "--agent without --tcp" "--agent only applies with --tcp" "$chorusrun" -np 2 --agent ./enter "$report"

@@ -133,6 +133,25 @@ TEST_CASE("allgather's gradient: the ranks' gradients averaged, this rank's rows
       [](const std::vector<torch::Tensor>& xs) { return same_for_all(torch::cat(xs)); }, 1.0 / chorus::size());
 }
 
+TEST_CASE("A scalar that requires grad, on one rank, fails allgather and alltoall on every rank",
+          "[torch][autograd][errors]") {
+  const bool odd_one = chorus::rank() == 0;  // the others pass one row: only negotiation tells them
+  torch::Tensor x = (odd_one ? torch::ones({}) : torch::ones({1})).requires_grad_();
+  const std::vector<std::function<void()>> calls = {
+      [&] { allgather(x, "grad.scalar.allgather"); },
+      [&] { alltoall(x, {}, "grad.scalar.alltoall"); },
+      [&] { grouped_allgather({x, torch::ones({2}).requires_grad_()}, "grad.scalar.grouped"); },
+  };
+  for (const auto& call : calls) {
+    try {
+      call();
+      FAIL("a scalar on rank 0 was gathered");
+    } catch (const InvalidArgumentError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("scalar"));
+    }
+  }
+}
+
 TEST_CASE("broadcast's gradient: the average of the gradients on the root, zeros elsewhere", "[torch][autograd]") {
   const int root = chorus::size() - 1;
   expect_reference_gradient(

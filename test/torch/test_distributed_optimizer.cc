@@ -376,6 +376,30 @@ TEST_CASE("Parameters whose storage was replaced (checkpoint load) keep being re
   }
 }
 
+TEST_CASE("A parameter frozen after the optimizer was built is reduced as zeros, and again once it thaws",
+          "[torch][optimizer]") {
+  const int n = chorus::size();
+  Net net = seeded_net();
+  auto sgd = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(0.1));
+  DistributedOptimizerOptions options;
+  options.name_prefix = "frozen.";
+  options.op = Sum;
+  DistributedOptimizer opt(sgd, net->named_parameters(), options);
+  const torch::Tensor ones = torch::ones({1, 8});
+  for (int step = 0; step < 4; ++step) {
+    const bool frozen = step == 1 || step == 2;
+    net->fc1->weight.requires_grad_(!frozen);  // after step 0's hooks: no accumulator while frozen
+    torch::Tensor w1 = net->fc1->weight.detach().clone();
+    opt.zero_grad();
+    net->forward(ones).sum().backward();
+    opt.step();
+    CHECK(torch::allclose(net->fc2->bias.grad(), torch::full({4}, float(n))));
+    if (frozen) CHECK(torch::equal(net->fc1->weight, w1));  // a zero gradient: plain SGD leaves it
+    else CHECK_FALSE(torch::equal(net->fc1->weight, w1));
+  }
+  REQUIRE(torch_test::same_on_all_ranks(net->fc1->weight.detach().flatten(), "frozen.check"));
+}
+
 TEST_CASE("Flat gradients: one buffer after the first step, reduced in place, same result", "[torch][optimizer][flat]") {
   const int r = chorus::rank(), n = chorus::size();
   const int steps = 8;

@@ -214,3 +214,14 @@ TEST_CASE("A negative dimension on one rank is refused, not sent as a request ra
     rt.allreduce_async("negative.dim", view(v, good), view(v, good)).wait(kNoHang);
   });
 }
+
+TEST_CASE("An unknown reduce op (an integer cast in C++) on one rank is refused on every rank",
+          "[runtime][errors][refused]") {
+  run_ranks(2, [](Runtime& rt, int rank) {
+    std::vector<float> v(4, 1.0f);
+    AllreduceOptions o;
+    if (rank == 1) o.op = static_cast<ReduceOp>(42);
+    const std::string m = refusal(rt.allreduce_async("op.cast", view(v), view(v), o));
+    RANK_CHECK(contains(m, "allreduce of tensor 'op.cast' refused on rank 1: unknown reduce op 42"));
+  });
+}

@@ -25,11 +25,12 @@ std::shared_ptr<HostTensorView> view(std::vector<float>& v) {
 
 // Rank 0 submits "x" `delay` after the runtimes started; rank 1 never does.
 // Returns how long after its enqueue "x" failed on rank 0.
+// `check_seconds`: the stall check's period as the options give it (-1: S).
 double seconds_to_stall_shutdown(const std::shared_ptr<LoopbackWorld>& world, double stall_seconds,
-                                 std::chrono::milliseconds delay) {
+                                 std::chrono::milliseconds delay, double check_seconds = -1) {
   RuntimeOptions o = chorus::test::quiet_options();
   o.log_level = LogLevel::kFatal;  // the stall lines are expected here
-  o.stall_check_seconds = stall_seconds;
+  o.stall_check_seconds = check_seconds < 0 ? stall_seconds : check_seconds;
   o.stall_shutdown_seconds = stall_seconds;
   double waited = 0;
   chorus::test::run_ranks(world, 2, [&](Runtime& rt, int rank) {
@@ -65,6 +66,19 @@ TEST_CASE("The stall shutdown comes S after the stall began, not at the next fix
   const double waited = seconds_to_stall_shutdown(world, 2.0, std::chrono::milliseconds(1000));
   REQUIRE(waited >= 1.95);
   REQUIRE(waited < 2.7);
+}
+
+TEST_CASE("Options built in code: a stall shutdown comes without the check, or before a later one",
+          "[stall][runtime]") {
+  // As from the environment (CHORUS_STALL_SHUTDOWN_TIME_SECONDS alone): the
+  // check that notices the stall runs every S seconds.
+  for (double check : {0.0, 60.0}) {
+    auto world = make_loopback_world(2);
+    const double waited = seconds_to_stall_shutdown(world, 1.0, std::chrono::milliseconds(0), check);
+    INFO("stall_check_seconds " << check);
+    REQUIRE(waited >= 0.95);
+    REQUIRE(waited < 2.5);
+  }
 }
 
 TEST_CASE("A stall shutdown ends the job with exit code 75", "[stall][runtime]") {

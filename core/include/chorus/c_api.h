@@ -263,8 +263,9 @@ CHORUS_API int chorus_in_shared_host(const void* p, int64_t bytes);
 CHORUS_API int chorus_start_timeline(const char* path, int mark_cycles);
 CHORUS_API int chorus_stop_timeline(void);
 
-/* 1 done (successfully or not: chorus_wait tells), 0 pending, < 0 error code
- * (an unknown handle, or the operation failed). */
+/* 1 done successfully, 0 pending, < 0 error code (an unknown handle, or the
+ * operation failed: chorus_last_error says why; chorus_wait still releases
+ * the handle). */
 CHORUS_API int chorus_poll(int64_t handle);
 /* Blocks until done; 0 ok, else an error code. Releases the handle. */
 CHORUS_API int chorus_wait(int64_t handle);

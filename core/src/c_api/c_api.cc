@@ -22,6 +22,7 @@ using chorus::detail::check_allreduce_arguments;
 using chorus::detail::check_buffer_arguments;
 using chorus::detail::check_dtype;
 using chorus::detail::check_reduce_op;
+using chorus::detail::check_splits_arguments;
 using chorus::detail::CallbackOpContext;
 using chorus::detail::fail;
 using chorus::detail::guarded;
@@ -232,10 +233,8 @@ int chorus_alltoall_async_in_set(int process_set_id, const char* name, const voi
     const int rc = check_shaped_call(chorus::Collective::kAlltoall, "chorus_alltoall_async", name, input, shape, ndim,
                                      dtype, alloc, handle, &in, &hooks, user_data);
     if (rc != CHORUS_OK || !in) return rc;  // no tensor: refused, negotiated
-    if (splits == nullptr && nsplits != 0) {
-      const Status s = Status::invalid_argument(std::string("chorus_alltoall_async('") + name + "'): splits is NULL");
-      return refuse_call(chorus::Collective::kAlltoall, name, s, hooks, handle);
-    }
+    const Status bad = check_splits_arguments(std::string("chorus_alltoall_async('") + name + "'): ", splits, nsplits);
+    if (!bad.is_ok()) return refuse_call(chorus::Collective::kAlltoall, name, bad, hooks, handle);
     std::vector<int64_t> s = splits ? std::vector<int64_t>(splits, splits + nsplits) : std::vector<int64_t>{};
     *handle = handles().add(chorus::current_runtime()->alltoall_async(name, in, std::move(s), hooks));
     return CHORUS_OK;
@@ -284,8 +283,16 @@ int chorus_join(void) {
 
 int chorus_add_process_set(const int* ranks, int nranks) {
   return guarded([&]() -> int {
+    // Registration is collective: bad arguments here still take part, as a
+    // rank list every rank's check refuses (-1 is no rank), so the others
+    // fail with this rank named instead of waiting for it.
     if (nranks < 0 || (nranks > 0 && ranks == nullptr)) {
-      return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_add_process_set: ranks is NULL or nranks is negative");
+      try {
+        chorus::add_process_set({-1});
+      } catch (const chorus::Error& e) {
+        return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string("chorus_add_process_set: ranks is NULL or nranks is "
+                                                             "negative (") + e.what() + ")");
+      }
     }
     return chorus::add_process_set(std::vector<int>(ranks, ranks + nranks)).id();
   });

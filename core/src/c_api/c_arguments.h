@@ -1,5 +1,6 @@
 #pragma once
-// Checks of the C ABI's enum arguments, on the integer a C caller passed.
+// Checks of the C ABI's arguments: enums on the integer a C caller passed,
+// counts and the pointers that go with them.
 
 #include <string>
 #include <type_traits>
@@ -49,6 +50,14 @@ inline Status check_buffer_arguments(const std::string& what, const void* buffer
   if (count < 0) return Status::invalid_argument(what + "count " + std::to_string(count) + " is negative");
   if (count > 0 && buffer == nullptr) return Status::invalid_argument(what + "buffer is NULL");
   return check_dtype(dtype, what);
+}
+
+// The checks of an alltoall's splits (host or device): NULL with a count, or
+// a negative count.
+inline Status check_splits_arguments(const std::string& what, const int64_t* splits, int nsplits) {
+  if (nsplits < 0) return Status::invalid_argument(what + "nsplits " + std::to_string(nsplits) + " is negative");
+  if (splits == nullptr && nsplits != 0) return Status::invalid_argument(what + "splits is NULL");
+  return Status::ok();
 }
 
 }  // namespace chorus::detail

@@ -150,11 +150,8 @@ int chorus_alltoall_async_on_device(int process_set_id, const char* name, const 
     const int rc = shaped_input(chorus::Collective::kAlltoall, "chorus_alltoall_async_on_device", name, input, shape,
                                 ndim, dtype, device, stream, alloc, user_data, handle, &in, &hooks);
     if (rc != CHORUS_OK || !in) return rc;  // no tensor: refused, negotiated
-    if (splits == nullptr && nsplits != 0) {
-      const Status s =
-          Status::invalid_argument(described("chorus_alltoall_async_on_device", name) + "splits is NULL");
-      return refuse_call(chorus::Collective::kAlltoall, name, s, hooks, handle);
-    }
+    const Status bad = check_splits_arguments(described("chorus_alltoall_async_on_device", name), splits, nsplits);
+    if (!bad.is_ok()) return refuse_call(chorus::Collective::kAlltoall, name, bad, hooks, handle);
     std::vector<int64_t> s = splits ? std::vector<int64_t>(splits, splits + nsplits) : std::vector<int64_t>{};
     *handle = handles().add(chorus::current_runtime()->alltoall_async(name, in, std::move(s), hooks));
     return CHORUS_OK;

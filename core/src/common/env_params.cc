@@ -53,12 +53,16 @@ Status options_from_environment(RuntimeOptions* options) {
       return Status::invalid_argument(var + "='" + *value + "' is not valid: " + fits.message());
     }
   }
-  // The stall shutdown needs the check that notices the stall.
+  settle_stall_times(options);
+  return Status::ok();
+}
+
+// The stall shutdown needs the check that notices the stall.
+void settle_stall_times(RuntimeOptions* options) {
   if (options->stall_shutdown_seconds > 0 &&
       (options->stall_check_seconds == 0 || options->stall_check_seconds > options->stall_shutdown_seconds)) {
     options->stall_check_seconds = options->stall_shutdown_seconds;
   }
-  return Status::ok();
 }
 
 Status check_options(const RuntimeOptions& options) {

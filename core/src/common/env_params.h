@@ -28,7 +28,11 @@ std::vector<std::string> unknown_chorus_variables();
 /// is: an error naming the knob's variable and the range, or ok.
 Status check_options(const RuntimeOptions& options);
 
-/// Options from the environment over the defaults.
+/// Options from the environment over the defaults (stall times settled).
 Status options_from_environment(RuntimeOptions* options);
+
+/// A stall shutdown after S seconds with no check, or a later one, gets a
+/// check every S seconds: the shutdown needs the check that notices the stall.
+void settle_stall_times(RuntimeOptions* options);
 
 }  // namespace chorus::detail

@@ -107,6 +107,7 @@ void scale_half(uint16_t* dst, const uint16_t* src, int64_t n, float factor) {
 }  // namespace
 
 bool reduction_supported(DataType dtype, ReduceOp op) {
+  if (!is_valid_reduce_op(static_cast<int>(op))) return false;  // an integer cast in C++ code
   if (dtype == DataType::kBool) return op == ReduceOp::kMin || op == ReduceOp::kMax;
   if (op == ReduceOp::kAdasum) return is_floating(dtype);
   return true;

@@ -58,6 +58,9 @@ void check_rows_input(const std::string& what, const std::shared_ptr<Tensor>& in
 }
 
 void check_reduction(const std::string& what, DataType dtype, const AllreduceOptions& options) {
+  if (!is_valid_reduce_op(static_cast<int>(options.op))) {  // a cast integer from C++ code
+    invalid(what + "unknown reduce op " + std::to_string(static_cast<int>(options.op)));
+  }
   if (!reduction_supported(dtype, options.op)) {
     invalid(what + reduce_op_name(options.op) + " is not defined for " + dtype_name(dtype) +
             (options.op == ReduceOp::kAdasum ? " (adasum needs float16, bfloat16, float32 or float64)"

@@ -46,15 +46,21 @@ RuntimeOptions set_options(RuntimeOptions options, int32_t id) {
 
 namespace {
 // Options built in code are held to the same ranges as the environment's
-// (a NaN time would reach the waits' conversions), before anything starts.
-const RuntimeOptions& checked(const RuntimeOptions& options) {
+// (a NaN time would reach the waits' conversions), before anything starts,
+// and settled the same way.
+RuntimeOptions checked(RuntimeOptions options) {
   throw_if_error(detail::check_options(options));
+  detail::settle_stall_times(&options);
   return options;
+}
+
+std::shared_ptr<detail::RuntimeImpl> started(const RuntimeOptions& options) {
+  auto backend = detail::make_backend(options);
+  return std::make_shared<detail::RuntimeImpl>(std::move(backend), options);
 }
 }  // namespace
 
-Runtime::Runtime(RuntimeOptions options)
-    : Runtime(std::make_shared<detail::RuntimeImpl>(detail::make_backend(checked(options)), options)) {}
+Runtime::Runtime(RuntimeOptions options) : Runtime(started(checked(std::move(options)))) {}
 
 Runtime::Runtime(std::shared_ptr<detail::RuntimeImpl> impl)
     : impl_(std::move(impl)), sets_(std::make_unique<detail::ProcessSetTable>()) {}

@@ -36,6 +36,11 @@ inline ProcessSet set_of(torch::autograd::AutogradContext* ctx) {
   return id == 0 ? ProcessSet() : current_runtime()->process_set(id);
 }
 
+/// Rows of a tensor to be gathered or split; 0 for a scalar, which the
+/// collective itself refuses on every rank (a local throw here would leave
+/// the other ranks waiting).
+inline int64_t first_dim(const torch::Tensor& tensor) { return tensor.dim() > 0 ? tensor.size(0) : 0; }
+
 inline int set_size(const ProcessSet& set) { return set.is_global() ? size() : static_cast<int>(set.ranks().size()); }
 
 /// The backward collective's name: every rank derives it from the forward's.

@@ -36,7 +36,7 @@ struct AllgatherFunction : torch::autograd::Function<AllgatherFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& tensor, const std::string& name,
                                const ProcessSet& set) {
     save_common(ctx, name, set);
-    ctx->saved_data["rows"] = tensor.size(0);
+    ctx->saved_data["rows"] = first_dim(tensor);
     return allgather_async(tensor, name, set).wait();
   }
   // Horovod's HorovodAllgather.backward: every rank's gradient of the whole
@@ -72,7 +72,7 @@ struct AlltoallFunction : torch::autograd::Function<AlltoallFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& tensor, const std::vector<int64_t>& splits,
                                const std::string& name, const ProcessSet& set, std::vector<int64_t>* received) {
     save_common(ctx, name, set);
-    ctx->saved_data["rows"] = tensor.size(0);
+    ctx->saved_data["rows"] = first_dim(tensor);
     TensorHandle h = alltoall_async(tensor, splits, name, set);
     torch::Tensor output = h.wait();
     *received = h.received_splits();

@@ -389,12 +389,14 @@ void DistributedOptimizer::State::zero_grad(torch::optim::Optimizer& optimizer) 
 
 // Tensor::set_ (Module::load of a checkpoint does it) gives a parameter a
 // new gradient accumulator: move the hook there, or its gradients would
-// only be reduced late, in synchronize().
+// only be reduced late, in synchronize(). A parameter frozen since
+// (requires_grad_(false)) has none: it keeps its hook, is reduced as zeros
+// as Horovod does, and gets its accumulator back when it thaws.
 void DistributedOptimizer::State::refresh_hooks() {
   for (size_t i = 0; i < params_.size(); ++i) {
     Param& p = params_[i];
     std::shared_ptr<torch::autograd::Node> current = torch::autograd::impl::grad_accumulator(p.tensor);
-    if (current == p.accumulator) continue;
+    if (current == nullptr || current == p.accumulator) continue;
     p.accumulator->del_post_hook(p.hook_key);
     p.accumulator = std::move(current);
     p.hook_key = p.accumulator->add_post_hook(std::make_unique<GradientReadyHook>(weak_from_this(), i));

@@ -27,7 +27,7 @@ struct GroupedAllgatherFunction : torch::autograd::Function<GroupedAllgatherFunc
                                const ProcessSet& set) {
     save_common(ctx, name, set);
     std::vector<int64_t> rows;
-    for (const torch::Tensor& t : tensors) rows.push_back(t.size(0));
+    for (const torch::Tensor& t : tensors) rows.push_back(first_dim(t));
     ctx->saved_data["rows"] = rows;
     return grouped_allgather(tensors.vec(), name, set);
   }
