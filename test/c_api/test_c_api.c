@@ -238,8 +238,8 @@ static void test_errors(void) {
                 "unknown dtype -1 in argument 'dtype'");
   CHECK_REFUSED(chorus_allreduce_async("c.bad", a, a, 4, CHORUS_FLOAT32, (chorus_reduce_op)42, 1, 1, &h), h,
                 "unknown reduce op 42 in argument 'op' (a chorus_reduce_op is 0..5)");
-  CHECK_REFUSED(chorus_broadcast_async("c.bad", a, 4, (chorus_dtype)9, 0, &h), h,
-                "chorus_broadcast_async('c.bad'): unknown dtype 9");
+  CHECK_REFUSED(chorus_broadcast_async("c.bad", a, 4, (chorus_dtype)10, 0, &h), h,
+                "chorus_broadcast_async('c.bad'): unknown dtype 10");
   {
     int64_t shape[1] = {4};
     CHECK_REFUSED(chorus_reducescatter_async("c.bad", a, shape, 1, CHORUS_FLOAT32, (chorus_reduce_op)6, 1, 1, refuse,

@@ -83,7 +83,7 @@ int64_t run_case(DataType dt, ReduceOp op, const TensorShape& shape, bool in_pla
   return wrong;
 }
 
-const DataType kAllDtypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64,
+const DataType kAllDtypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64,
                                DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
                                DataType::kFloat64, DataType::kBool};
 const ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,

@@ -42,7 +42,7 @@ void expect_mismatch(const Handle& h, const std::vector<std::string>& expected) 
 
 TEST_CASE("Allgather concatenates every rank's rows in rank order, every dtype", "[mpi][allgather]") {
   const int rank = chorus::rank(), size = chorus::size();
-  const DataType dtypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64,
+  const DataType dtypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64,
                              DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
                              DataType::kFloat64, DataType::kBool};
   for (DataType dt : dtypes) {
@@ -154,7 +154,7 @@ TEST_CASE("An allocation that fails on one rank fails there only, and nobody han
 TEST_CASE("Reducescatter: rows not divisible by the rank count, every op, exact values", "[mpi][reducescatter]") {
   const int rank = chorus::rank(), size = chorus::size();
   const DataType dtypes[] = {DataType::kInt32, DataType::kInt64, DataType::kFloat16, DataType::kBFloat16,
-                             DataType::kFloat32, DataType::kFloat64, DataType::kUInt8, DataType::kInt8};
+                             DataType::kFloat32, DataType::kFloat64, DataType::kUInt8, DataType::kInt8, DataType::kInt16};
   for (DataType dt : dtypes) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax}) {
       for (int64_t rows : {int64_t{0}, int64_t{1}, int64_t{size}, int64_t{2 * size + 1}, int64_t{7}}) {
@@ -213,7 +213,7 @@ TEST_CASE("Reducescatter errors: shapes that differ fail on every rank; a scalar
 TEST_CASE("Alltoall with explicit and equal splits; received splits returned", "[mpi][alltoall]") {
   const int rank = chorus::rank(), size = chorus::size();
   auto split = [](int from, int to) { return int64_t((from + to) % 3); };
-  for (DataType dt : {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64, DataType::kFloat16,
+  for (DataType dt : {DataType::kUInt8, DataType::kInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64, DataType::kFloat16,
                       DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64, DataType::kBool}) {
     // Explicit: rank i sends (i + j) % 3 rows to rank j, plus 1 spare row it keeps.
     std::vector<int64_t> splits;

@@ -60,6 +60,23 @@ struct EvenOdd {
 
 }  // namespace
 
+TEST_CASE("ProcessSet size(), rank() and included(), as Horovod's", "[mpi][process_set]") {
+  const int rank = chorus::rank(), n = chorus::size();
+  EvenOdd sets;
+  const ProcessSet global;
+  REQUIRE(global.size() == n);
+  REQUIRE(global.rank() == rank);
+  REQUIRE(global.included());
+  REQUIRE(sets.even.size() == (n + 1) / 2);
+  REQUIRE(sets.even.rank() == (rank % 2 == 0 ? rank / 2 : -1));
+  REQUIRE(sets.even.included() == (rank % 2 == 0));
+  if (n > 1) {
+    REQUIRE(sets.odd.size() == n / 2);
+    REQUIRE(sets.odd.rank() == (rank % 2 == 1 ? rank / 2 : -1));
+    REQUIRE(sets.odd.included() == (rank % 2 == 1));
+  }
+}
+
 TEST_CASE("Disjoint process sets run at the same time, neither waiting for the other", "[mpi][process_set]") {
   const int rank = chorus::rank();
   EvenOdd sets;

@@ -16,6 +16,7 @@ inline void store(void* base, int64_t i, DataType dt, double v) {
   switch (dt) {
     case DataType::kUInt8: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(p, &x, 1); break; }
     case DataType::kInt8: { int8_t x = static_cast<int8_t>(v); std::memcpy(p, &x, 1); break; }
+    case DataType::kInt16: { int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); break; }
     case DataType::kBool: { uint8_t x = v != 0 ? 1 : 0; std::memcpy(p, &x, 1); break; }
     case DataType::kInt32: { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
     case DataType::kInt64: { int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); break; }
@@ -32,6 +33,7 @@ inline double load(const void* base, int64_t i, DataType dt) {
     case DataType::kUInt8:
     case DataType::kBool: { uint8_t x; std::memcpy(&x, p, 1); return x; }
     case DataType::kInt8: { int8_t x; std::memcpy(&x, p, 1); return x; }
+    case DataType::kInt16: { int16_t x; std::memcpy(&x, p, 2); return x; }
     case DataType::kInt32: { int32_t x; std::memcpy(&x, p, 4); return x; }
     case DataType::kInt64: { int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
     case DataType::kFloat32: { float x; std::memcpy(&x, p, 4); return x; }

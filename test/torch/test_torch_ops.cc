@@ -19,7 +19,7 @@ double sum_of_ranks(int offset = 1) {
 
 TEST_CASE("torch allreduce: ops and dtypes", "[torch][ops]") {
   const int n = chorus::size();
-  const std::vector<torch::Dtype> dtypes = {torch::kUInt8, torch::kInt8, torch::kInt32, torch::kInt64, torch::kFloat16,
+  const std::vector<torch::Dtype> dtypes = {torch::kUInt8, torch::kInt8, torch::kInt16, torch::kInt32, torch::kInt64, torch::kFloat16,
                                             torch::kBFloat16, torch::kFloat32, torch::kFloat64};
   for (torch::Dtype dtype : dtypes) {
     const std::string d = c10::toString(dtype);
@@ -120,9 +120,9 @@ TEST_CASE("torch allgather, broadcast, alltoall, reducescatter", "[torch][ops]")
 }
 
 TEST_CASE("torch ops: errors name the tensor", "[torch][ops][errors]") {
-  torch::Tensor shorts = torch::ones({3}, torch::kInt16);
-  REQUIRE_THROWS_AS(allreduce(shorts, "ops.err.short"), InvalidArgumentError);
-  REQUIRE_THROWS_WITH(allreduce(shorts, "ops.err.short"), Catch::Contains("ops.err.short") && Catch::Contains("Short"));
+  torch::Tensor halves = torch::ones({3}, torch::kComplexHalf);
+  REQUIRE_THROWS_AS(allreduce(halves, "ops.err.chalf"), InvalidArgumentError);
+  REQUIRE_THROWS_WITH(allreduce(halves, "ops.err.chalf"), Catch::Contains("ops.err.chalf") && Catch::Contains("ComplexHalf"));
   REQUIRE_THROWS_WITH(allreduce(torch::ones({2}, torch::kComplexFloat), "ops.err.complex"),
                       Catch::Contains("ComplexFloat"));
   REQUIRE_THROWS_WITH(allreduce(torch::Tensor(), "ops.err.undefined"), Catch::Contains("undefined"));
@@ -161,13 +161,13 @@ TEST_CASE("torch ops: bad input on one rank fails every rank, naming it; the nam
     CHECK_THAT(e.what(), Catch::Contains("allreduce of tensor 'ops.refused.undefined' " + refused_on) &&
                              Catch::Contains("the tensor is undefined"));
   }
-  // A grouped allreduce with an int16 member on the last rank.
-  std::vector<torch::Tensor> members = {row, chorus::rank() == odd ? torch::ones({2}, torch::kInt16) : torch::ones({2})};
+  // A grouped allreduce with a complex member on the last rank.
+  std::vector<torch::Tensor> members = {row, chorus::rank() == odd ? torch::ones({2}, torch::kComplexFloat) : torch::ones({2})};
   try {
     grouped_allreduce(members, "ops.refused.group");
     FAIL("expected an error");
   } catch (const InvalidArgumentError& e) {
-    CHECK_THAT(e.what(), Catch::Contains(refused_on) && Catch::Contains("Short"));
+    CHECK_THAT(e.what(), Catch::Contains(refused_on) && Catch::Contains("ComplexFloat"));
   }
   CHECK(grouped_allreduce({row, torch::ones({2})}, "ops.refused.group").size() == 2);
 }

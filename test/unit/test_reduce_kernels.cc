@@ -21,9 +21,11 @@ std::vector<T> reduced(std::vector<T> a, const std::vector<T>& b, DataType dt, R
 }
 }  // namespace
 
-TEMPLATE_TEST_CASE("Integer and float reductions", "[kernels]", int8_t, uint8_t, int32_t, int64_t, float, double) {
+TEMPLATE_TEST_CASE("Integer and float reductions", "[kernels]", int8_t, uint8_t, int16_t, int32_t, int64_t, float,
+                   double) {
   DataType dt = std::is_same_v<TestType, int8_t>    ? DataType::kInt8
                 : std::is_same_v<TestType, uint8_t> ? DataType::kUInt8
+                : std::is_same_v<TestType, int16_t> ? DataType::kInt16
                 : std::is_same_v<TestType, int32_t> ? DataType::kInt32
                 : std::is_same_v<TestType, int64_t> ? DataType::kInt64
                 : std::is_same_v<TestType, float>   ? DataType::kFloat32

@@ -21,13 +21,13 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 10 /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+#define CHORUS_ABI_VERSION 11 /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
                                 4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL;
                                 6: device buffers (*_on_device); 7: grouped allgather and reducescatter;
                                 8: chorus_start_timeline, chorus_stop_timeline; 9: CHORUS_ADASUM;
                                 10: a rank's own bad arguments to a collective return 0 and fail
                                     at chorus_wait on every rank (before: an error at the call,
-                                    on that rank only) */
+                                    on that rank only); 11: CHORUS_INT16 */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -50,7 +50,8 @@ typedef enum chorus_dtype_e CHORUS_ENUM_BASE {
   CHORUS_BFLOAT16 = 5,
   CHORUS_FLOAT32 = 6,
   CHORUS_FLOAT64 = 7,
-  CHORUS_BOOL = 8
+  CHORUS_BOOL = 8,
+  CHORUS_INT16 = 9 /* ABI 11 */
 } chorus_dtype;
 
 typedef enum chorus_reduce_op_e CHORUS_ENUM_BASE {

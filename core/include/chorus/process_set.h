@@ -32,6 +32,15 @@ class CHORUS_API ProcessSet {
     auto it = std::lower_bound(ranks_.begin(), ranks_.end(), global_rank);
     return it != ranks_.end() && *it == global_rank ? static_cast<int>(it - ranks_.begin()) : -1;
   }
+  /// Horovod's ProcessSet.size(), .rank() and .included(), for this process
+  /// in the process-wide runtime (chorus::init()); each throws
+  /// PreconditionError before init(), as chorus::rank() does.
+  /// The number of members (the global set: chorus::size()).
+  int size() const;
+  /// This process's rank in the set, or -1 when it is not a member.
+  int rank() const;
+  /// Whether this process is a member.
+  bool included() const { return rank() >= 0; }
   bool operator==(const ProcessSet& o) const { return id_ == o.id_; }
 
  private:

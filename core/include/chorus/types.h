@@ -22,6 +22,7 @@ enum class DataType : int {
   kFloat32 = 6,
   kFloat64 = 7,
   kBool = 8,
+  kInt16 = 9,  ///< appended (ABI 11): the values above keep their numbers
 };
 
 /// Reduction applied by allreduce. Values match `chorus_reduce_op` in c_api.h.

@@ -320,7 +320,7 @@ int chorus_process_set_rank(int process_set_id) {
 int chorus_process_set_size(int process_set_id) {
   return guarded([&]() -> int {
     const chorus::ProcessSet set = chorus::current_runtime()->process_set(process_set_id);
-    return set.is_global() ? chorus::size() : static_cast<int>(set.ranks().size());
+    return set.size();
   });
 }
 

@@ -24,7 +24,7 @@ inline Status check_dtype(chorus_dtype dtype, const std::string& what) {
   if (chorus::is_valid_dtype(raw)) return Status::ok();
   return Status::invalid_argument(what + "unknown dtype " + std::to_string(raw) +
                                   " in argument 'dtype' (a chorus_dtype is 0.." +
-                                  std::to_string(static_cast<int>(chorus::DataType::kBool)) + ")");
+                                  std::to_string(static_cast<int>(chorus::DataType::kInt16)) + ")");
 }
 
 inline Status check_reduce_op(chorus_reduce_op op, const std::string& what) {

@@ -9,6 +9,7 @@ int64_t dtype_size(DataType dtype) {
     case DataType::kUInt8:
     case DataType::kInt8:
     case DataType::kBool: return 1;
+    case DataType::kInt16:
     case DataType::kFloat16:
     case DataType::kBFloat16: return 2;
     case DataType::kInt32:
@@ -23,6 +24,7 @@ const char* dtype_name(DataType dtype) {
   switch (dtype) {
     case DataType::kUInt8: return "uint8";
     case DataType::kInt8: return "int8";
+    case DataType::kInt16: return "int16";
     case DataType::kInt32: return "int32";
     case DataType::kInt64: return "int64";
     case DataType::kFloat16: return "float16";
@@ -51,7 +53,7 @@ bool is_floating(DataType dtype) {
          dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
 }
 
-bool is_valid_dtype(int value) { return value >= 0 && value <= static_cast<int>(DataType::kBool); }
+bool is_valid_dtype(int value) { return value >= 0 && value <= static_cast<int>(DataType::kInt16); }
 bool is_valid_reduce_op(int value) {
   return value >= 0 && value <= static_cast<int>(ReduceOp::kAdasum);
 }

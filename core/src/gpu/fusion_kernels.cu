@@ -73,6 +73,7 @@ struct DivideBy {
 template <class T> struct IntRange;
 template <> struct IntRange<uint8_t> { static constexpr uint8_t lo = 0, hi = UINT8_MAX; };
 template <> struct IntRange<int8_t> { static constexpr int8_t lo = INT8_MIN, hi = INT8_MAX; };
+template <> struct IntRange<int16_t> { static constexpr int16_t lo = INT16_MIN, hi = INT16_MAX; };
 template <> struct IntRange<int32_t> { static constexpr int32_t lo = INT32_MIN, hi = INT32_MAX; };
 template <> struct IntRange<int64_t> { static constexpr int64_t lo = INT64_MIN, hi = INT64_MAX; };
 
@@ -117,7 +118,7 @@ void launch_integer(const CopyBatch& batch, CopyScale scale, cudaStream_t stream
 int64_t element_size_of(DataType dtype) {
   switch (dtype) {
     case DataType::kUInt8: case DataType::kInt8: case DataType::kBool: return 1;
-    case DataType::kFloat16: case DataType::kBFloat16: return 2;
+    case DataType::kInt16: case DataType::kFloat16: case DataType::kBFloat16: return 2;
     case DataType::kInt32: case DataType::kFloat32: return 4;
     case DataType::kInt64: case DataType::kFloat64: return 8;
   }
@@ -148,6 +149,7 @@ cudaError_t launch_scaled_copies(const CopyBatch& batch, DataType dtype, CopySca
     case DataType::kBFloat16: launch<uint16_t>(batch, Bf16MultiplyBy{static_cast<float>(f)}, stream); break;
     case DataType::kUInt8: launch_integer<uint8_t>(batch, scale, stream); break;
     case DataType::kInt8: launch_integer<int8_t>(batch, scale, stream); break;
+    case DataType::kInt16: launch_integer<int16_t>(batch, scale, stream); break;
     case DataType::kInt32: launch_integer<int32_t>(batch, scale, stream); break;
     case DataType::kInt64: launch_integer<int64_t>(batch, scale, stream); break;
     case DataType::kBool: break;

@@ -286,6 +286,12 @@ void NcclDeviceOperations::execute(const Response& response, std::vector<TensorE
                                                           "CHORUS_GPU_OPERATIONS=staged to combine CUDA tensors with "
                                                           "Adasum through pinned host memory and the CPU data plane"));
   }
+  const bool reduces = response.type == ResponseType::kAllreduce || response.type == ResponseType::kReducescatter;
+  if (reduces && entries.front().request.dtype == DataType::kInt16) {  // a fused response shares its dtype
+    return fail_entries(entries, Status::invalid_argument(what + ": NCCL has no int16 reduction; set "
+                                                          "CHORUS_GPU_OPERATIONS=staged to reduce int16 CUDA tensors "
+                                                          "through pinned host memory and the CPU data plane"));
+  }
   // The communicators say whether allreduces go hierarchical; before the
   // first response made them, plan flat and plan again below.
   const HostPlace* hierarchy = comms_ ? comms_->hierarchy() : nullptr;

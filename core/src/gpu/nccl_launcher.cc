@@ -10,6 +10,9 @@ ncclDataType_t nccl_dtype(DataType dtype) {
   switch (dtype) {
     case DataType::kUInt8: case DataType::kBool: return ncclUint8;
     case DataType::kInt8: return ncclInt8;
+    // NCCL has no int16: moved as 2-byte elements it never reads (reductions
+    // of int16 are refused before: NcclDeviceOperations::execute).
+    case DataType::kInt16: return ncclFloat16;
     case DataType::kInt32: return ncclInt32;
     case DataType::kInt64: return ncclInt64;
     case DataType::kFloat16: return ncclFloat16;

@@ -51,6 +51,7 @@ void reduce_dispatch(void* out, const void* a, const void* b, int64_t n, DataTyp
   switch (dtype) {
     case DataType::kUInt8: reduce_any<uint8_t, Op>(out, a, b, n); break;
     case DataType::kInt8: reduce_any<int8_t, Op>(out, a, b, n); break;
+    case DataType::kInt16: reduce_any<int16_t, Op>(out, a, b, n); break;
     case DataType::kInt32: reduce_any<int32_t, Op>(out, a, b, n); break;
     case DataType::kInt64: reduce_any<int64_t, Op>(out, a, b, n); break;
     case DataType::kFloat32: reduce_any<float, Op>(out, a, b, n); break;
@@ -164,6 +165,7 @@ void scale_copy(void* dst, const void* src, int64_t count, DataType dtype, doubl
       break;
     case DataType::kUInt8: scale_int(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count, factor, d); break;
     case DataType::kInt8: scale_int(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), count, factor, d); break;
+    case DataType::kInt16: scale_int(static_cast<int16_t*>(dst), static_cast<const int16_t*>(src), count, factor, d); break;
     case DataType::kInt32: scale_int(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count, factor, d); break;
     case DataType::kInt64: scale_int(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), count, factor, d); break;
     case DataType::kBool: if (dst != src) std::memmove(dst, src, static_cast<size_t>(count)); break;

@@ -90,6 +90,8 @@ std::shared_ptr<Runtime> current_runtime() { return require_runtime(); }
 int rank() { return require_runtime()->rank(); }
 int size() { return require_runtime()->size(); }
 int local_rank() { return require_runtime()->local_rank(); }
+int ProcessSet::size() const { return is_global() ? chorus::size() : static_cast<int>(ranks_.size()); }
+int ProcessSet::rank() const { return rank_of(chorus::rank()); }
 int local_size() { return require_runtime()->local_size(); }
 int cross_rank() { return require_runtime()->cross_rank(); }
 int cross_size() { return require_runtime()->cross_size(); }

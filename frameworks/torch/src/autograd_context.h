@@ -41,8 +41,6 @@ inline ProcessSet set_of(torch::autograd::AutogradContext* ctx) {
 /// the other ranks waiting).
 inline int64_t first_dim(const torch::Tensor& tensor) { return tensor.dim() > 0 ? tensor.size(0) : 0; }
 
-inline int set_size(const ProcessSet& set) { return set.is_global() ? size() : static_cast<int>(set.ranks().size()); }
-
 /// The backward collective's name: every rank derives it from the forward's.
 inline std::string grad_name(torch::autograd::AutogradContext* ctx) {
   return ctx->saved_data["name"].toStringRef() + ".grad";
@@ -78,7 +76,7 @@ inline AllreduceOptions gradient_average() {
 /// gradient of the sum of the ranks' losses.
 inline double scatter_gradient_scale(const AllreduceOptions& options, const ProcessSet& set) {
   const double scale = options.prescale_factor * options.postscale_factor;
-  return options.op == ReduceOp::kSum ? scale * set_size(set) : scale;
+  return options.op == ReduceOp::kSum ? scale * set.size() : scale;
 }
 
 }  // namespace torch_adapter

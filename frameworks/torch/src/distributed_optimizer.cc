@@ -269,7 +269,7 @@ void DistributedOptimizer::State::start_sparse_allgather(Param& p) {
 double DistributedOptimizer::State::sparse_scale() const {
   const double scale = allreduce_.prescale_factor * allreduce_.postscale_factor;
   const ProcessSet& set = options_.process_set;
-  const int members = set.is_global() ? size() : static_cast<int>(set.ranks().size());
+  const int members = set.size();
   return options_.op == ReduceOp::kAverage ? scale / members : scale;
 }
 

@@ -36,6 +36,7 @@ DataType to_chorus_dtype(torch::Dtype dtype, const std::string& what) {
   switch (dtype) {
     case torch::kUInt8: return DataType::kUInt8;
     case torch::kInt8: return DataType::kInt8;
+    case torch::kInt16: return DataType::kInt16;
     case torch::kInt32: return DataType::kInt32;
     case torch::kInt64: return DataType::kInt64;
     case torch::kFloat16: return DataType::kFloat16;
@@ -53,6 +54,7 @@ torch::Dtype to_torch_dtype(DataType dtype) {
   switch (dtype) {
     case DataType::kUInt8: return torch::kUInt8;
     case DataType::kInt8: return torch::kInt8;
+    case DataType::kInt16: return torch::kInt16;
     case DataType::kInt32: return torch::kInt32;
     case DataType::kInt64: return torch::kInt64;
     case DataType::kFloat16: return torch::kFloat16;
