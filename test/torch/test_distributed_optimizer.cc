@@ -376,6 +376,24 @@ TEST_CASE("Parameters whose storage was replaced (checkpoint load) keep being re
   }
 }
 
+TEST_CASE("Without named_parameters: Horovod's names, the same training", "[torch][optimizer]") {
+  const int n = chorus::size();
+  Net net = seeded_net();
+  auto sgd = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(0.1));
+  DistributedOptimizerOptions options;
+  options.op = Sum;
+  DistributedOptimizer opt(sgd, options);
+  // Parameter j of group i is "allreduce.noname.<i>.<j>" after the prefix (one group of four).
+  CHECK(opt.parameter_names() == std::vector<std::string>{"grad.allreduce.noname.0.0", "grad.allreduce.noname.0.1",
+                                                          "grad.allreduce.noname.0.2", "grad.allreduce.noname.0.3"});
+  for (int step = 0; step < 2; ++step) {
+    opt.zero_grad();
+    net->forward(torch::ones({1, 8})).sum().backward();
+    opt.step();
+    CHECK(torch::allclose(net->fc2->bias.grad(), torch::full({4}, float(n))));
+  }
+}
+
 TEST_CASE("A parameter frozen after the optimizer was built is reduced as zeros, and again once it thaws",
           "[torch][optimizer]") {
   const int n = chorus::size();

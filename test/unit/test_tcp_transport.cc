@@ -115,6 +115,18 @@ TEST_CASE("The job comes from CHORUS_*, else torchrun's, else Slurm's variables"
     REQUIRE(detail::tcp_job_from_environment(&spec).is_ok());
     REQUIRE((spec.rank == 2 && spec.size == 4 && spec.local_rank == 0 && spec.master_addr == "node7" &&
              spec.master_port == 29500 && spec.job_id == "run1"));
+    // Under torchrun itself its agent serves a store on MASTER_PORT: the next port.
+    env.set("TORCHELASTIC_USE_AGENT_STORE", "True");
+    REQUIRE(detail::tcp_job_from_environment(&spec).is_ok());
+    CHECK(spec.master_port == 29501);
+    CHECK_THAT(spec.port_var, Catch::Contains("torchrun's agent store"));
+    env.set("TORCHELASTIC_USE_AGENT_STORE", "False");
+    REQUIRE(detail::tcp_job_from_environment(&spec).is_ok());
+    CHECK(spec.master_port == 29500);
+    env.set("TORCHELASTIC_USE_AGENT_STORE", "True");
+    env.set("CHORUS_MASTER_PORT", "4000");  // Chorus's own name is taken as given
+    REQUIRE(detail::tcp_job_from_environment(&spec).is_ok());
+    CHECK(spec.master_port == 4000);
   }
   SECTION("Slurm, rank 0 on the job's first host, a port from the job id; CHORUS_ names win") {
     EnvGuard env;

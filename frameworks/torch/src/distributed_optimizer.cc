@@ -79,6 +79,20 @@ NamedTensors optimized_parameters(const torch::optim::Optimizer& optimizer, cons
   return out;
 }
 
+// Horovod's names for an optimizer given without named_parameters.
+NamedTensors unnamed_parameters(const torch::optim::Optimizer* optimizer) {
+  if (optimizer == nullptr) invalid("DistributedOptimizer: the optimizer is null");
+  NamedTensors out;
+  const auto& groups = optimizer->param_groups();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& params = groups[g].params();
+    for (size_t j = 0; j < params.size(); ++j) {
+      out.emplace_back("allreduce.noname." + std::to_string(g) + "." + std::to_string(j), params[j]);
+    }
+  }
+  return out;
+}
+
 NamedTensors to_vector(const torch::OrderedDict<std::string, torch::Tensor>& dict) {
   NamedTensors out;
   for (const auto& item : dict) out.emplace_back(item.key(), item.value());
@@ -422,6 +436,10 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimiz
                                            const torch::OrderedDict<std::string, torch::Tensor>& named_parameters,
                                            DistributedOptimizerOptions options)
     : DistributedOptimizer(std::move(optimizer), to_vector(named_parameters), std::move(options)) {}
+
+DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
+                                           DistributedOptimizerOptions options)
+    : DistributedOptimizer(optimizer, unnamed_parameters(optimizer.get()), std::move(options)) {}
 
 DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
                                            const std::vector<std::pair<std::string, torch::Tensor>>& named_parameters,

@@ -1,5 +1,6 @@
 #include "comm/tcp/tcp_job_env.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <initializer_list>
 
@@ -78,6 +79,17 @@ bool tcp_rendezvous_requested() {
   return first_set({"CHORUS_MASTER_ADDR", "MASTER_ADDR", "SLURM_PROCID"}, &value, &var);
 }
 
+// torchrun's agent (static rendezvous, its default) serves its TCPStore on
+// MASTER_PORT itself and tells its workers so with this variable; rank 0
+// cannot listen there.
+bool torchrun_agent_holds_master_port() {
+  const char* v = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  if (v == nullptr) return false;
+  std::string s(v);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s == "true" || s == "1";
+}
+
 bool started_by_mpi_launcher() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"}) {
     if (std::getenv(name) != nullptr) return true;
@@ -95,6 +107,14 @@ Status tcp_job_from_environment(TcpJobSpec* out) {
   if (s.is_ok()) s = read_int({"CHORUS_LOCAL_SIZE", "LOCAL_WORLD_SIZE"}, 1, kMaxRanks, &spec.local_size, &ignored);
   if (s.is_ok()) s = read_int({"CHORUS_MASTER_PORT", "MASTER_PORT"}, 1, 65535, &spec.master_port, &spec.port_var);
   if (!s.is_ok()) return s;
+  if (spec.port_var == "MASTER_PORT" && torchrun_agent_holds_master_port()) {
+    if (spec.master_port == 65535) {
+      return Status::invalid_argument("MASTER_PORT=65535 is torchrun's store, and Chorus listens on the port after it: "
+                                      "set CHORUS_MASTER_PORT to a free port");
+    }
+    spec.master_port += 1;
+    spec.port_var = "MASTER_PORT + 1 (torchrun's agent store holds MASTER_PORT)";
+  }
   first_set({"CHORUS_MASTER_ADDR", "MASTER_ADDR"}, &spec.master_addr, &spec.addr_var);
   std::string job_var, step;
   first_set({"CHORUS_JOB_ID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"}, &spec.job_id, &job_var);

@@ -30,6 +30,11 @@ Status tcp_job_from_environment(TcpJobSpec* out);
 /// MASTER_ADDR with RANK, or a Slurm step).
 bool tcp_rendezvous_requested();
 
+/// Whether torchrun's agent serves its own store on MASTER_PORT
+/// (TORCHELASTIC_USE_AGENT_STORE=True): Chorus's rank 0 then listens on
+/// MASTER_PORT + 1 (CHORUS_MASTER_PORT still wins).
+bool torchrun_agent_holds_master_port();
+
 /// Whether an MPI launcher started this process (mpirun, mpiexec, srun with PMI).
 bool started_by_mpi_launcher();
 

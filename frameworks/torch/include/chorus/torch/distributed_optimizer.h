@@ -86,6 +86,12 @@ class DistributedOptimizer {
   DistributedOptimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
                        const std::vector<std::pair<std::string, torch::Tensor>>& named_parameters,
                        DistributedOptimizerOptions options = {});
+  /// Without names (Horovod's DistributedOptimizer without
+  /// named_parameters): parameter j of param group i is named
+  /// "allreduce.noname.<i>.<j>" (after options.name_prefix), so every rank
+  /// must build its optimizer with the same groups in the same order.
+  explicit DistributedOptimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
+                                DistributedOptimizerOptions options = {});
   /// Removes the gradient hooks. Pending allreduces are waited for.
   ~DistributedOptimizer();
   DistributedOptimizer(const DistributedOptimizer&) = delete;
