@@ -96,15 +96,14 @@ const po::option_description* option_named(const std::string& a, const po::optio
   return o != nullptr && a.size() > 2 ? nullptr : o;
 }
 
-// A switch's value when one follows it (--autotune 0): on/off words and
-// numbers (so that --autotune 2 is refused, not taken for a program).
+// A switch's value when one follows it (--autotune 0): the on/off words
+// the knobs take (lower case, as they do) and numbers (so that --autotune 2
+// is refused, not taken for a program).
 bool switch_value(const std::string& word) {
-  std::string w = word;
-  for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (const char* v : {"true", "false", "yes", "no", "on", "off"}) {
-    if (w == v) return true;
+    if (word == v) return true;
   }
-  return detail::is_plain_decimal(w, true);
+  return detail::is_plain_decimal(word, true);
 }
 
 // Whether `o`, found at args[i], takes args[i + 1] as its value.

@@ -227,6 +227,11 @@ RankGroupOutcome run_rank_group(const std::vector<RankCommand>& ranks, const std
     if (running == 0 && open > 0) {
       if (drain_until == Clock::time_point::max()) drain_until = Clock::now() + kOutputDrain;
       if (Clock::now() >= drain_until) {
+        for (Child& c : children) {  // a last line without its newline still shows
+          for (Stream* st : {&c.out, &c.err}) {
+            if (st->fd >= 0 && !st->partial.empty()) std::fprintf(st->terminal, "[%d] %s\n", c.rank, st->partial.c_str());
+          }
+        }
         std::fprintf(stderr, "chorusrun: every rank ended, but a process one of them started still holds its output "
                              "open; not waiting for it\n");
         break;

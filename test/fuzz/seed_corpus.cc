@@ -30,7 +30,7 @@ std::vector<Request> sample_requests() {
     r.rank = t % 3;
     r.type = static_cast<CollectiveType>(t);
     r.name = "tensor." + std::to_string(t);
-    r.dtype = static_cast<DataType>(t % 9);
+    r.dtype = static_cast<DataType>(t % 10);  // every dtype
     r.shape = t % 2 == 0 ? std::vector<int64_t>{3, 5} : std::vector<int64_t>{0, 1 << 20};
     r.op = static_cast<ReduceOp>(t % 5);
     r.prescale = 0.5;

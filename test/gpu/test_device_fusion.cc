@@ -83,7 +83,7 @@ void check_round_trip(DataType dtype, size_t count, double prescale, CopyScale p
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
 }
 
-const DataType kAllTypes[] = {DataType::kUInt8, DataType::kInt8,     DataType::kInt32,   DataType::kInt64,
+const DataType kAllTypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64,
                               DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64,
                               DataType::kBool};
 

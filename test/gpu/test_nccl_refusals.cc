@@ -62,3 +62,32 @@ TEST_CASE("A device allreduce while ranks have joined is refused before any comm
   ops.reset();
   backend->stop();
 }
+
+TEST_CASE("An int16 reduction is refused before any communicator is made: NCCL has no int16", "[host][nccl_ops]") {
+  auto backend = make_loopback_backend(make_loopback_world(1), 0);
+  REQUIRE(backend->start().is_ok());
+  auto devices = gpu::make_gpu_devices();
+  auto ops = gpu::make_nccl_device_operations(*backend, {}, devices);
+  for (CollectiveType type : {CollectiveType::kAllreduce, CollectiveType::kReducescatter}) {
+    TensorEntry e;
+    e.request.type = type;
+    e.request.name = "shorts";
+    e.request.dtype = DataType::kInt16;
+    e.request.shape = {4};
+    e.request.device = 0;
+    e.input = e.output = std::make_shared<PretendDeviceTensor>();
+    e.handle = std::make_shared<HandleState>();
+    auto h = e.handle;
+    Response r;
+    r.type = type == CollectiveType::kAllreduce ? ResponseType::kAllreduce : ResponseType::kReducescatter;
+    r.names = {"shorts"};
+    ops->execute(r, {e});
+    const Status s = h->wait(std::chrono::milliseconds(5000));
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(s.message(), Catch::Contains("'shorts'") && Catch::Contains("NCCL has no int16") &&
+                                Catch::Contains("CHORUS_GPU_OPERATIONS=staged"));
+  }
+  CHECK(ops->fault().is_ok());  // an input the response rules out, not a fault
+  ops.reset();
+  backend->stop();
+}

@@ -36,7 +36,7 @@ inline double exact_result(ReduceOp op, DataType dt, int size, int64_t i) {
 /// Calls f(dtype, op) for every dtype and every op it supports.
 template <class F>
 void for_each_dtype_and_op(F&& f) {
-  const DataType dtypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64,
+  const DataType dtypes[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64,
                              DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
                              DataType::kFloat64, DataType::kBool};
   const ReduceOp ops[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};

@@ -293,6 +293,7 @@ int chorus_add_process_set(const int* ranks, int nranks) {
         return fail(CHORUS_ERR_INVALID_ARGUMENT, std::string("chorus_add_process_set: ranks is NULL or nranks is "
                                                              "negative (") + e.what() + ")");
       }
+      return fail(CHORUS_ERR_INTERNAL, "chorus_add_process_set: the refused registration did not fail");
     }
     return chorus::add_process_set(std::vector<int>(ranks, ranks + nranks)).id();
   });

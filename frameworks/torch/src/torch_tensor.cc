@@ -46,7 +46,8 @@ DataType to_chorus_dtype(torch::Dtype dtype, const std::string& what) {
     case torch::kBool: return DataType::kBool;
     default:
       invalid(what + ": dtype " + std::string(c10::toString(dtype)) +
-              " is not supported (supported: uint8, int8, int32, int64, float16, bfloat16, float32, float64, bool)");
+              " is not supported (supported: uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, "
+              "bool)");
   }
 }
 

@@ -6,8 +6,8 @@
 /// adapter then names them "<op>.noname.<n>", counted per operation kind).
 ///
 /// Inputs may be non-contiguous (a contiguous copy is sent and, for in-place
-/// calls, copied back). Supported dtypes: uint8, int8, int32, int64, float16,
-/// bfloat16, float32, float64, bool; others (int16, complex, ...) throw
+/// calls, copied back). Supported dtypes: uint8, int8, int16, int32, int64,
+/// float16, bfloat16, float32, float64, bool; others (uint16, complex, ...) throw
 /// chorus::InvalidArgumentError naming the tensor. Host and CUDA tensors (a
 /// CUDA tensor travels with the current stream of its device; results are
 /// on its device, readable on any stream once waited for: docs/torch.md
