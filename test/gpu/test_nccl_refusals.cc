@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/loopback/loopback_backend.h"
@@ -30,6 +31,19 @@ class PretendDeviceTensor final : public Tensor {
   std::vector<float> bytes_ = std::vector<float>(4);
 };
 
+// An entry of `dtype` that claims to live on GPU 0, with a handle to wait on.
+TensorEntry pretend_entry(CollectiveType type, const std::string& name, DataType dtype) {
+  TensorEntry e;
+  e.request.type = type;
+  e.request.name = name;
+  e.request.dtype = dtype;
+  e.request.shape = {4};
+  e.request.device = 0;
+  e.input = e.output = std::make_shared<PretendDeviceTensor>();
+  e.handle = std::make_shared<HandleState>();
+  return e;
+}
+
 }  // namespace
 
 TEST_CASE("A device allreduce while ranks have joined is refused before any communicator is made",
@@ -38,13 +52,7 @@ TEST_CASE("A device allreduce while ranks have joined is refused before any comm
   REQUIRE(backend->start().is_ok());
   auto devices = gpu::make_gpu_devices();
   auto ops = gpu::make_nccl_device_operations(*backend, {}, devices);
-  TensorEntry e;
-  e.request.type = CollectiveType::kAllreduce;
-  e.request.name = "grad.j";
-  e.request.shape = {4};
-  e.request.device = 0;
-  e.input = e.output = std::make_shared<PretendDeviceTensor>();
-  e.handle = std::make_shared<HandleState>();
+  TensorEntry e = pretend_entry(CollectiveType::kAllreduce, "grad.j", DataType::kFloat32);
   auto h = e.handle;
   Response r;
   r.type = ResponseType::kAllreduce;
@@ -69,14 +77,7 @@ TEST_CASE("An int16 reduction is refused before any communicator is made: NCCL h
   auto devices = gpu::make_gpu_devices();
   auto ops = gpu::make_nccl_device_operations(*backend, {}, devices);
   for (CollectiveType type : {CollectiveType::kAllreduce, CollectiveType::kReducescatter}) {
-    TensorEntry e;
-    e.request.type = type;
-    e.request.name = "shorts";
-    e.request.dtype = DataType::kInt16;
-    e.request.shape = {4};
-    e.request.device = 0;
-    e.input = e.output = std::make_shared<PretendDeviceTensor>();
-    e.handle = std::make_shared<HandleState>();
+    TensorEntry e = pretend_entry(type, "shorts", DataType::kInt16);
     auto h = e.handle;
     Response r;
     r.type = type == CollectiveType::kAllreduce ? ResponseType::kAllreduce : ResponseType::kReducescatter;
