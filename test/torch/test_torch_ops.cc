@@ -71,6 +71,17 @@ TEST_CASE("torch grouped allreduce and unnamed ops", "[torch][ops]") {
   auto out = grouped_allreduce(ts, "ops.group", sum);
   REQUIRE(out.size() == 3);
   for (const auto& t : out) CHECK(t.to(torch::kFloat64).eq(sum_of_ranks()).all().item<bool>());
+  for (const auto& t : ts) CHECK(t.eq(chorus::rank() + 1).all().item<bool>());  // out of place
+  // In place (Horovod's grouped_allreduce_), a non-contiguous member too.
+  torch::Tensor wide = rank_filled({3, 4}, torch::kFloat32);
+  std::vector<torch::Tensor> mine = {rank_filled({2}, torch::kInt16), wide.t(), rank_filled({5}, torch::kFloat64)};
+  const std::vector<torch::Tensor> reduced = grouped_allreduce_(mine, "ops.group.inplace", sum);
+  REQUIRE(reduced.size() == 3);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    CHECK(reduced[i].is_same(mine[i]));
+    CHECK(mine[i].to(torch::kFloat64).eq(sum_of_ranks()).all().item<bool>());
+  }
+  CHECK(wide.eq(float(sum_of_ranks())).all().item<bool>());  // through the transposed view
   // Unnamed calls get the same names on every rank when made in the same order.
   for (int i = 0; i < 3; ++i) CHECK(allreduce(rank_filled({5}, torch::kFloat32), "", sum).eq(float(sum_of_ranks())).all().item<bool>());
 }

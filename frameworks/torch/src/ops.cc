@@ -110,8 +110,13 @@ torch::Tensor allreduce_(torch::Tensor& tensor, const std::string& name, const A
   return allreduce_async_(tensor, name, options, process_set).wait();
 }
 
-std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tensor>& tensors, const std::string& name,
-                                                  const AllreduceOptions& options, const ProcessSet& process_set) {
+namespace {
+
+// The grouped allreduce, into new tensors or (`in_place`) into the callers'
+// (a non-contiguous one through a contiguous copy, copied back at the wait).
+std::vector<TensorHandle> grouped_allreduce_into(const std::vector<torch::Tensor>& tensors, const std::string& name,
+                                                 const AllreduceOptions& options, const ProcessSet& process_set,
+                                                 bool in_place) {
   const std::string group = name_or_auto(name, "grouped_allreduce", process_set);
   std::vector<std::string> names;
   std::vector<std::shared_ptr<Tensor>> inputs, outputs;
@@ -127,7 +132,7 @@ std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tenso
       return out;
     }
     auto input = wrap(tensors[i]);
-    auto output = empty_like(input);
+    auto output = in_place ? input : empty_like(input);
     inputs.push_back(input);
     outputs.push_back(output);
     results.push_back(output);
@@ -135,10 +140,36 @@ std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tenso
   std::vector<Handle> handles = current_runtime()->grouped_allreduce_async(names, inputs, outputs, options, process_set);
   std::vector<TensorHandle> out;
   for (size_t i = 0; i < handles.size(); ++i) {
-    auto result = results[i];
-    out.emplace_back(handles[i], [result](const Handle&) { return result->tensor(); });
+    torch::Tensor result = results[i]->tensor();
+    if (!in_place) {
+      out.emplace_back(handles[i], [result](const Handle&) { return result; });
+      continue;
+    }
+    torch::Tensor target = tensors[i];
+    out.emplace_back(handles[i], [target, result](const Handle&) mutable {
+      if (!result.is_same(target)) target.copy_(result);
+      return target;
+    });
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tensor>& tensors, const std::string& name,
+                                                  const AllreduceOptions& options, const ProcessSet& process_set) {
+  return grouped_allreduce_into(tensors, name, options, process_set, false);
+}
+
+std::vector<TensorHandle> grouped_allreduce_async_(std::vector<torch::Tensor>& tensors, const std::string& name,
+                                                   const AllreduceOptions& options, const ProcessSet& process_set) {
+  return grouped_allreduce_into(tensors, name, options, process_set, true);
+}
+
+std::vector<torch::Tensor> grouped_allreduce_(std::vector<torch::Tensor>& tensors, const std::string& name,
+                                              const AllreduceOptions& options, const ProcessSet& process_set) {
+  for (const TensorHandle& h : grouped_allreduce_async_(tensors, name, options, process_set)) h.wait();
+  return tensors;
 }
 
 std::vector<torch::Tensor> grouped_allreduce(const std::vector<torch::Tensor>& tensors, const std::string& name,

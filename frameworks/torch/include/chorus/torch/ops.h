@@ -99,6 +99,14 @@ std::vector<torch::Tensor> grouped_allreduce(const std::vector<torch::Tensor>& t
 std::vector<TensorHandle> grouped_allreduce_async(const std::vector<torch::Tensor>& tensors,
                                                   const std::string& name = "", const AllreduceOptions& options = {},
                                                   const ProcessSet& process_set = ProcessSet());
+/// The same in place (Horovod's grouped_allreduce_): each result is written
+/// into its tensor (a non-contiguous one when you wait); returns `tensors`.
+std::vector<torch::Tensor> grouped_allreduce_(std::vector<torch::Tensor>& tensors, const std::string& name = "",
+                                              const AllreduceOptions& options = {},
+                                              const ProcessSet& process_set = ProcessSet());
+std::vector<TensorHandle> grouped_allreduce_async_(std::vector<torch::Tensor>& tensors, const std::string& name = "",
+                                                   const AllreduceOptions& options = {},
+                                                   const ProcessSet& process_set = ProcessSet());
 
 /// Concatenation of every rank's tensor along the first dimension, in rank
 /// order (the first dimension may differ per rank).
