@@ -54,6 +54,14 @@ std::shared_ptr<torch::optim::Optimizer> adagrad(Net& net) {
   return std::make_shared<torch::optim::Adagrad>(net->parameters(), torch::optim::AdagradOptions(0.1));
 }
 
+// Options of a test that checks plain sums: op Sum, names under `prefix`.
+DistributedOptimizerOptions summing(const std::string& prefix) {
+  DistributedOptimizerOptions options;
+  options.name_prefix = prefix;
+  options.op = Sum;
+  return options;
+}
+
 void backward_on(Net& net, const Data& d, int64_t first, int64_t rows) {
   auto x = d.x.slice(0, first, first + rows), y = d.y.slice(0, first, first + rows);
   torch::mse_loss(net->forward(x), y).backward();
@@ -155,10 +163,7 @@ TEST_CASE("Parameters without a gradient are reduced as zeros", "[torch][optimiz
   const int r = chorus::rank();
   Net net = seeded_net();
   auto sgd = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(1.0));
-  DistributedOptimizerOptions options;
-  options.name_prefix = "unused.";
-  options.op = Sum;
-  DistributedOptimizer opt(sgd, net->named_parameters(), options);
+  DistributedOptimizer opt(sgd, net->named_parameters(), summing("unused."));
   torch::Tensor w2 = net->fc2->weight.detach().clone();
   // Only rank 0 runs a backward that reaches fc1; nobody's reaches fc2.
   if (r == 0) net->fc1->forward(torch::ones({2, 8})).sum().backward();
@@ -179,10 +184,7 @@ TEST_CASE("synchronize, clip, skip_synchronize, step", "[torch][optimizer]") {
   const int n = chorus::size();
   Net net = seeded_net();
   auto sgd = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(0.5));
-  DistributedOptimizerOptions options;
-  options.name_prefix = "clip.";
-  options.op = Sum;
-  DistributedOptimizer opt(sgd, net->named_parameters(), options);
+  DistributedOptimizer opt(sgd, net->named_parameters(), summing("clip."));
   torch::Tensor before = net->fc2->bias.detach().clone();
   net->forward(torch::ones({1, 8})).sum().backward();
   // d(sum of outputs)/d(fc2.bias) is 1 on every rank (the gradient itself
@@ -343,10 +345,7 @@ TEST_CASE("A rank that ran no backward still joins the step's allreduces", "[tor
   const int r = chorus::rank();
   Net net = seeded_net();
   auto sgd = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(0.1));
-  DistributedOptimizerOptions options;
-  options.name_prefix = "uneven.";
-  options.op = Sum;
-  DistributedOptimizer opt(sgd, net->named_parameters(), options);
+  DistributedOptimizer opt(sgd, net->named_parameters(), summing("uneven."));
   for (int step = 0; step < 2; ++step) {
     opt.zero_grad();
     // Step 0: every rank; step 1: rank 0 alone (the others have no data).
@@ -360,10 +359,7 @@ TEST_CASE("A rank that ran no backward still joins the step's allreduces", "[tor
 TEST_CASE("Parameters whose storage was replaced (checkpoint load) keep being reduced", "[torch][optimizer]") {
   Net net = seeded_net();
   auto sgd = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(0.1));
-  DistributedOptimizerOptions options;
-  options.name_prefix = "set_.";
-  options.op = Sum;
-  DistributedOptimizer opt(sgd, net->named_parameters(), options);
+  DistributedOptimizer opt(sgd, net->named_parameters(), summing("set_."));
   {
     torch::NoGradGuard no_grad;
     net->fc2->bias.set_(torch::zeros({4}));  // what Module::load does: a new gradient accumulator
@@ -380,9 +376,7 @@ TEST_CASE("Without named_parameters: Horovod's names, the same training", "[torc
   const int n = chorus::size();
   Net net = seeded_net();
   auto sgd = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(0.1));
-  DistributedOptimizerOptions options;
-  options.op = Sum;
-  DistributedOptimizer opt(sgd, options);
+  DistributedOptimizer opt(sgd, summing("grad."));
   // Parameter j of group i is "allreduce.noname.<i>.<j>" after the prefix (one group of four).
   CHECK(opt.parameter_names() == std::vector<std::string>{"grad.allreduce.noname.0.0", "grad.allreduce.noname.0.1",
                                                           "grad.allreduce.noname.0.2", "grad.allreduce.noname.0.3"});
@@ -399,10 +393,7 @@ TEST_CASE("A parameter frozen after the optimizer was built is reduced as zeros,
   const int n = chorus::size();
   Net net = seeded_net();
   auto sgd = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(0.1));
-  DistributedOptimizerOptions options;
-  options.name_prefix = "frozen.";
-  options.op = Sum;
-  DistributedOptimizer opt(sgd, net->named_parameters(), options);
+  DistributedOptimizer opt(sgd, net->named_parameters(), summing("frozen."));
   const torch::Tensor ones = torch::ones({1, 8});
   for (int step = 0; step < 4; ++step) {
     const bool frozen = step == 1 || step == 2;
