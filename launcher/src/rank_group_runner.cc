@@ -55,9 +55,12 @@ void close_pair(int fds[2]) {
   errno = saved;
 }
 
-// In the forked child: its pipes as stdout and stderr, its variables, the
-// exit hook; then the program.
+// In the forked child: a session of its own (so that ending the rank ends
+// what it started: a wrapper script's program, a remote rank's agent; as
+// torchrun and Horovod's launcher do), its pipes as stdout and stderr, its
+// variables, the exit hook; then the program.
 [[noreturn]] void exec_rank(const RankCommand& c, int out, int err) {
+  setsid();
   dup2(out, 1);
   dup2(err, 2);
   if (c.local) {
@@ -147,9 +150,13 @@ int relay_ready(std::vector<Child>& children) {
   return static_cast<int>(fds.size());
 }
 
+// To each rank's process group: the rank and what it started, even when
+// the rank itself already ended (a wrapper's program may live on).
 void signal_all(std::vector<Child>& children, int sig) {
   for (const Child& c : children) {
-    if (!c.exited) kill(c.pid, sig);
+    if (c.pid <= 0) continue;
+    // ESRCH: no group yet (the child is not past its setsid) or no longer.
+    if (kill(-c.pid, sig) != 0 && errno == ESRCH && !c.exited) kill(c.pid, sig);
   }
 }
 
@@ -206,6 +213,7 @@ RankGroupOutcome run_rank_group(const std::vector<RankCommand>& ranks, const std
   action.sa_handler = on_signal;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGHUP, &action, nullptr);  // the terminal closed: the ranks have none of their own
   std::vector<Child> children(ranks.size());
   RankGroupOutcome outcome;
   // After the first failure the others get a moment to end on their own
@@ -256,6 +264,9 @@ RankGroupOutcome run_rank_group(const std::vector<RankCommand>& ranks, const std
       kill_at = Clock::time_point::max();
     }
   }
+  // A failed job leaves nothing behind: what the ranks started goes too,
+  // though every rank ended before its SIGTERM was due.
+  if (failed && term_at != Clock::time_point::max()) signal_all(children, SIGTERM);
   for (Child& c : children) {
     for (Stream* st : {&c.out, &c.err}) {
       if (st->fd >= 0) close(st->fd);

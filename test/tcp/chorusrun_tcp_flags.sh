@@ -114,6 +114,28 @@ pkill -f "^sleep 30$" 2>/dev/null
 [[ $rc -eq 0 && $took -le 10 ]] && grep -q "^\[1\] started" "$work/held.out" && grep -q "not waiting for it" "$work/held.out" &&
   pass "output held open after the ranks ended: done after ${took}s" || fail "held output: exit $rc after ${took}s: $(cat "$work/held.out")"
 
+# A rank is its process group: when one rank fails, what another started
+# ends with it (a wrapper's program; a background process of a rank that
+# already ended), not only the rank's own process.
+leftover() {  # the pids written to $work/bg.* that still run (a zombie has ended)
+  for f in "$work"/bg.*; do
+    p=$(cat "$f")
+    [[ $(ps -o stat= -p "$p" 2>/dev/null) == [^Z]* ]] && { echo "$p"; kill -9 "$p"; }
+  done
+}
+for how in wait exit; do
+  rm -f "$work"/bg.*
+  run -np 3 sh -c 'if [ "$RANK" = 1 ]; then sleep 1; exit 3; fi
+                   sleep 300 & echo $! > "$0/bg.$RANK"; [ "$1" = wait ] && wait; exit 0' "$work" "$how" \
+    > "$work/pg.$how.out" 2>&1
+  rc=$?
+  sleep 0.5  # the SIGTERM is sent; its delivery is the kernel's
+  left=$(leftover)
+  [[ $rc -eq 3 && $(ls "$work"/bg.* | wc -l) -eq 2 && -z $left ]] &&
+    pass "rank 1 failed: the others' background processes ended too (they $how)" ||
+    fail "process groups ($how): exit $rc, left: $left: $(cat "$work/pg.$how.out")"
+done
+
 # horovodrun's spellings: --gloo for --tcp, --autotune as a switch, --disable-cache.
 timeout -k 3 60 "$chorusrun" --gloo -np 2 --autotune --disable-cache -x CHORUS_TEST_PROBE=gloo "$report" > "$work/gloo.out" 2>&1
 n=$(grep -Ec "^\[[01]\] REPORT rank=[01] size=2 .*probe=gloo " "$work/gloo.out")

@@ -250,6 +250,19 @@ TEST_CASE("Rank 0: a bit set twice by one rank is reported as a duplicate", "[ca
   REQUIRE_FALSE(r0.side.waiting());
 }
 
+TEST_CASE("Rank 0: a request list it cannot read shuts every rank down with one message", "[sides][errors]") {
+  Rank0 r0(3, 4);
+  r0.channel.from_workers.emplace_back(2, std::string("not a request list"));
+  r0.full_from(1, req("a", 8, 1));
+  const ResponseList l = r0.poll();
+  REQUIRE(l.shutdown);
+  REQUIRE_THAT(l.shutdown_reason, Catch::Contains("rank 0 could not read the request list rank 2 sent") &&
+                                      Catch::Contains("malformed request list (bad header)"));
+  // The readable list from rank 1 was still taken in; the next round says the same.
+  REQUIRE(r0.side.waiting());
+  REQUIRE(r0.poll().shutdown_reason == l.shutdown_reason);
+}
+
 namespace {
 
 // A worker (rank 1 of 2) with tensors in flight in its queue.

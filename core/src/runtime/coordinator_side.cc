@@ -39,9 +39,14 @@ Status CoordinatorSide::poll(ResponseList* out, Polled* polled) {
   while (control_.poll_from_workers(&from, &bytes)) {
     RequestList list;
     Status s = RequestList::parse(bytes, &list, cache_.capacity());
-    if (!s.is_ok()) return Status::unknown_error("from rank " + std::to_string(from) + ": " + s.message());
-    add_requests(from, list);
     *polled = Polled::kArrived;
+    if (!s.is_ok()) {
+      // Nothing was planned from it, so every rank can still stop together,
+      // with this message, instead of rank 0 alone.
+      note_unreadable(from, s.message());
+      continue;
+    }
+    add_requests(from, list);
   }
   // First: a stall shutdown must not fail a burst that is ready everywhere.
   const auto now = std::chrono::steady_clock::now();
@@ -95,6 +100,13 @@ void CoordinatorSide::note_shutdown(int from_rank, const std::string& reason) {
     global_shutdown_reason_ = topo_.scope.id == 0 ? who + " called shutdown()"
                                                   : who + " removed " + topo_.scope.describe() + " or shut down";
   }
+}
+
+void CoordinatorSide::note_unreadable(int from_rank, const std::string& what) {
+  if (!global_shutdown_reason_.empty()) return;
+  global_shutdown_reason_ = "rank 0 could not read the request list rank " +
+                            std::to_string(topo_.scope.world_rank(from_rank)) + " sent" + topo_.scope.in_text() +
+                            " (" + what + "; are all ranks running the same Chorus build?)";
 }
 
 // A full request takes along what other ranks sent for the same tensor by

@@ -49,6 +49,7 @@ class CoordinatorSide final : public LoopSide {
   void leave_fast_path(int32_t slot, const Request& spec);
   void leave_fast_path(int32_t slot);
   void note_shutdown(int from_rank, const std::string& reason);
+  void note_unreadable(int from_rank, const std::string& what);
   std::vector<Response> take_fusable_burst();
   void tune(ResponseList* out, std::chrono::steady_clock::time_point now);
 
