@@ -1,6 +1,10 @@
 // Broadcasting state under mpirun: ranks started from different seeds end
 // up identical (parameters, buffers, optimizer state, param-group options),
 // also after rank 0 alone took steps; objects of every supported kind.
+#include <map>
+#include <optional>
+#include <unordered_map>
+
 #include "torch_test_util.h"
 
 using namespace chorus;
@@ -173,4 +177,44 @@ TEST_CASE("broadcast_object: numbers, structs, strings, tensors", "[torch][broad
   CHECK(broadcast_object<int64_t>(r == 0 ? 7 : r) == 7);  // root_rank 0 by default, as Horovod
   torch::Tensor t = broadcast_object<torch::Tensor>(torch::full({2, 2}, r), 0, "obj.tensor");
   CHECK(t.eq(0).all().item<bool>());
+}
+
+TEST_CASE("broadcast_object: standard containers, nested, and generic dicts", "[torch][broadcast]") {
+  const int r = chorus::rank(), root = chorus::size() - 1;
+  const bool is_root = r == root;
+  using Nested = std::map<std::string, std::vector<std::pair<int, std::string>>>;
+  const Nested mine = is_root ? Nested{{"a", {{1, "one"}, {2, ""}}}, {"empty", {}}} : Nested{{"x", {{r, "other"}}}};
+  CHECK(broadcast_object(mine, root, "obj.nested") == Nested{{"a", {{1, "one"}, {2, ""}}}, {"empty", {}}});
+  // A vector of numbers goes as one block; its length may differ per rank.
+  const std::vector<float> floats = broadcast_object(std::vector<float>(is_root ? 1000 : r, 0.5f), root);
+  CHECK(floats == std::vector<float>(1000, 0.5f));
+  CHECK(broadcast_object(std::vector<bool>{is_root, !is_root, true}, root) == std::vector<bool>{true, false, true});
+  const std::unordered_map<int, std::optional<double>> u =
+      broadcast_object(std::unordered_map<int, std::optional<double>>{{7, is_root ? std::optional(2.5) : std::nullopt},
+                                                                      {8, std::nullopt}},
+                       root);
+  CHECK(u.at(7) == 2.5);
+  CHECK(!u.at(8).has_value());
+  std::vector<torch::Tensor> tensors = broadcast_object(std::vector<torch::Tensor>{torch::full({3}, r)}, root);
+  CHECK(torch::equal(tensors.at(0), torch::full({3}, root)));
+  // Horovod's test object: {'hello': 123, 0: [1, 2]}, as a generic dict.
+  c10::impl::GenericDict dict(c10::AnyType::get(), c10::AnyType::get());
+  dict.insert("hello", is_root ? 123 : -1);
+  dict.insert(0, c10::List<int64_t>({1, 2}));
+  const c10::impl::GenericDict got = broadcast_object(c10::IValue(dict), root, "obj.dict").toGenericDict();
+  CHECK(got.at("hello").toInt() == 123);
+  CHECK(got.at(0).toIntVector() == std::vector<int64_t>{1, 2});
+}
+
+TEST_CASE("broadcast_object: a rank naming another type gets an error, not garbage", "[torch][broadcast]") {
+  using chorus::torch_object::from_bytes;
+  using chorus::torch_object::to_bytes;
+  CHECK_THROWS_WITH(from_bytes<double>(to_bytes(int32_t(1))),
+                    Catch::Contains("4 bytes for a value of 8") && Catch::Contains("same type"));
+  CHECK_THROWS_AS(from_bytes<std::vector<double>>(to_bytes(std::vector<int32_t>{1, 2, 3})), InvalidArgumentError);
+  CHECK_THROWS_AS(from_bytes<std::vector<std::string>>(std::string(3, 'x')), InvalidArgumentError);
+  using IntPair = std::pair<int, int>;
+  using WidePair = std::pair<int, int64_t>;
+  CHECK_THROWS_WITH(from_bytes<IntPair>(to_bytes(WidePair{1, 2})), Catch::Contains("8 bytes for a value of 4"));
+  CHECK_THROWS_WITH(from_bytes<std::vector<int>>(to_bytes(std::vector<int>{1}) + "z"), Catch::Contains("left over"));
 }

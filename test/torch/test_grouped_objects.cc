@@ -1,6 +1,8 @@
 // Grouped allgather / reducescatter and allgather_object under mpirun,
 // against what every rank can compute alone; a group whose members differ
 // across ranks fails on every rank naming the member and the ranks.
+#include <map>
+
 #include "torch_test_util.h"
 
 using namespace chorus;
@@ -84,6 +86,22 @@ TEST_CASE("allgather_object: structs, strings of any length, tensors, in a proce
     CHECK(points[r].value == r * 0.5);
     CHECK(words[r] == std::string(static_cast<size_t>(r), 'x'));
     CHECK(torch::equal(tensors[r], torch::full({r + 1}, r, torch::kInt64)));
+  }
+  // Containers, nested, and a generic dict (Horovod's test gathers dicts).
+  using Record = std::map<std::string, std::vector<int64_t>>;
+  const std::vector<Record> records = allgather_object(Record{{"rank", {me}}, {"ones", std::vector<int64_t>(me, 1)}});
+  const std::vector<std::vector<std::string>> lists =
+      allgather_object(std::vector<std::string>(static_cast<size_t>(me), std::to_string(me)));
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+  dict.insert("rank", me);
+  dict.insert("name", "rank " + std::to_string(me));
+  const std::vector<c10::IValue> dicts = allgather_object(c10::IValue(dict), "objects.dicts");
+  for (int r = 0; r < n; ++r) {
+    CHECK(records[r] == Record{{"rank", {r}}, {"ones", std::vector<int64_t>(r, 1)}});
+    CHECK(lists[r] == std::vector<std::string>(static_cast<size_t>(r), std::to_string(r)));
+    const c10::impl::GenericDict got = dicts[r].toGenericDict();
+    CHECK(got.at("rank").toInt() == r);
+    CHECK(got.at("name").toStringRef() == "rank " + std::to_string(r));
   }
   // Among the ranks from 1 on (rank 0 alone at one rank).
   std::vector<int> members;

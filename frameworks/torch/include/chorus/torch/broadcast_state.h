@@ -5,20 +5,17 @@
 /// All of these are collectives: every rank of the process set calls them
 /// with the same root.
 
-#include <cstring>
-#include <sstream>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 #include <torch/ordered_dict.h>
-#include <torch/serialize.h>
 
 #include "chorus/process_set.h"
 #include "chorus/torch/distributed_optimizer.h"
+#include "chorus/torch/object_bytes.h"
 
 namespace chorus {
 
@@ -57,48 +54,10 @@ std::string broadcast_bytes(const std::string& bytes, int root_rank, const std::
 std::vector<std::string> allgather_bytes(const std::string& bytes, const std::string& name = "",
                                          const ProcessSet& process_set = ProcessSet());
 
-namespace torch_object {
-
-/// The bytes that stand for `value`: its memory when T is trivially
-/// copyable (an int, a struct of numbers), itself for std::string, else
-/// torch::save's archive (torch::Tensor, std::vector<torch::Tensor>, a
-/// module holder, ...).
-template <typename T>
-std::string to_bytes(const T& value) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return value;
-  } else if constexpr (std::is_trivially_copyable_v<T>) {
-    std::string bytes(sizeof(T), '\0');
-    std::memcpy(bytes.data(), &value, sizeof(T));
-    return bytes;
-  } else {
-    std::ostringstream os;
-    torch::save(value, os);
-    return os.str();
-  }
-}
-
-/// The value to_bytes() turned into `bytes`.
-template <typename T>
-T from_bytes(const std::string& bytes) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return bytes;
-  } else if constexpr (std::is_trivially_copyable_v<T>) {
-    T out;
-    std::memcpy(&out, bytes.data(), sizeof(T));
-    return out;
-  } else {
-    std::istringstream is(bytes);
-    T out;
-    torch::load(out, is);
-    return out;
-  }
-}
-
-}  // namespace torch_object
-
 /// root_rank's value on every rank (Horovod's broadcast_object; root_rank 0
-/// by default, as there). T is anything torch_object::to_bytes serializes.
+/// by default, as there). T is anything torch_object::to_bytes serializes
+/// (object_bytes.h: numbers, structs, strings, standard containers of them,
+/// c10::IValue dicts and lists, tensors).
 template <typename T>
 T broadcast_object(const T& value, int root_rank = 0, const std::string& name = "",
                    const ProcessSet& process_set = ProcessSet()) {
