@@ -153,3 +153,78 @@ TEST_CASE("Sparse embedding gradients inside a process set average over its memb
   remove_process_set(a);
   if (!second.empty()) remove_process_set(b);
 }
+
+namespace {
+
+// Horovod's random_sparse_tensor: about a fifth of the entries non-zero,
+// different on every rank.
+torch::Tensor random_sparse(int64_t rows, int64_t seed) {
+  torch::manual_seed(1000 * chorus::rank() + seed);
+  torch::Tensor t = torch::rand({rows, 10});
+  t.masked_fill_(t < 0.8, 0);
+  return t.to_sparse();
+}
+
+}  // namespace
+
+// Horovod's test_async_sparse_allreduce(_process_sets): gathering indices
+// and values equals the dense allreduce, Average and Sum, globally and in
+// the even and odd ranks' sets.
+TEST_CASE("sparse_allreduce_async equals the dense allreduce", "[sparse][ops]") {
+  const int n = chorus::size(), me = chorus::rank();
+  std::vector<int> even, odd;
+  for (int r = 0; r < n; ++r) (r % 2 == 0 ? even : odd).push_back(r);
+  const ProcessSet even_set = add_process_set(even);
+  const ProcessSet odd_set = odd.empty() ? ProcessSet() : add_process_set(odd);
+  for (const ProcessSet& set : {ProcessSet(), me % 2 == 0 ? even_set : odd_set}) {
+    for (ReduceOp op : {ReduceOp::kAverage, ReduceOp::kSum}) {
+      const std::vector<int64_t> rows = {17, 32, 81, 12, 15, 23, 22, 1};
+      std::vector<torch::Tensor> tensors, dense;
+      std::vector<TensorHandle> handles;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        tensors.push_back(random_sparse(rows[i], static_cast<int64_t>(i)));
+        AllreduceOptions options;
+        options.op = op;
+        dense.push_back(allreduce(tensors.back().to_dense(), "", options, nullptr, set));
+      }
+      for (size_t i = 0; i < rows.size(); ++i) handles.push_back(sparse_allreduce_async(tensors[i], "", op, set));
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const torch::Tensor gathered = handles[i].wait();
+        REQUIRE(gathered.is_sparse());
+        CHECK(torch::allclose(dense[i], gathered.to_dense(), 1e-6, 1e-6));
+      }
+    }
+  }
+  // A rank with no non-zeros at all takes part too.
+  const torch::Tensor empty = torch::zeros({4, 3}).to_sparse();
+  const torch::Tensor mine = me == 0 ? empty : torch::eye(4).narrow(1, 0, 3).to_sparse();
+  CHECK(torch::equal(sparse_allreduce(mine, "sparse.empty", ReduceOp::kSum).to_dense(),
+                     torch::eye(4).narrow(1, 0, 3) * (n - 1)));
+  barrier();
+  remove_process_set(even_set);
+  if (!odd.empty()) remove_process_set(odd_set);
+}
+
+TEST_CASE("sparse_allreduce refuses on every rank what one rank got wrong", "[sparse][ops][errors]") {
+  const int n = chorus::size(), me = chorus::rank(), odd_one = n - 1;
+  const torch::Tensor sparse = torch::eye(3).to_sparse();
+  // A dense tensor on one rank: every rank's call fails, naming it.
+  try {
+    sparse_allreduce(me == odd_one ? torch::eye(3) : sparse, "sparse.dense");
+    FAIL("no error");
+  } catch (const InvalidArgumentError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("sparse.dense") && Catch::Contains("not a sparse (COO) tensor"));
+    if (n > 1) CHECK_THAT(e.what(), Catch::Contains("rank " + std::to_string(odd_one)));
+  }
+  // Max cannot be gathered.
+  CHECK_THROWS_WITH(sparse_allreduce(sparse, "sparse.max", me == odd_one ? ReduceOp::kMax : ReduceOp::kSum),
+                    Catch::Contains("op max cannot be gathered"));
+  // Values of another dtype with the same width: the wait fails, no garbage.
+  if (n > 1) {
+    const torch::Tensor values = me == odd_one ? sparse.to(torch::kInt32) : sparse;
+    CHECK_THROWS_WITH(sparse_allreduce(values, "sparse.dtype", ReduceOp::kSum),
+                      Catch::Contains("another rank sent values of dtype") && Catch::Contains("same dtype"));
+  }
+  // The job goes on.
+  CHECK(torch::equal(sparse_allreduce(sparse, "sparse.after", ReduceOp::kSum).to_dense(), torch::eye(3) * n));
+}

@@ -6,6 +6,7 @@
 
 #include "auto_name.h"
 #include "autograd_ops.h"
+#include "sparse_gradient.h"
 #include "torch_tensor.h"
 
 namespace chorus {
@@ -181,6 +182,33 @@ std::vector<torch::Tensor> grouped_allreduce(const std::vector<torch::Tensor>& t
   std::vector<torch::Tensor> results;
   for (const TensorHandle& h : grouped_allreduce_async(tensors, name, options, process_set)) results.push_back(h.wait());
   return results;
+}
+
+TensorHandle sparse_allreduce_async(const torch::Tensor& tensor, const std::string& name, ReduceOp op,
+                                    const ProcessSet& process_set) {
+  const std::string n = name_or_auto(name, "sparse_allreduce", process_set);
+  const std::string what = describe("sparse_allreduce", n);
+  Status bad;
+  if (!tensor.defined() || !tensor.is_sparse()) {
+    bad = Status::invalid_argument(what + ": the tensor is not a sparse (COO) tensor; use allreduce");
+  } else if (op != ReduceOp::kAverage && op != ReduceOp::kSum) {
+    bad = Status::invalid_argument(what + ": op " + std::string(reduce_op_name(op)) +
+                                   " cannot be gathered; use Average or Sum, or allreduce the dense tensor");
+  } else {
+    bad = tensor_status(tensor._values(), what);
+  }
+  if (!bad.is_ok()) return refused(Collective::kAllgather, n, bad, process_set);
+  const torch_adapter::SparseGather gather =
+      torch_adapter::allgather_sparse_async(tensor, n, *Compression::none(), process_set);
+  const double scale = op == ReduceOp::kAverage ? 1.0 / process_set.size() : 1.0;
+  return TensorHandle(gather.handle.handle(), [gather, scale](const Handle&) {
+    return torch_adapter::wait_sparse(gather, scale, *Compression::none());
+  });
+}
+
+torch::Tensor sparse_allreduce(const torch::Tensor& tensor, const std::string& name, ReduceOp op,
+                               const ProcessSet& process_set) {
+  return sparse_allreduce_async(tensor, name, op, process_set).wait();
 }
 
 TensorHandle allgather_async(const torch::Tensor& tensor, const std::string& name, const ProcessSet& process_set) {

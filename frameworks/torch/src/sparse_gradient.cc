@@ -38,6 +38,7 @@ torch::Tensor with_sparse_dim(const torch::Tensor& grad, const torch::Tensor& pa
 SparseGather allgather_sparse_async(const torch::Tensor& grad, const std::string& name, const Compression& compression,
                                     const ProcessSet& process_set) {
   SparseGather out;
+  out.name = name;
   out.original_dtype = grad.scalar_type();
   out.sparse_dim = grad.sparse_dim();
   out.sizes = grad.sizes().vec();
@@ -45,12 +46,27 @@ SparseGather allgather_sparse_async(const torch::Tensor& grad, const std::string
   const torch::Tensor values = compression.compress(grad._values(), &out.original_dtype);
   out.wire_dtype = values.scalar_type();
   const torch::Tensor indices = grad._indices().t().to(torch::kLong);  // (nnz, sparse_dim)
-  out.handle = allgather_async(torch::cat({as_byte_rows(indices), as_byte_rows(values)}, 1), name, process_set);
+  // Each row ends with the values' dtype: bytes of another dtype of the
+  // same width would otherwise pass for numbers.
+  const torch::Tensor dtype_column =
+      torch::full({indices.size(0), 1}, static_cast<int64_t>(out.wire_dtype), indices.options().dtype(torch::kUInt8));
+  out.handle = allgather_async(torch::cat({as_byte_rows(indices), as_byte_rows(values), dtype_column}, 1), name,
+                               process_set);
   return out;
 }
 
 torch::Tensor wait_sparse(const SparseGather& gather, double scale, const Compression& compression) {
-  const torch::Tensor rows = gather.handle.wait();
+  const torch::Tensor gathered = gather.handle.wait();
+  const torch::Tensor dtypes = gathered.select(1, gathered.size(1) - 1);
+  const torch::Tensor others = dtypes.masked_select(dtypes.ne(static_cast<int64_t>(gather.wire_dtype)));
+  if (others.numel() > 0) {
+    const auto other = static_cast<torch::Dtype>(others[0].item<int64_t>());
+    throw InvalidArgumentError(Status::invalid_argument(
+        "sparse allreduce of tensor '" + gather.name + "': another rank sent values of dtype " +
+        std::string(c10::toString(other)) + ", this rank " + std::string(c10::toString(gather.wire_dtype)) +
+        "; every rank must pass the same dtype"));
+  }
+  const torch::Tensor rows = gathered.slice(1, 0, gathered.size(1) - 1);
   const int64_t n = rows.size(0), index_bytes = gather.sparse_dim * static_cast<int64_t>(sizeof(int64_t));
   const torch::Tensor index_rows = rows.slice(1, 0, index_bytes), value_rows = rows.slice(1, index_bytes);
   const torch::Tensor indices = fresh(index_rows, index_rows.sizes()).view(torch::kLong).t();

@@ -1,8 +1,9 @@
 #pragma once
-// A sparse COO gradient as one allgather (Horovod's sparse allreduce):
-// every rank's indices and values travel as rows of bytes, so indices and
-// values of any dtype cross in one collective whose rows are this rank's
-// non-zeros. Private to the adapter.
+// A sparse COO tensor as one allgather (Horovod's sparse allreduce):
+// every rank's indices and values travel as rows of bytes (each row ending
+// with the values' dtype), so indices and values of any dtype cross in one
+// collective whose rows are this rank's non-zeros. Private to the adapter;
+// DistributedOptimizer and sparse_allreduce_async use it.
 
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@ namespace torch_adapter {
 /// An allgather in flight and what turns its rows back into a sparse tensor.
 struct SparseGather {
   TensorHandle handle;
+  std::string name;
   torch::Dtype wire_dtype = torch::kFloat32;      // the values as sent (compressed)
   torch::Dtype original_dtype = torch::kFloat32;  // the gradient's
   int64_t sparse_dim = 1;
@@ -36,7 +38,8 @@ SparseGather allgather_sparse_async(const torch::Tensor& grad, const std::string
                                     const ProcessSet& process_set = ProcessSet());
 
 /// Waits, and returns the sparse tensor holding every rank's non-zeros
-/// (duplicate indices are summed where used), values times `scale`.
+/// (duplicate indices are summed where used), values times `scale`;
+/// InvalidArgumentError when another rank's values have another dtype.
 torch::Tensor wait_sparse(const SparseGather& gather, double scale, const Compression& compression);
 
 }  // namespace torch_adapter
