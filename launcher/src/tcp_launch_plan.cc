@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 
 #include "common/knob_registry.h"
 #include "host_list.h"
@@ -108,18 +109,29 @@ std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext
   }
   const auto env = common_env(options, context, master, options.num_proc);
   const std::string agent = options.agent.empty() ? "ssh" : options.agent;
+  // LOCAL_RANK counts the ranks of one machine, however the list names it
+  // (-H localhost:1,127.0.0.1:1 is one machine; so is a host listed twice).
+  const auto machine = [&](const std::string& host) {
+    return is_local_host(host, context.local_host_names) ? std::string() : host;
+  };
+  std::map<std::string, int> on_machine, placed;
+  for (int rank = 0; const HostSlots& h : hosts) {
+    const int here = std::min(h.slots, options.num_proc - rank);
+    on_machine[machine(h.host)] += here;
+    rank += here;
+  }
   int rank = 0;
   for (const HostSlots& h : hosts) {
     const int here = std::min(h.slots, options.num_proc - rank);
-    for (int local = 0; local < here; ++local, ++rank) {
+    for (int i = 0; i < here; ++i, ++rank) {
       RankCommand c;
       c.rank = rank;
       c.host = h.host;
       c.local = is_local_host(h.host, context.local_host_names);
       c.env = env;
       c.env.insert(c.env.end(), {{"RANK", std::to_string(rank)},
-                                 {"LOCAL_RANK", std::to_string(local)},
-                                 {"LOCAL_WORLD_SIZE", std::to_string(here)}});
+                                 {"LOCAL_RANK", std::to_string(placed[machine(h.host)]++)},
+                                 {"LOCAL_WORLD_SIZE", std::to_string(on_machine[machine(h.host)])}});
       if (c.local) {
         if (context.program_path.empty()) return program_not_found(options.command.front());
         c.argv = options.command;

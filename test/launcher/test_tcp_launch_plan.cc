@@ -80,6 +80,22 @@ TEST_CASE("--tcp across hosts: remote ranks through the agent, rank 0's host rea
   REQUIRE(env_of(ranks[1], "MASTER_ADDR") == "a");
 }
 
+TEST_CASE("--tcp: LOCAL_RANK counts the ranks of one machine, however the host list names it", "[launcher][tcp]") {
+  std::vector<RankCommand> ranks;
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "5", "-H", "localhost:1,b:2,127.0.0.1:1,node7:2", "./train"}),
+                          tcp_context(), &ranks) == "");
+  REQUIRE(ranks.size() == 5);
+  const std::vector<std::string> local_rank = {"0", "0", "1", "1", "2"}, local_size = {"3", "2", "2", "3", "3"};
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    CHECK(env_of(ranks[r], "LOCAL_RANK") == local_rank[r]);
+    CHECK(env_of(ranks[r], "LOCAL_WORLD_SIZE") == local_size[r]);  // node7: one slot used of two
+  }
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "-H", "localhost:1,127.0.0.1:1", "./train"}),
+                          tcp_context(), &ranks) == "");
+  CHECK((env_of(ranks[1], "LOCAL_RANK") == "1" && env_of(ranks[1], "LOCAL_WORLD_SIZE") == "2"));
+  CHECK(env_of(ranks[1], "MASTER_ADDR") == "127.0.0.1");
+}
+
 TEST_CASE("--tcp refuses more ranks than slots and a program that is not there", "[launcher][tcp]") {
   std::vector<RankCommand> ranks;
   REQUIRE_THAT(make_tcp_launch(tcp_options({"--tcp", "-np", "5", "-H", "a:2,b:2", "./train"}), tcp_context(), &ranks),
