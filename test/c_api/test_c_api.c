@@ -40,6 +40,10 @@ static void test_before_init(void) {
   CHECK(CHORUS_ABI_VERSION >= 4);
   CHECK(chorus_join() == CHORUS_ERR_PRECONDITION);
   CHECK(chorus_stop_timeline() == 0); /* no timeline: nothing to stop */
+  CHECK(chorus_is_homogeneous() == CHORUS_ERR_PRECONDITION);
+  CHECK(chorus_mpi_enabled() == 0 && chorus_tcp_enabled() == 0);
+  CHECK(chorus_mpi_built() == 0 || chorus_mpi_built() == 1);
+  CHECK(chorus_nccl_built() == 0 || (chorus_cuda_built() == 1 && chorus_nccl_built() >= 21800));
 }
 
 static void expect_launcher_value(const char* name, int value) {
@@ -57,6 +61,11 @@ static void test_topology(void) {
   CHECK(chorus_local_rank() >= 0 && chorus_local_rank() < chorus_local_size());
   CHECK(chorus_cross_rank() >= 0 && chorus_cross_rank() < chorus_cross_size());
   CHECK(chorus_local_size() * chorus_cross_size() >= size);
+  if (chorus_local_size() == size) CHECK(chorus_is_homogeneous() == 1);
+  /* One transport carries the job: MPI under mpirun, TCP without it. */
+  CHECK(chorus_mpi_enabled() + chorus_tcp_enabled() == 1);
+  if (getenv("OMPI_COMM_WORLD_SIZE") == NULL) CHECK(chorus_tcp_enabled() == 1);
+  if (chorus_mpi_enabled()) CHECK(chorus_mpi_built() == 1);
   /* The job the launcher started, not a rank alone (mpirun's or torchrun's names). */
   expect_launcher_value("OMPI_COMM_WORLD_SIZE", size);
   expect_launcher_value("OMPI_COMM_WORLD_RANK", g_rank);

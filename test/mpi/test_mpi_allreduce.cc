@@ -103,7 +103,19 @@ TEST_CASE("Topology matches what mpirun says", "[mpi][topology]") {
   if (chorus::local_size() == chorus::size()) {  // one host
     REQUIRE(chorus::cross_size() == 1);
     REQUIRE(chorus::cross_rank() == 0);
+    REQUIRE(chorus::is_homogeneous());
   }
+  // Horovod's mpi_enabled() / gloo_enabled(): what carries this job.
+  const Transport transport = runtime().transport();
+  REQUIRE((transport == Transport::kMpi || transport == Transport::kTcp));
+  CHECK(chorus::mpi_enabled() == (transport == Transport::kMpi));
+  CHECK(chorus::tcp_enabled() == (transport == Transport::kTcp));
+  const char* chosen = std::getenv("CHORUS_TRANSPORT");
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr && (chosen == nullptr || std::string(chosen) == "mpi")) {
+    CHECK(chorus::mpi_enabled());
+  }
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) CHECK(chorus::tcp_enabled());  // no MPI launcher
+  if (chorus::mpi_enabled()) CHECK(chorus::mpi_built());
 }
 
 TEST_CASE("Every dtype x op x shape reduces to the exact expected values", "[mpi][allreduce]") {

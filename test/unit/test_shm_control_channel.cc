@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <deque>
@@ -89,12 +90,15 @@ class FakeSockets final : public ControlChannel {
   FakeNet& net_;
 };
 
+// This process's segments only (they carry its pid; the ranks here are
+// its threads): other jobs of a parallel ctest come and go meanwhile.
 std::set<std::string> shm_names() {
   std::set<std::string> names;
+  const std::string prefix = "chorus." + std::to_string(getpid()) + ".";
   if (DIR* d = opendir("/dev/shm")) {
     while (dirent* e = readdir(d)) {
       const std::string n = e->d_name;
-      if (n.rfind("chorus.", 0) == 0) names.insert(n);
+      if (n.rfind(prefix, 0) == 0) names.insert(n);
     }
     closedir(d);
   }

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "chorus/chorus.h"
 #include "env_guard.h"
 #include "comm/backend_choice.h"
 #include "comm/tcp/tcp_job_env.h"
@@ -183,6 +184,42 @@ TEST_CASE("auto picks MPI under an MPI launcher, TCP when a rendezvous is named"
   REQUIRE(detail::chosen_transport(o) == Transport::kMpi);
   o.transport = Transport::kTcp;
   REQUIRE(detail::chosen_transport(o) == Transport::kTcp);
+}
+
+TEST_CASE("Ranks grouped by host id: local and cross ranks, and whether every host has as many", "[tcp][topology]") {
+  const auto peers = [](std::vector<std::string> hosts) {
+    std::vector<detail::TcpPeerInfo> out;
+    for (std::string& h : hosts) out.push_back({std::move(h), "127.0.0.1", 1});
+    return out;
+  };
+  // Hosts a, b, a, b: two of two, interleaved.
+  const auto even = peers({"a", "b", "a", "b"});
+  for (int r = 0; r < 4; ++r) {
+    const detail::Topology t = detail::topology_of(r, even);
+    CHECK((t.local_rank == r / 2 && t.local_size == 2 && t.cross_rank == r % 2 && t.cross_size == 2));
+    CHECK(t.first_rank_on_host == r % 2);
+    CHECK(t.homogeneous);
+    CHECK(t.transport == Transport::kTcp);
+  }
+  // Three on a, one on b, two on c: not homogeneous, on every rank alike,
+  // though 2 x 3 hosts = 6 ranks on c.
+  const auto uneven = peers({"a", "a", "b", "a", "c", "c"});
+  for (int r = 0; r < 6; ++r) CHECK_FALSE(detail::topology_of(r, uneven).homogeneous);
+  const detail::Topology c1 = detail::topology_of(5, uneven);
+  CHECK((c1.local_rank == 1 && c1.local_size == 2 && c1.cross_rank == 1 && c1.cross_size == 2));
+  CHECK(detail::topology_of(0, peers({"a"})).homogeneous);
+}
+
+TEST_CASE("What the library was built with, and what carries the job, answer before init", "[tcp][basics]") {
+  CHECK(chorus::mpi_built() == detail::built_with_mpi());
+  CHECK((chorus::nccl_built() == 0 || chorus::cuda_built()));  // NCCL only in a CUDA build
+  if (chorus::nccl_built() != 0) CHECK(chorus::nccl_built() >= 21800);
+  CHECK_FALSE(chorus::mpi_enabled());  // no process-wide runtime here
+  CHECK_FALSE(chorus::tcp_enabled());
+  run_tcp_ranks(2, [](Runtime& rt, int) {
+    RANK_CHECK(rt.transport() == Transport::kTcp);
+    RANK_CHECK(rt.is_homogeneous());
+  }, test::quiet_options());
 }
 
 TEST_CASE("A receive posted while its frame is already arriving gets that frame", "[tcp][mesh]") {

@@ -21,13 +21,15 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 11 /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+#define CHORUS_ABI_VERSION 12 /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
                                 4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL;
                                 6: device buffers (*_on_device); 7: grouped allgather and reducescatter;
                                 8: chorus_start_timeline, chorus_stop_timeline; 9: CHORUS_ADASUM;
                                 10: a rank's own bad arguments to a collective return 0 and fail
                                     at chorus_wait on every rank (before: an error at the call,
-                                    on that rank only); 11: CHORUS_INT16 */
+                                    on that rank only); 11: CHORUS_INT16;
+                                12: chorus_is_homogeneous, chorus_mpi_built, chorus_cuda_built,
+                                    chorus_nccl_built, chorus_mpi_enabled, chorus_tcp_enabled */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -87,6 +89,20 @@ CHORUS_API int chorus_local_rank(void);
 CHORUS_API int chorus_local_size(void);
 CHORUS_API int chorus_cross_rank(void);
 CHORUS_API int chorus_cross_size(void);
+/* 1 when every host runs the same number of ranks, else 0; a negative
+ * error code before init. (ABI version 12) */
+CHORUS_API int chorus_is_homogeneous(void);
+
+/* What the library was built with, any time: 1 or 0; chorus_nccl_built()
+ * returns the NCCL_VERSION_CODE compiled against (22809 for 2.28.9), 0
+ * without NCCL. What carries the running job: 1 or 0 (0 before init).
+ * Horovod's mpi_built, cuda_built, nccl_built, mpi_enabled, gloo_enabled.
+ * (ABI version 12) */
+CHORUS_API int chorus_mpi_built(void);
+CHORUS_API int chorus_cuda_built(void);
+CHORUS_API int chorus_nccl_built(void);
+CHORUS_API int chorus_mpi_enabled(void);
+CHORUS_API int chorus_tcp_enabled(void);
 
 /* Asynchronous collectives over host memory the caller keeps alive until the
  * handle completes. `input == output` is in place. On success *handle is set.

@@ -53,6 +53,22 @@ CHORUS_API int local_rank();
 CHORUS_API int local_size();
 CHORUS_API int cross_rank();
 CHORUS_API int cross_size();
+/// Whether every host runs the same number of ranks (Horovod's
+/// hvd.is_homogeneous()), the same answer on every rank.
+CHORUS_API bool is_homogeneous();
+
+/// What this library was built with (Horovod's hvd.mpi_built(),
+/// hvd.cuda_built(), hvd.nccl_built()); callable before init().
+CHORUS_API bool mpi_built();
+CHORUS_API bool cuda_built();
+/// The NCCL_VERSION_CODE the library was compiled against (22809 for
+/// 2.28.9), 0 in a build without NCCL.
+CHORUS_API int nccl_built();
+/// What carries the running job (Horovod's hvd.mpi_enabled() and
+/// hvd.gloo_enabled(), Chorus's TCP transport being its Gloo); both false
+/// before init() and after shutdown().
+CHORUS_API bool mpi_enabled();
+CHORUS_API bool tcp_enabled();
 
 /// The process-wide runtime; throws PreconditionError before init(). The
 /// reference is valid until shutdown() (see "Threads" above).

@@ -48,6 +48,11 @@ class CHORUS_API Runtime {
   /// Rank among the processes with the same local rank on all hosts, and their number.
   int cross_rank() const;
   int cross_size() const;
+  /// Whether every host runs the same number of ranks (agreed at start).
+  bool is_homogeneous() const;
+  /// What carries this job: Transport::kMpi or Transport::kTcp (kAuto only
+  /// for the library's in-process test runtimes).
+  Transport transport() const;
 
   /// Starts an allreduce of `input` into `output` (the same tensor for in
   /// place). Every rank must enqueue the same name with the same dtype,

@@ -120,6 +120,12 @@ int chorus_local_rank(void) { return topology_value([] { return chorus::local_ra
 int chorus_local_size(void) { return topology_value([] { return chorus::local_size(); }); }
 int chorus_cross_rank(void) { return topology_value([] { return chorus::cross_rank(); }); }
 int chorus_cross_size(void) { return topology_value([] { return chorus::cross_size(); }); }
+int chorus_is_homogeneous(void) { return topology_value([] { return chorus::is_homogeneous() ? 1 : 0; }); }
+int chorus_mpi_built(void) { return chorus::mpi_built() ? 1 : 0; }
+int chorus_cuda_built(void) { return chorus::cuda_built() ? 1 : 0; }
+int chorus_nccl_built(void) { return chorus::nccl_built(); }
+int chorus_mpi_enabled(void) { return chorus::mpi_enabled() ? 1 : 0; }
+int chorus_tcp_enabled(void) { return chorus::tcp_enabled() ? 1 : 0; }
 
 int chorus_allreduce_async(const char* name, const void* input, void* output, int64_t count,
                            chorus_dtype dtype, chorus_reduce_op op, double prescale,

@@ -12,6 +12,7 @@
 
 #include <vector>
 
+#include "chorus/options.h"
 #include "chorus/status.h"
 #include "comm/communicator.h"
 #include "comm/control_channel.h"
@@ -31,6 +32,10 @@ struct Topology {
   /// The lowest rank of this backend on this rank's host: the same number
   /// on every rank of a host, so gathered from all ranks it groups them by host.
   int first_rank_on_host = 0;
+  /// Every host runs the same number of these ranks (agreed: the same on all).
+  bool homogeneous = true;
+  /// What carries the job: kMpi or kTcp (kAuto: the in-process test backend).
+  Transport transport = Transport::kAuto;
   SetScope scope;
 };
 

@@ -5,9 +5,13 @@
 
 #include "gpu/cuda_device_memory.h"
 #include "gpu/nccl_device_operations.h"
+#include "gpu/nccl_symbols.h"
 #include "runtime/device_timeline.h"
 
 namespace chorus::detail {
+
+bool built_with_cuda() { return true; }
+int built_nccl_version() { return NCCL_VERSION_CODE; }
 
 DeviceSupport build_device_support() {
   DeviceSupport support;

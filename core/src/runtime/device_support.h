@@ -51,6 +51,10 @@ struct DeviceSupport {
 /// This build's: CUDA's (core/src/gpu/device_support.cc) or none
 /// (runtime/no_device_support.cc, builds without CUDA).
 DeviceSupport build_device_support();
+/// Whether this build has the GPU path, and the NCCL_VERSION_CODE it was
+/// compiled against (0: none); nothing is loaded or initialized to answer.
+bool built_with_cuda();
+int built_nccl_version();
 
 /// CHORUS_GPU_OPERATIONS resolved and made. `auto`: NCCL when it loads on
 /// every rank of the backend (one small allgather, so all ranks choose the

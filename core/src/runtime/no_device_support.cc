@@ -5,5 +5,7 @@
 namespace chorus::detail {
 
 DeviceSupport build_device_support() { return {}; }
+bool built_with_cuda() { return false; }
+int built_nccl_version() { return 0; }
 
 }  // namespace chorus::detail

@@ -5,7 +5,9 @@
 #include <mutex>
 
 #include "chorus/chorus.h"
+#include "comm/backend_choice.h"
 #include "common/env_params.h"
+#include "runtime/device_support.h"
 
 namespace chorus {
 
@@ -95,6 +97,22 @@ int ProcessSet::rank() const { return rank_of(chorus::rank()); }
 int local_size() { return require_runtime()->local_size(); }
 int cross_rank() { return require_runtime()->cross_rank(); }
 int cross_size() { return require_runtime()->cross_size(); }
+bool is_homogeneous() { return require_runtime()->is_homogeneous(); }
+
+bool mpi_built() { return detail::built_with_mpi(); }
+bool cuda_built() { return detail::built_with_cuda(); }
+int nccl_built() { return detail::built_nccl_version(); }
+
+namespace {
+bool running_over(Transport transport) {
+  ProcessRuntime& p = process_runtime();
+  std::lock_guard<std::mutex> lock(p.mu);
+  return p.runtime && p.runtime->is_running() && p.runtime->transport() == transport;
+}
+}  // namespace
+
+bool mpi_enabled() { return running_over(Transport::kMpi); }
+bool tcp_enabled() { return running_over(Transport::kTcp); }
 
 std::shared_ptr<void> allocate_shared_host(int64_t bytes) { return require_runtime()->allocate_shared_host(bytes); }
 

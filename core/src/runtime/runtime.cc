@@ -99,6 +99,8 @@ int Runtime::local_rank() const { return impl_->topology().local_rank; }
 int Runtime::local_size() const { return impl_->topology().local_size; }
 int Runtime::cross_rank() const { return impl_->topology().cross_rank; }
 int Runtime::cross_size() const { return impl_->topology().cross_size; }
+bool Runtime::is_homogeneous() const { return impl_->topology().homogeneous; }
+Transport Runtime::transport() const { return impl_->topology().transport; }
 RuntimeStats Runtime::stats() const { return impl_->stats(); }
 std::shared_ptr<void> Runtime::allocate_shared_host(int64_t bytes) { return impl_->allocate_shared_host(bytes); }
 bool Runtime::in_shared_host(const void* p, int64_t bytes) const { return impl_->in_shared_host(p, bytes); }

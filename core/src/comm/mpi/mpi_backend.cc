@@ -71,6 +71,10 @@ class MpiBackend final : public Backend {
     MPI_Comm_size(cross, &topo_.cross_size);
     MPI_Comm_free(&local);
     MPI_Comm_free(&cross);
+    int local_sizes[2] = {topo_.local_size, -topo_.local_size};  // the largest and the smallest
+    MPI_Allreduce(MPI_IN_PLACE, local_sizes, 2, MPI_INT, MPI_MAX, parent_);
+    topo_.homogeneous = local_sizes[0] == -local_sizes[1];
+    topo_.transport = Transport::kMpi;
     control_ = std::make_unique<MpiControlChannel>(control_comm_, topo_.rank, topo_.size);
     link_ = std::make_unique<MpiPeerLink>(ring_comm_, topo_.rank, topo_.size);
     s = start_host_shared_memory(*mpi_data_, topo_, options_, &shared_memory_);

@@ -22,36 +22,6 @@ namespace {
 
 constexpr int kPeerLostExitCode = 1;
 
-// local: ranks with this rank's host id, in rank order; cross: the ranks
-// with the same local rank on every host (as MPI's split by type and color).
-Topology topology_of(int rank, const std::vector<TcpPeerInfo>& peers) {
-  Topology t;
-  t.rank = rank;
-  t.size = static_cast<int>(peers.size());
-  std::vector<int> local_rank_of(peers.size());
-  std::vector<std::string> seen;
-  for (size_t r = 0; r < peers.size(); ++r) {
-    local_rank_of[r] = static_cast<int>(std::count_if(peers.begin(), peers.begin() + static_cast<std::ptrdiff_t>(r),
-                                                      [&](const TcpPeerInfo& p) { return p.host_id == peers[r].host_id; }));
-  }
-  t.local_rank = local_rank_of[static_cast<size_t>(rank)];
-  t.local_size = static_cast<int>(std::count_if(peers.begin(), peers.end(), [&](const TcpPeerInfo& p) {
-    return p.host_id == peers[static_cast<size_t>(rank)].host_id;
-  }));
-  t.first_rank_on_host = static_cast<int>(
-      std::find_if(peers.begin(), peers.end(),
-                   [&](const TcpPeerInfo& p) { return p.host_id == peers[static_cast<size_t>(rank)].host_id; }) -
-      peers.begin());
-  t.cross_rank = 0;
-  t.cross_size = 0;
-  for (size_t r = 0; r < peers.size(); ++r) {
-    if (local_rank_of[r] != t.local_rank) continue;
-    if (static_cast<int>(r) < rank) ++t.cross_rank;
-    ++t.cross_size;
-  }
-  return t;
-}
-
 class TcpBackend final : public Backend {
  public:
   TcpBackend(const RuntimeOptions& options, std::optional<TcpMeeting> meeting)
@@ -231,6 +201,44 @@ Status TcpBackend::split(int32_t set_id, const std::vector<int>& members, std::u
 }
 
 }  // namespace
+
+// local: ranks with this rank's host id, in rank order; cross: the ranks
+// with the same local rank on every host (as MPI's split by type and color).
+Topology topology_of(int rank, const std::vector<TcpPeerInfo>& peers) {
+  Topology t;
+  t.rank = rank;
+  t.size = static_cast<int>(peers.size());
+  std::vector<int> local_rank_of(peers.size());
+  std::vector<std::string> seen;
+  for (size_t r = 0; r < peers.size(); ++r) {
+    local_rank_of[r] = static_cast<int>(std::count_if(peers.begin(), peers.begin() + static_cast<std::ptrdiff_t>(r),
+                                                      [&](const TcpPeerInfo& p) { return p.host_id == peers[r].host_id; }));
+  }
+  t.local_rank = local_rank_of[static_cast<size_t>(rank)];
+  t.local_size = static_cast<int>(std::count_if(peers.begin(), peers.end(), [&](const TcpPeerInfo& p) {
+    return p.host_id == peers[static_cast<size_t>(rank)].host_id;
+  }));
+  t.first_rank_on_host = static_cast<int>(
+      std::find_if(peers.begin(), peers.end(),
+                   [&](const TcpPeerInfo& p) { return p.host_id == peers[static_cast<size_t>(rank)].host_id; }) -
+      peers.begin());
+  t.cross_rank = 0;
+  t.cross_size = 0;
+  for (size_t r = 0; r < peers.size(); ++r) {
+    if (local_rank_of[r] != t.local_rank) continue;
+    if (static_cast<int>(r) < rank) ++t.cross_rank;
+    ++t.cross_size;
+  }
+  // Every host as many ranks as this one: its last local rank, plus one,
+  // is the same on every host.
+  for (size_t r = 0; r < peers.size(); ++r) {
+    const bool last_on_host = std::none_of(peers.begin() + static_cast<std::ptrdiff_t>(r) + 1, peers.end(),
+                                           [&](const TcpPeerInfo& p) { return p.host_id == peers[r].host_id; });
+    if (last_on_host && local_rank_of[r] + 1 != t.local_size) t.homogeneous = false;
+  }
+  t.transport = Transport::kTcp;
+  return t;
+}
 
 std::unique_ptr<Backend> make_tcp_backend(const RuntimeOptions& options) {
   return std::make_unique<TcpBackend>(options, std::nullopt);

@@ -9,6 +9,7 @@
 
 #include "chorus/options.h"
 #include "comm/backend.h"
+#include "comm/tcp/tcp_rendezvous.h"
 
 namespace chorus::detail {
 
@@ -25,5 +26,8 @@ struct TcpMeeting {
 };
 /// A TCP backend of `meeting`'s job instead of the environment's.
 std::unique_ptr<Backend> make_tcp_backend(const RuntimeOptions& options, const TcpMeeting& meeting);
+
+/// Rank `rank`'s place among `peers` (by rank), grouped by their host ids.
+Topology topology_of(int rank, const std::vector<TcpPeerInfo>& peers);
 
 }  // namespace chorus::detail
