@@ -6,7 +6,8 @@
 #            MPI_Allreduce over Open MPI's TCP BTL and PyTorch's gloo
 #            (target 2), the storm (200 x 16 KiB) against MPI; plain TCP
 #            (4 KiB ping-pong, one stream, one stream each way at once: a
-#            ring of two moves every byte both ways) for what the link allows.
+#            ring of two moves every byte both ways) and a bare ring in C
+#            (bare_ring.c: sockets and sums only) for what the link allows.
 #   shaped   the same link shaped to 10 Gbit/s (tc tbf): 64 MiB busbw within
 #            15% of the rate (target 3), plain TCP streams through it.
 #   startup  4 ranks on this host, launch to the first completed allreduce:
@@ -36,7 +37,7 @@ while (($#)); do
     --build) build="$2"; shift 2 ;;
     --sections) sections="$2"; shift 2 ;;
     --local-rounds) local_rounds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "bench_tcp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -127,6 +128,21 @@ gloo_cross() {
   done
 }
 
+# The bare ring (bare_ring.c) across the hosts, one design: its lines in $work/bare.
+bare_ring_cross() {
+  local design="$1" bytes
+  [[ -x "$work/bare_ring" ]] || cc -O2 -march=native -pthread -o "$work/bare_ring" "$here/bare_ring.c" ||
+    { echo "bench_tcp.sh: cannot compile bare_ring.c" >&2; exit 1; }
+  for bytes in 16777216 67108864; do
+    port=$((port + 1))
+    ip netns exec "$nsa" timeout 120 "$work/bare_ring" server "$ha" "$port" "$bytes" 15 "$design" >> "$work/bare" &
+    local server=$!
+    ip netns exec "$nsb" timeout 120 "$work/bare_ring" client "$ha" "$port" "$bytes" 15 "$design" ||
+      { echo "bench_tcp.sh: bare_ring $design failed" >&2; exit 1; }
+    wait "$server" || { echo "bench_tcp.sh: bare_ring $design failed" >&2; exit 1; }
+  done
+}
+
 # One plain TCP stream each way at once (two processes), for 2 s: the slower one's GB/s.
 both_ways() {
   ip netns exec "$nsa" "$py" "$here/tcp_stream.py" stream "$hb" 5201 2 > "$work/a_to_b" & local a=$!
@@ -144,6 +160,8 @@ section_cross() {
   bench_cross "$work/cross" --sections sweep,storm,latency --buffers heap --min-bytes 16777216 \
     --max-bytes 67108864 --iters 5 --storm-rounds 10 --latency-iters 500 --latency-barrier chorus --idle-seconds 1
   gloo_cross
+  bare_ring_cross poll
+  bare_ring_cross threads
   local c="$work/cross" g="$work/gloo.0" l; l="$(load)"
   local lat; lat="$(num "$c" '/^chorus \(enqueue/' 'NF-4')"
   echo
@@ -158,15 +176,21 @@ section_cross() {
   echo
   echo "## Target 2: 16 and 64 MiB allreduce across the hosts, busbw GB/s (load $l)"
   echo "plain TCP between the hosts: $(cat "$work/stream"); one stream each way at once: $both GB/s each"
-  echo "(a ring of two sends and receives every byte at once: plain TCP both ways is its ceiling)"
-  echo "| bytes | Chorus over TCP | MPI_Allreduce (TCP BTL) | gloo | plain TCP both ways | / MPI | / gloo | / both ways | target >= 2x MPI and gloo |"
-  echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
-  local b cb mb gb
+  echo "(a ring of two sends and receives every byte at once; the bare ring: bare_ring.c, the same"
+  echo " ring in C with nothing but the sockets and the sums, one thread polling / a sender thread, median)"
+  echo "| bytes | Chorus over TCP | MPI_Allreduce (TCP BTL) | gloo | plain TCP both ways | bare ring, poll / threads | / MPI | / gloo | / bare ring (best design) | target >= 2x MPI and gloo |"
+  echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+  local b cb mb gb bp bt
   for b in 16777216 67108864; do
     cb="$(sweep_row "$c" $b 6)" mb="$(sweep_row "$c" $b 11)" gb="$(num "$g" "/^gloo $b /" 8)"
-    echo "| $b | $cb | $mb | $gb | $both | $(ratio "$cb" "$mb") | $(ratio "$cb" "$gb") | $(ratio "$cb" "$both") |" \
+    bp="$(num "$work/bare" "/^bare ring poll $b:/" 7)" bt="$(num "$work/bare" "/^bare ring threads $b:/" 7)"
+    echo "| $b | $cb | $mb | $gb | $both | $bp / $bt | $(ratio "$cb" "$mb") | $(ratio "$cb" "$gb") |" \
+      "$(ratio "$cb" "$(awk -v p="$bp" -v t="$bt" 'BEGIN { print (p > t ? p : t) }')") |" \
       "$(verdict "$(awk -v c="$cb" -v m="$mb" -v g="$gb" 'BEGIN{print (c >= 2 * m && c >= 2 * g)}')") |"
   done
+  echo "2x the higher of MPI and gloo: $(awk -v m="$(sweep_row "$c" 16777216 11)" -v g="$(num "$g" '/^gloo 16777216 /' 8)" \
+    'BEGIN { printf "%.2f", 2 * (m > g ? m : g) }') GB/s at 16 MiB, $(awk -v m="$(sweep_row "$c" 67108864 11)" \
+    -v g="$(num "$g" '/^gloo 67108864 /' 8)" 'BEGIN { printf "%.2f", 2 * (m > g ? m : g) }') at 64 MiB"
   echo
   echo "## The storm across the hosts: 200 x 16 KiB per round, median ms (load $l)"
   echo "| Chorus over TCP | MPI_Allreduce x 200 | MPI_Allreduce packed by hand | Chorus / 200 calls |"
