@@ -137,6 +137,7 @@ bare_ring_cross() {
     port=$((port + 1))
     ip netns exec "$nsa" timeout 120 "$work/bare_ring" server "$ha" "$port" "$bytes" 15 "$design" >> "$work/bare" &
     local server=$!
+    bg_pids+=("$server")
     ip netns exec "$nsb" timeout 120 "$work/bare_ring" client "$ha" "$port" "$bytes" 15 "$design" ||
       { echo "bench_tcp.sh: bare_ring $design failed" >&2; exit 1; }
     wait "$server" || { echo "bench_tcp.sh: bare_ring $design failed" >&2; exit 1; }

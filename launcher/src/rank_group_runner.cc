@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +27,30 @@ constexpr int kCannotStartExitCode = 127;  // as a shell's "command not found"
 constexpr auto kOutputDrain = std::chrono::seconds(2);  // after the last rank ended
 volatile sig_atomic_t g_signal = 0;
 void on_signal(int sig) { g_signal = sig; }
+// What chorusrun passes on to every rank: the terminal's signals reach the
+// ranks only through it (each rank has a session of its own).
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+sigset_t forwarded_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kForwarded) sigaddset(&set, sig);
+  return set;
+}
+
+// Forwards them all, but a SIGHUP chorusrun was told to ignore (nohup): the
+// ranks ignore it too. (A shell's background job ignores SIGINT and SIGQUIT;
+// sent to chorusrun on purpose, they still end the job, as under mpirun.)
+void forward_signals() {
+  for (int sig : kForwarded) {
+    struct sigaction old {};
+    sigaction(sig, nullptr, &old);
+    if (sig == SIGHUP && old.sa_handler == SIG_IGN) continue;
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigaction(sig, &action, nullptr);
+  }
+}
 
 // One of a rank's output pipes: where its lines go.
 struct Stream {
@@ -59,8 +84,19 @@ void close_pair(int fds[2]) {
 // what it started: a wrapper script's program, a remote rank's agent; as
 // torchrun and Horovod's launcher do), its pipes as stdout and stderr, its
 // variables, the exit hook; then the program.
-[[noreturn]] void exec_rank(const RankCommand& c, int out, int err) {
+[[noreturn]] void exec_rank(const RankCommand& c, int out, int err, pid_t parent) {
   setsid();
+  // chorusrun's handlers are not the rank's; a signal sent since the fork
+  // (blocked until here) now ends it. Should chorusrun itself die, so do the ranks.
+  for (int sig : kForwarded) {
+    struct sigaction old {};
+    sigaction(sig, nullptr, &old);
+    if (old.sa_handler != SIG_IGN) signal(sig, SIG_DFL);
+  }
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) _exit(kCannotStartExitCode);  // it died before the line above
+  const sigset_t forwarded = forwarded_set();
+  sigprocmask(SIG_UNBLOCK, &forwarded, nullptr);
   dup2(out, 1);
   dup2(err, 2);
   if (c.local) {
@@ -84,9 +120,15 @@ bool start(const RankCommand& c, Child* child) {
     close_pair(out);
     return false;
   }
+  // Signals wait until the child has its own session and handlers.
+  const sigset_t forwarded = forwarded_set();
+  sigset_t before;
+  sigprocmask(SIG_BLOCK, &forwarded, &before);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid == 0) exec_rank(c, out[1], err[1]);
+  if (pid == 0) exec_rank(c, out[1], err[1], parent);
   const int fork_errno = errno;
+  sigprocmask(SIG_SETMASK, &before, nullptr);
   close(out[1]);
   close(err[1]);
   if (pid < 0) {
@@ -187,33 +229,39 @@ int start_all(const std::vector<RankCommand>& ranks, const std::string& output_d
   return running;
 }
 
-// Reaps the ranks that ended; how many.
-int reap(std::vector<Child>& children, std::vector<RankExit>* exits) {
-  int ended = 0, status = 0;
-  for (pid_t pid; (pid = waitpid(-1, &status, WNOHANG)) > 0;) {
-    for (Child& c : children) {
-      if (c.pid != pid || c.exited) continue;
-      c.exited = true;
-      ++ended;
-      RankExit e;
-      e.rank = c.rank;
-      e.signaled = WIFSIGNALED(status);
-      e.value = e.signaled ? WTERMSIG(status) : WEXITSTATUS(status);
-      e.time_ns = now_ns();
-      exits->push_back(e);
+// Notes the ranks that ended; how many. They stay unreaped until the job is
+// over: no new process can take the pid of one, so signalling its group
+// never reaches a stranger.
+int note_exits(std::vector<Child>& children, std::vector<RankExit>* exits) {
+  int ended = 0;
+  for (Child& c : children) {
+    if (c.exited || c.pid <= 0) continue;
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(c.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != c.pid) {
+      continue;
     }
+    c.exited = true;
+    ++ended;
+    RankExit e;
+    e.rank = c.rank;
+    e.signaled = info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;
+    e.value = info.si_status;  // the exit code, or the signal
+    e.time_ns = now_ns();
+    exits->push_back(e);
   }
   return ended;
+}
+
+void reap_all(const std::vector<Child>& children) {
+  for (const Child& c : children) {
+    if (c.pid > 0) waitpid(c.pid, nullptr, 0);
+  }
 }
 
 }  // namespace
 
 RankGroupOutcome run_rank_group(const std::vector<RankCommand>& ranks, const std::string& output_dir) {
-  struct sigaction action {};
-  action.sa_handler = on_signal;
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGHUP, &action, nullptr);  // the terminal closed: the ranks have none of their own
+  forward_signals();
   std::vector<Child> children(ranks.size());
   RankGroupOutcome outcome;
   // After the first failure the others get a moment to end on their own
@@ -250,7 +298,7 @@ RankGroupOutcome run_rank_group(const std::vector<RankCommand>& ranks, const std
       signal_all(children, g_signal);
       g_signal = 0;
     }
-    running -= reap(children, &outcome.exits);
+    running -= note_exits(children, &outcome.exits);
     if (!failed && std::any_of(outcome.exits.begin(), outcome.exits.end(), [](const RankExit& e) { return e.failed(); })) {
       failed = true;
       end_the_others(std::chrono::seconds(3), &term_at, &kill_at);
@@ -267,6 +315,7 @@ RankGroupOutcome run_rank_group(const std::vector<RankCommand>& ranks, const std
   // A failed job leaves nothing behind: what the ranks started goes too,
   // though every rank ended before its SIGTERM was due.
   if (failed && term_at != Clock::time_point::max()) signal_all(children, SIGTERM);
+  reap_all(children);
   for (Child& c : children) {
     for (Stream* st : {&c.out, &c.err}) {
       if (st->fd >= 0) close(st->fd);

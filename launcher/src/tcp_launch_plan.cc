@@ -115,10 +115,11 @@ std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext
     return is_local_host(host, context.local_host_names) ? std::string() : host;
   };
   std::map<std::string, int> on_machine, placed;
-  for (int rank = 0; const HostSlots& h : hosts) {
-    const int here = std::min(h.slots, options.num_proc - rank);
+  int counted = 0;
+  for (const HostSlots& h : hosts) {
+    const int here = std::min(h.slots, options.num_proc - counted);
     on_machine[machine(h.host)] += here;
-    rank += here;
+    counted += here;
   }
   int rank = 0;
   for (const HostSlots& h : hosts) {

@@ -12,6 +12,7 @@
  *   bare_ring server|client ADDR PORT BYTES ITERS poll|threads          */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -95,16 +96,19 @@ static void ring_poll(void) {
       const char *from = sent < half ? other + sent : mine + (sent - half);
       size_t n = sent < half ? half - sent : done - (sent - half);
       ssize_t k = send(fd, from, n < SEGMENT ? n : SEGMENT, 0);
+      if (k < 0 && errno != EAGAIN) die("send");
       if (k > 0) sent += (size_t)k;
     }
     if (p.revents & POLLIN) {
       if (got < half) {  /* into the scratch segment, reduced once whole */
         const size_t n = segment_at(done);
         ssize_t k = recv(fd, (char *)scratch + in_segment, n - in_segment, 0);
+        if (k == 0 || (k < 0 && errno != EAGAIN)) die("recv");
         if (k > 0) got += (size_t)k, in_segment += (size_t)k;
         if (in_segment == n) reduce(mine + done, scratch, n), done += n, in_segment = 0;
       } else {
         ssize_t k = recv(fd, other + (got - half), 2 * half - got, 0);
+        if (k == 0 || (k < 0 && errno != EAGAIN)) die("recv");
         if (k > 0) got += (size_t)k;
       }
     }

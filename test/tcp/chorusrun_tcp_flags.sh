@@ -84,8 +84,8 @@ out=$(run -np 2 --dry-run "$report" 2>&1)
 [[ $(grep -c "^rank [01] on localhost: " <<< "$out") -eq 2 && $out != *REPORT* ]] && pass "--dry-run" ||
   fail "--dry-run: $out"
 
-# SIGTERM and SIGINT reach every rank; no rank is blamed, none left.
-for sig in TERM INT; do
+# SIGTERM, SIGINT, SIGQUIT and SIGHUP reach every rank; no rank is blamed, none left.
+for sig in TERM INT QUIT HUP; do
   # A file of its own per signal: the previous run's REPORT lines must not
   # count for this one (the job truncates its file only once it is forked).
   "$chorusrun" --tcp -np 2 "$report" --sleep 120 > "$work/sig.$sig.out" 2>&1 &
@@ -104,6 +104,30 @@ for sig in TERM INT; do
     ! grep -q "the first rank to fail" "$work/sig.$sig.out" && pass "SIG$sig: exit $rc after ${took}s, none blamed" ||
     fail "SIG$sig: exit $rc after ${took}s, $left left: $(cat "$work/sig.$sig.out")"
 done
+
+# Under nohup (SIGHUP ignored) a hang-up reaches no rank; SIGTERM still ends the job.
+(trap '' HUP; exec "$chorusrun" --tcp -np 2 "$report" --sleep 120) > "$work/nohup.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [[ $(grep -c "REPORT" "$work/nohup.out") -eq 2 ]] && break; sleep 0.2; done
+kill -HUP "$pid"
+sleep 1
+alive=0; kill -0 "$pid" 2>/dev/null && alive=1
+kill -TERM "$pid"; wait "$pid"; rc=$?
+[[ $alive -eq 1 && $rc -eq 143 ]] && pass "under nohup a SIGHUP ends nothing; SIGTERM then does (exit $rc)" ||
+  fail "nohup: alive after SIGHUP $alive, exit $rc: $(cat "$work/nohup.out")"
+
+# chorusrun killed outright: its ranks get SIGTERM (the parent-death signal), none stays.
+"$chorusrun" --tcp -np 2 "$report" --sleep 120 > "$work/killed.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [[ $(grep -c "REPORT" "$work/killed.out") -eq 2 ]] && break; sleep 0.2; done
+kill -KILL "$pid"; wait "$pid" 2>/dev/null
+sleep 1
+left=0
+for p in $(sed -n 's/^\[[01]\] REPORT .* pid=\([0-9]*\)$/\1/p' "$work/killed.out"); do
+  if [[ $(ps -o stat= -p "$p" 2>/dev/null) == [^Z]* ]]; then left=$((left + 1)); kill -9 "$p"; fi
+done
+[[ $left -eq 0 && $(grep -c "REPORT" "$work/killed.out") -eq 2 ]] && pass "chorusrun killed by SIGKILL: no rank left" ||
+  fail "chorusrun SIGKILLed: $left rank(s) left: $(cat "$work/killed.out")"
 
 # A rank whose output outlives it (a process it started keeps the pipe):
 # chorusrun ends a bounded moment after the last rank, not with that process.

@@ -217,4 +217,6 @@ TEST_CASE("broadcast_object: a rank naming another type gets an error, not garba
   using WidePair = std::pair<int, int64_t>;
   CHECK_THROWS_WITH(from_bytes<IntPair>(to_bytes(WidePair{1, 2})), Catch::Contains("8 bytes for a value of 4"));
   CHECK_THROWS_WITH(from_bytes<std::vector<int>>(to_bytes(std::vector<int>{1}) + "z"), Catch::Contains("left over"));
+  CHECK_THROWS_WITH(from_bytes<torch::Tensor>(to_bytes(int64_t(7))), Catch::Contains("not a torch::save archive"));
+  CHECK_THROWS_WITH(from_bytes<c10::IValue>(to_bytes(std::string("xyz"))), Catch::Contains("not a pickled value"));
 }

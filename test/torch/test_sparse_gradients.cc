@@ -219,11 +219,26 @@ TEST_CASE("sparse_allreduce refuses on every rank what one rank got wrong", "[sp
   // Max cannot be gathered.
   CHECK_THROWS_WITH(sparse_allreduce(sparse, "sparse.max", me == odd_one ? ReduceOp::kMax : ReduceOp::kSum),
                     Catch::Contains("op max cannot be gathered"));
-  // Values of another dtype with the same width: the wait fails, no garbage.
+  // Integers cannot be averaged one non-zero at a time.
+  CHECK_THROWS_WITH(sparse_allreduce(me == odd_one ? sparse.to(torch::kInt64) : sparse, "sparse.int_average"),
+                    Catch::Contains("Average of Long values cannot be gathered exactly"));
+  // Integers summed stay integers.
+  const torch::Tensor ints = sparse_allreduce(sparse.to(torch::kInt64), "sparse.int_sum", ReduceOp::kSum);
+  CHECK(ints.scalar_type() == torch::kInt64);
+  CHECK(torch::equal(ints.to_dense(), torch::eye(3, torch::kInt64) * n));
+  // What rows of the same width would hide: the wait fails, no garbage.
   if (n > 1) {
-    const torch::Tensor values = me == odd_one ? sparse.to(torch::kInt32) : sparse;
-    CHECK_THROWS_WITH(sparse_allreduce(values, "sparse.dtype", ReduceOp::kSum),
-                      Catch::Contains("another rank sent values of dtype") && Catch::Contains("same dtype"));
+    const torch::Tensor same_width = me == odd_one ? sparse.to(torch::kInt32) : sparse;
+    CHECK_THROWS_WITH(sparse_allreduce(same_width, "sparse.dtype", ReduceOp::kSum),
+                      Catch::Contains("another rank sent values of dtype") && Catch::Contains("same shape"));
+    const torch::Tensor taller = me == odd_one ? torch::eye(6, 3).to_sparse() : sparse;  // 6 x 3 against 3 x 3
+    CHECK_THROWS_WITH(sparse_allreduce(taller, "sparse.shape", ReduceOp::kSum),
+                      Catch::Contains("a tensor of another shape than this rank's"));
+    // float64 [N, 2]: sparse_dim 1 (8 + 16 bytes a row) against 2 (16 + 8).
+    const torch::Tensor grid = torch::eye(4, 2, torch::kFloat64);
+    CHECK_THROWS_WITH(sparse_allreduce(me == odd_one ? grid.to_sparse(2) : grid.to_sparse(1), "sparse.dims",
+                                       ReduceOp::kSum),
+                      Catch::Contains("sparse_dim"));
   }
   // The job goes on.
   CHECK(torch::equal(sparse_allreduce(sparse, "sparse.after", ReduceOp::kSum).to_dense(), torch::eye(3) * n));

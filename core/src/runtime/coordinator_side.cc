@@ -104,7 +104,8 @@ void CoordinatorSide::note_shutdown(int from_rank, const std::string& reason) {
 
 void CoordinatorSide::note_unreadable(int from_rank, const std::string& what) {
   if (!global_shutdown_reason_.empty()) return;
-  global_shutdown_reason_ = "rank 0 could not read the request list rank " +
+  global_shutdown_reason_ = "rank " + std::to_string(topo_.scope.world_rank(0)) +
+                            " could not read the request list rank " +
                             std::to_string(topo_.scope.world_rank(from_rank)) + " sent" + topo_.scope.in_text() +
                             " (" + what + "; are all ranks running the same Chorus build?)";
 }

@@ -194,6 +194,11 @@ TensorHandle sparse_allreduce_async(const torch::Tensor& tensor, const std::stri
   } else if (op != ReduceOp::kAverage && op != ReduceOp::kSum) {
     bad = Status::invalid_argument(what + ": op " + std::string(reduce_op_name(op)) +
                                    " cannot be gathered; use Average or Sum, or allreduce the dense tensor");
+  } else if (op == ReduceOp::kAverage && !torch::isFloatingType(tensor.scalar_type())) {
+    // Gathered non-zeros can only be divided one by one, which is not the
+    // average of integers: (1 + 1) / 2 = 1, but 1 / 2 + 1 / 2 = 0.
+    bad = Status::invalid_argument(what + ": Average of " + std::string(c10::toString(tensor.scalar_type())) +
+                                   " values cannot be gathered exactly; use Sum, or allreduce the dense tensor");
   } else {
     bad = tensor_status(tensor._values(), what);
   }

@@ -1,7 +1,7 @@
 #pragma once
 // A sparse COO tensor as one allgather (Horovod's sparse allreduce):
 // every rank's indices and values travel as rows of bytes (each row ending
-// with the values' dtype), so indices and values of any dtype cross in one
+// with a code of the dtype, sparse_dim and shape), so indices and values of any dtype cross in one
 // collective whose rows are this rank's non-zeros. Private to the adapter;
 // DistributedOptimizer and sparse_allreduce_async use it.
 
@@ -20,6 +20,7 @@ namespace torch_adapter {
 struct SparseGather {
   TensorHandle handle;
   std::string name;
+  int64_t layout = 0;  // the code each of this rank's rows ends with
   torch::Dtype wire_dtype = torch::kFloat32;      // the values as sent (compressed)
   torch::Dtype original_dtype = torch::kFloat32;  // the gradient's
   int64_t sparse_dim = 1;
@@ -38,8 +39,9 @@ SparseGather allgather_sparse_async(const torch::Tensor& grad, const std::string
                                     const ProcessSet& process_set = ProcessSet());
 
 /// Waits, and returns the sparse tensor holding every rank's non-zeros
-/// (duplicate indices are summed where used), values times `scale`;
-/// InvalidArgumentError when another rank's values have another dtype.
+/// (duplicate indices are summed where used), values times `scale` (1 for
+/// integer values); InvalidArgumentError when another rank's tensor has
+/// another dtype, sparse_dim or shape.
 torch::Tensor wait_sparse(const SparseGather& gather, double scale, const Compression& compression);
 
 }  // namespace torch_adapter

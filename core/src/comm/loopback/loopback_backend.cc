@@ -50,7 +50,7 @@ class LoopbackWorld {
     t.cross_rank = rank / per_host_;
     t.first_rank_on_host = (rank / per_host_) * per_host_;
     t.cross_size = (size_ - t.local_rank + per_host_ - 1) / per_host_;
-    t.homogeneous = size_ % per_host_ == 0;
+    t.homogeneous = size_ % per_host_ == 0 || per_host_ >= size_;
     return t;
   }
 

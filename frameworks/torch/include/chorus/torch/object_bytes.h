@@ -9,10 +9,12 @@
 ///   of any of these kinds, nested as deep as you like (a vector of strings,
 ///   a map from names to vectors of tensors);
 /// - c10::IValue (a generic dict or list, as a Python dict): torch::pickle_save;
-/// - anything else torch::save / torch::load handle (torch::Tensor,
-///   std::vector<torch::Tensor>, a module holder): torch::save's archive.
+/// - anything else torch::save / torch::load handle (torch::Tensor, a
+///   module holder): torch::save's archive (a std::vector<torch::Tensor> is
+///   a vector of those).
 /// Every rank must name the same type; bytes that cannot be that type throw
-/// chorus::InvalidArgumentError on the rank that reads them.
+/// chorus::InvalidArgumentError on the rank that reads them (a std::string
+/// takes any bytes).
 
 #include <cstdint>
 #include <cstring>
@@ -218,7 +220,11 @@ T from_bytes(const std::string& bytes) {
   } else if constexpr (detail::is_composite<T>) {
     return detail::composite_from_bytes<T>(bytes);
   } else if constexpr (std::is_same_v<T, c10::IValue>) {
-    return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+    try {
+      return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+    } catch (const c10::Error& e) {
+      detail::unreadable(std::string("not a pickled value: ") + e.what_without_backtrace());
+    }
   } else if constexpr (std::is_trivially_copyable_v<T>) {
     if (bytes.size() != sizeof(T)) {
       detail::unreadable(std::to_string(bytes.size()) + " bytes for a value of " + std::to_string(sizeof(T)));
@@ -229,7 +235,11 @@ T from_bytes(const std::string& bytes) {
   } else {
     std::istringstream is(bytes);
     T out;
-    torch::load(out, is);
+    try {
+      torch::load(out, is);
+    } catch (const c10::Error& e) {
+      detail::unreadable(std::string("not a torch::save archive of it: ") + e.what_without_backtrace());
+    }
     return out;
   }
 }

@@ -112,11 +112,11 @@ std::vector<TensorHandle> grouped_allreduce_async_(std::vector<torch::Tensor>& t
 /// every member, gathered in one allgather (indices and values together);
 /// wait() returns a sparse tensor holding all of them, not coalesced
 /// (duplicate indices add up in coalesce() or to_dense()), its values
-/// divided by the set's size for Average. `op` is Average or Sum (another
-/// throws InvalidArgumentError on every rank) and must be the same on every
-/// rank, as in Horovod (not compared). Ranks must pass the same shape,
-/// sparse_dim and dtype: a differing shape or sparse_dim fails the
-/// allgather on every rank, a differing dtype fails the wait.
+/// divided by the set's size for Average. `op` is Average (floating values)
+/// or Sum (another, or Average of integers, throws InvalidArgumentError on
+/// every rank) and must be the same on every rank, as in Horovod (not
+/// compared). Ranks must pass the same shape, sparse_dim and dtype: the wait
+/// throws InvalidArgumentError naming what another rank sent otherwise.
 TensorHandle sparse_allreduce_async(const torch::Tensor& tensor, const std::string& name = "",
                                     ReduceOp op = ReduceOp::kAverage, const ProcessSet& process_set = ProcessSet());
 torch::Tensor sparse_allreduce(const torch::Tensor& tensor, const std::string& name = "",
