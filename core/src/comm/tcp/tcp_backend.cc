@@ -209,7 +209,6 @@ Topology topology_of(int rank, const std::vector<TcpPeerInfo>& peers) {
   t.rank = rank;
   t.size = static_cast<int>(peers.size());
   std::vector<int> local_rank_of(peers.size());
-  std::vector<std::string> seen;
   for (size_t r = 0; r < peers.size(); ++r) {
     local_rank_of[r] = static_cast<int>(std::count_if(peers.begin(), peers.begin() + static_cast<std::ptrdiff_t>(r),
                                                       [&](const TcpPeerInfo& p) { return p.host_id == peers[r].host_id; }));
@@ -229,13 +228,11 @@ Topology topology_of(int rank, const std::vector<TcpPeerInfo>& peers) {
     if (static_cast<int>(r) < rank) ++t.cross_rank;
     ++t.cross_size;
   }
-  // Every host as many ranks as this one: its last local rank, plus one,
-  // is the same on every host.
-  for (size_t r = 0; r < peers.size(); ++r) {
-    const bool last_on_host = std::none_of(peers.begin() + static_cast<std::ptrdiff_t>(r) + 1, peers.end(),
-                                           [&](const TcpPeerInfo& p) { return p.host_id == peers[r].host_id; });
-    if (last_on_host && local_rank_of[r] + 1 != t.local_size) t.homogeneous = false;
-  }
+  // Every rank's host as many ranks as this one's (the same answer on every rank).
+  t.homogeneous = std::all_of(peers.begin(), peers.end(), [&](const TcpPeerInfo& p) {
+    return std::count_if(peers.begin(), peers.end(), [&](const TcpPeerInfo& q) { return q.host_id == p.host_id; }) ==
+           t.local_size;
+  });
   t.transport = Transport::kTcp;
   return t;
 }
