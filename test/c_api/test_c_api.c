@@ -535,6 +535,92 @@ static void test_grouped(void) {
   CHECK(chorus_barrier() == 0);
 }
 
+/* ABI 13: grouped allreduce (in and out of place, mixed dtypes), a front
+   end's refusal of one rank's call, and a wait that gives up and waits again. */
+static void test_abi13(void) {
+  int size = chorus_size();
+  int k;
+  float f[3] = {1, 2, 3}, f_out[3] = {0, 0, 0};
+  int64_t i64[2] = {g_rank, 10};
+  const char* names[2] = {"c.gar.f", "c.gar.i"};
+  const void* inputs[2] = {f, i64};
+  void* outputs[2] = {f_out, i64};
+  int64_t shape_f[1] = {3}, shape_i[2] = {1, 2}, handles[2] = {0, 0}, h = 0;
+  const int64_t* shapes[2] = {shape_f, shape_i};
+  int ndims[2] = {1, 2};
+  chorus_dtype dtypes[2] = {CHORUS_FLOAT32, CHORUS_INT64};
+  CHECK(chorus_grouped_allreduce_async(0, 2, names, inputs, outputs, shapes, ndims, dtypes, CHORUS_SUM, 1.0, 1.0,
+                                       handles) == 0);
+  CHECK(chorus_wait(handles[0]) == 0 && chorus_wait(handles[1]) == 0);
+  for (k = 0; k < 3; ++k) CHECK(f_out[k] == (float)((k + 1) * size) && f[k] == (float)(k + 1));
+  CHECK(i64[0] == (int64_t)size * (size - 1) / 2 && i64[1] == 10 * size);
+  /* A member's bad dtype on the last rank: every rank's group fails. */
+  if (g_rank == size - 1) dtypes[1] = (chorus_dtype)42;
+  CHECK(chorus_grouped_allreduce_async(0, 2, names, inputs, outputs, shapes, ndims, dtypes, CHORUS_SUM, 1.0, 1.0,
+                                       handles) == 0);
+  CHECK(chorus_wait(handles[0]) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "unknown dtype 42") != NULL);
+  CHECK(chorus_wait(handles[1]) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_grouped_allreduce_async(0, 0, names, inputs, outputs, shapes, ndims, dtypes, CHORUS_SUM, 1.0, 1.0,
+                                       handles) == CHORUS_ERR_INVALID_ARGUMENT);
+  /* The shaped allreduce: (6,) on rank 0 against (2, 3) elsewhere fails on every rank, naming both. */
+  {
+    float six[6] = {1, 1, 1, 1, 1, 1};
+    int64_t flat[1] = {6}, square[2] = {2, 3};
+    CHECK(chorus_allreduce_shaped_async(0, "c.shaped", six, six, flat, 1, CHORUS_FLOAT32, CHORUS_SUM, 1.0, 1.0, -1,
+                                        NULL, &h) == 0);
+    CHECK(chorus_wait(h) == 0 && six[5] == (float)size);
+    CHECK(chorus_allreduce_shaped_async(0, "c.shaped", six, six, g_rank == 0 ? flat : square, g_rank == 0 ? 1 : 2,
+                                        CHORUS_FLOAT32, CHORUS_SUM, 1.0, 1.0, -1, NULL, &h) == 0);
+    CHECK(chorus_wait(h) == (size > 1 ? CHORUS_ERR_INVALID_ARGUMENT : 0));
+    if (size > 1) CHECK(strstr(chorus_last_error(), "[6] on rank 0") != NULL);
+    CHECK(chorus_allreduce_shaped_async(0, "c.scalar", six, six, NULL, 0, CHORUS_FLOAT32, CHORUS_MAX, 1.0, 1.0, -1,
+                                        NULL, &h) == 0);
+    CHECK(chorus_wait(h) == 0);
+  }
+
+  /* Rank 0 refuses its call (a front end's own check): the others' allreduce
+     of that name fails too, naming rank 0 and the reason. */
+  if (g_rank == 0) {
+    CHECK(chorus_refuse_async(0, CHORUS_COLLECTIVE_ALLREDUCE, "c.refused", "tensor is not contiguous", &h) == 0);
+  } else {
+    CHECK(chorus_allreduce_async("c.refused", f, f, 3, CHORUS_FLOAT32, CHORUS_SUM, 1.0, 1.0, &h) == 0);
+  }
+  CHECK(chorus_wait(h) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "tensor is not contiguous") != NULL);
+  CHECK(strstr(chorus_last_error(), "refused on rank") != NULL);
+  CHECK(chorus_refuse_async(0, (chorus_collective)9, "c.refused2", "x", &h) == CHORUS_ERR_INVALID_ARGUMENT);
+  if (g_rank == 0) {
+    CHECK(chorus_refuse_group_async(0, CHORUS_COLLECTIVE_ALLREDUCE, 2, names, "wrong device", handles) == 0);
+  } else {
+    dtypes[1] = CHORUS_INT64;
+    CHECK(chorus_grouped_allreduce_async(0, 2, names, inputs, outputs, shapes, ndims, dtypes, CHORUS_SUM, 1.0, 1.0,
+                                         handles) == 0);
+  }
+  CHECK(chorus_wait(handles[0]) == CHORUS_ERR_INVALID_ARGUMENT && chorus_wait(handles[1]) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "wrong device") != NULL);
+
+  /* The last rank comes late: a short wait gives up, the handle stays. */
+  if (g_rank != size - 1) {
+    CHECK(chorus_allreduce_async("c.late", f, f, 3, CHORUS_FLOAT32, CHORUS_SUM, 1.0, 1.0, &h) == 0);
+    if (size > 1) {
+      CHECK(chorus_wait_timeout(h, 0.01) == CHORUS_ERR_TIMEOUT);
+      CHECK(chorus_poll(h) == 0);
+    }
+    CHECK(chorus_barrier() == 0);
+  } else {
+    CHECK(chorus_barrier() == 0);
+    CHECK(chorus_allreduce_async("c.late", f, f, 3, CHORUS_FLOAT32, CHORUS_SUM, 1.0, 1.0, &h) == 0);
+  }
+  CHECK(chorus_wait_timeout(h, -1.0) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_wait_completed(h, 30.0) == 1);
+  CHECK(chorus_poll(h) == 1); /* kept */
+  CHECK(chorus_wait_timeout(h, 30.0) == 0);
+  CHECK(chorus_wait_timeout(h, 1.0) == CHORUS_ERR_UNKNOWN_HANDLE); /* released */
+  CHECK(chorus_wait_completed(h, 1.0) == CHORUS_ERR_UNKNOWN_HANDLE);
+  for (k = 0; k < 3; ++k) CHECK(f[k] == (float)((k + 1) * size));
+}
+
 /* Timeline control (ABI 8): one at a time, a stop ends a valid file. */
 static void test_timeline(void) {
   char path[64], file[96];
@@ -570,6 +656,7 @@ int main(void) {
   test_broadcast();
   test_allgather_and_barrier();
   test_grouped();
+  test_abi13();
   test_errors();
   test_device_buffers();
   test_process_sets();

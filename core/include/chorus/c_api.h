@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 12 /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+#define CHORUS_ABI_VERSION 13 /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
                                 4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL;
                                 6: device buffers (*_on_device); 7: grouped allgather and reducescatter;
                                 8: chorus_start_timeline, chorus_stop_timeline; 9: CHORUS_ADASUM;
@@ -29,7 +29,10 @@ extern "C" {
                                     at chorus_wait on every rank (before: an error at the call,
                                     on that rank only); 11: CHORUS_INT16;
                                 12: chorus_is_homogeneous, chorus_mpi_built, chorus_cuda_built,
-                                    chorus_nccl_built, chorus_mpi_enabled, chorus_tcp_enabled */
+                                    chorus_nccl_built, chorus_mpi_enabled, chorus_tcp_enabled;
+                                13: chorus_wait_timeout, chorus_wait_completed,
+                                    chorus_allreduce_shaped_async, chorus_grouped_allreduce_async,
+                                    chorus_refuse_async, chorus_refuse_group_async */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -250,6 +253,55 @@ CHORUS_API int chorus_grouped_reducescatter_async(int process_set_id, int count,
                                                   double prescale, double postscale, chorus_alloc_fn alloc,
                                                   void* const* user_data, int64_t* handles);
 
+/* Allreduce of a tensor with its shape (ABI version 13): as
+ * chorus_allreduce_async, but the ranks also agree on the shape (`ndim`
+ * dimensions `shape`; ndim 0 is a scalar and shape may be NULL), so a
+ * (6,) tensor against a (2, 3) one fails on every rank naming both, as
+ * Horovod's allreduce does. `device` < 0: host memory; >= 0: device
+ * buffers on that CUDA device, written by work on `stream`, as the
+ * *_on_device functions take them. */
+CHORUS_API int chorus_allreduce_shaped_async(int process_set_id, const char* name, const void* input, void* output,
+                                             const int64_t* shape, int ndim, chorus_dtype dtype,
+                                             chorus_reduce_op op, double prescale, double postscale, int device,
+                                             void* stream, int64_t* handle);
+
+/* Grouped allreduce (Horovod's grouped_allreduce): `count` tensors,
+ * inputs[i] of ndims[i] dimensions shapes[i] and dtype dtypes[i] into
+ * outputs[i] (the same pointer: in place), negotiated, fused and completed
+ * together among the members of `process_set_id` (0: every rank), in host
+ * memory; handles[i] receives member i's handle. Bad input (a member's
+ * shape, dtype, a NULL buffer; the op) is refused as under "Bad arguments":
+ * 0 with every handle set, and every member fails on every rank. A count
+ * below 1 or a NULL array or name fails the call at once, with no handle.
+ * (ABI version 13) */
+CHORUS_API int chorus_grouped_allreduce_async(int process_set_id, int count, const char* const* names,
+                                              const void* const* inputs, void* const* outputs,
+                                              const int64_t* const* shapes, const int* ndims,
+                                              const chorus_dtype* dtypes, chorus_reduce_op op, double prescale,
+                                              double postscale, int64_t* handles);
+
+/* The collective kinds, for chorus_refuse_async (ABI version 13). */
+typedef enum chorus_collective_e CHORUS_ENUM_BASE {
+  CHORUS_COLLECTIVE_ALLREDUCE = 0,
+  CHORUS_COLLECTIVE_BROADCAST = 1,
+  CHORUS_COLLECTIVE_ALLGATHER = 2,
+  CHORUS_COLLECTIVE_REDUCESCATTER = 3,
+  CHORUS_COLLECTIVE_ALLTOALL = 4
+} chorus_collective;
+
+/* A front end's own refusal of this rank's call (ABI version 13): what a
+ * front end finds wrong before it can hand Chorus a buffer (a
+ * non-contiguous tensor, a wrong device, a wrong type) takes part in the
+ * negotiation of `name` as a `kind` collective in `process_set_id`, so
+ * every rank's call of that name fails at its wait with `why` and this rank
+ * named, instead of the others waiting for this one. Returns 0 with
+ * *handle set (its wait fails with CHORUS_ERR_INVALID_ARGUMENT). The group
+ * form refuses a grouped call of `count` members (names[i]; handles[i]). */
+CHORUS_API int chorus_refuse_async(int process_set_id, chorus_collective kind, const char* name, const char* why,
+                                   int64_t* handle);
+CHORUS_API int chorus_refuse_group_async(int process_set_id, chorus_collective kind, int count,
+                                         const char* const* names, const char* why, int64_t* handles);
+
 /* This rank is out of data (ABI version 4): blocks until every rank called
  * chorus_join, and returns the rank that joined last (>= 0), or an error
  * code. Meanwhile the other ranks' allreduces go on, this rank taking part
@@ -286,6 +338,18 @@ CHORUS_API int chorus_stop_timeline(void);
 CHORUS_API int chorus_poll(int64_t handle);
 /* Blocks until done; 0 ok, else an error code. Releases the handle. */
 CHORUS_API int chorus_wait(int64_t handle);
+/* Like chorus_wait, but gives up after `timeout_seconds` (>= 0; 0 only
+ * looks): CHORUS_ERR_TIMEOUT when the operation is still pending, and the
+ * handle stays valid (the operation goes on; wait or poll again). Any other
+ * result releases the handle, as chorus_wait does. A front end that must
+ * stay interruptible (Python's Ctrl-C) waits in slices. (ABI version 13) */
+CHORUS_API int chorus_wait_timeout(int64_t handle, double timeout_seconds);
+/* Blocks until the operation completed, successfully or not, or
+ * `timeout_seconds` passed, and keeps the handle either way: 1 completed
+ * (read chorus_received_splits, then chorus_wait for the result),
+ * CHORUS_ERR_TIMEOUT still pending, or an error code for an unknown handle
+ * or a negative timeout. (ABI version 13) */
+CHORUS_API int chorus_wait_completed(int64_t handle, double timeout_seconds);
 /* Message of this thread's last error ("" if none). Valid until this thread's
  * next chorus_* call. */
 CHORUS_API const char* chorus_last_error(void);

@@ -20,6 +20,7 @@ namespace {
 using chorus::Status;
 using chorus::detail::check_allreduce_arguments;
 using chorus::detail::check_buffer_arguments;
+using chorus::detail::check_collective;
 using chorus::detail::check_dtype;
 using chorus::detail::check_reduce_op;
 using chorus::detail::check_splits_arguments;
@@ -81,11 +82,6 @@ int check_shaped_call(chorus::Collective kind, const char* function, const char*
 namespace {
 
 using chorus::detail::check_shaped_call;
-
-int unknown_handle(int64_t id) {
-  return fail(CHORUS_ERR_UNKNOWN_HANDLE, "unknown chorus handle " + std::to_string(id) +
-                                             " (never returned, or already waited for)");
-}
 
 template <class Getter>
 int topology_value(Getter&& get) {
@@ -247,21 +243,6 @@ int chorus_alltoall_async_in_set(int process_set_id, const char* name, const voi
   });
 }
 
-int chorus_received_splits(int64_t handle, int64_t* splits, int n) {
-  return guarded([&]() -> int {
-    chorus::Handle h;
-    if (!handles().find(handle, &h)) return unknown_handle(handle);
-    if (!h.poll()) return fail(CHORUS_ERR_PRECONDITION, "chorus_received_splits: the operation has not completed");
-    const std::vector<int64_t> got = h.received_splits();
-    if (splits == nullptr || n < static_cast<int>(got.size())) {
-      return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_received_splits: room for " + std::to_string(n) + " splits, " +
-                                                   std::to_string(got.size()) + " needed");
-    }
-    for (size_t i = 0; i < got.size(); ++i) splits[i] = got[i];
-    return static_cast<int>(got.size());
-  });
-}
-
 int chorus_barrier(void) { return chorus_barrier_in_set(0); }
 
 int chorus_barrier_in_set(int process_set_id) {
@@ -331,23 +312,37 @@ int chorus_process_set_size(int process_set_id) {
   });
 }
 
-int chorus_poll(int64_t handle) {
+int chorus_refuse_async(int process_set_id, chorus_collective kind, const char* name, const char* why,
+                        int64_t* handle) {
   return guarded([&]() -> int {
-    chorus::Handle h;
-    if (!handles().find(handle, &h)) return unknown_handle(handle);
-    if (!h.poll()) return 0;
-    const chorus::Status s = h.status();
-    return s.is_ok() ? 1 : fail(s);
+    if (name == nullptr || why == nullptr || handle == nullptr) {
+      return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_refuse_async: name, why and handle must not be NULL");
+    }
+    if (Status s = check_collective(kind, "chorus_refuse_async: "); !s.is_ok()) return fail(s);
+    return refuse_call(static_cast<chorus::Collective>(kind), name, Status::invalid_argument(why),
+                       in_set(process_set_id), handle);
   });
 }
 
-int chorus_wait(int64_t handle) {
+int chorus_refuse_group_async(int process_set_id, chorus_collective kind, int count, const char* const* names,
+                              const char* why, int64_t* handles_out) {
   return guarded([&]() -> int {
-    chorus::Handle h;
-    if (!handles().find(handle, &h)) return unknown_handle(handle);
-    const chorus::Status s = h.wait_status();
-    handles().erase(handle);
-    return s.is_ok() ? CHORUS_OK : fail(s);
+    const std::string what = "chorus_refuse_group_async: ";
+    if (count < 1) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "count " + std::to_string(count) + " is below 1");
+    if (names == nullptr || why == nullptr || handles_out == nullptr) {
+      return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "names, why and handles must not be NULL");
+    }
+    if (Status s = check_collective(kind, what); !s.is_ok()) return fail(s);
+    std::vector<std::string> member_names;
+    for (int i = 0; i < count; ++i) {
+      if (names[i] == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, what + "names[" + std::to_string(i) + "] is NULL");
+      member_names.push_back(names[i]);
+    }
+    const chorus::ProcessSet set = in_set(process_set_id).process_set;
+    const std::vector<chorus::Handle> refused =
+        chorus::current_runtime()->refuse_group_async(static_cast<chorus::Collective>(kind), member_names, why, set);
+    for (size_t i = 0; i < refused.size(); ++i) handles_out[i] = handles().add(refused[i]);
+    return CHORUS_OK;
   });
 }
 

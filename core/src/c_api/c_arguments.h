@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "chorus/c_api.h"
+#include "chorus/options.h"
 #include "chorus/status.h"
 #include "chorus/types.h"
 
@@ -16,6 +17,11 @@ namespace chorus::detail {
 // here, before it becomes a chorus::DataType or chorus::ReduceOp.
 static_assert(std::is_same_v<std::underlying_type_t<chorus_dtype>, int>);
 static_assert(std::is_same_v<std::underlying_type_t<chorus_reduce_op>, int>);
+static_assert(std::is_same_v<std::underlying_type_t<chorus_collective>, int>);
+static_assert(static_cast<int>(Collective::kAlltoall) == CHORUS_COLLECTIVE_ALLTOALL &&
+              static_cast<int>(Collective::kReducescatter) == CHORUS_COLLECTIVE_REDUCESCATTER &&
+              static_cast<int>(Collective::kAllgather) == CHORUS_COLLECTIVE_ALLGATHER &&
+              static_cast<int>(Collective::kBroadcast) == CHORUS_COLLECTIVE_BROADCAST);
 
 // OK when `dtype` names a chorus_dtype; else an invalid argument whose
 // message is `what` followed by the argument and its value.
@@ -33,6 +39,13 @@ inline Status check_reduce_op(chorus_reduce_op op, const std::string& what) {
   return Status::invalid_argument(what + "unknown reduce op " + std::to_string(raw) +
                                   " in argument 'op' (a chorus_reduce_op is 0.." +
                                   std::to_string(static_cast<int>(chorus::ReduceOp::kAdasum)) + ")");
+}
+
+inline Status check_collective(chorus_collective kind, const std::string& what) {
+  const int raw = static_cast<int>(kind);
+  if (raw >= CHORUS_COLLECTIVE_ALLREDUCE && raw <= CHORUS_COLLECTIVE_ALLTOALL) return Status::ok();
+  return Status::invalid_argument(what + "unknown collective " + std::to_string(raw) +
+                                  " in argument 'kind' (a chorus_collective is 0..4)");
 }
 
 // The checks of an allreduce's arguments (host or device): `what` names the
@@ -58,6 +71,15 @@ inline Status check_splits_arguments(const std::string& what, const int64_t* spl
   if (nsplits < 0) return Status::invalid_argument(what + "nsplits " + std::to_string(nsplits) + " is negative");
   if (splits == nullptr && nsplits != 0) return Status::invalid_argument(what + "splits is NULL");
   return Status::ok();
+}
+
+// A reduction's options from the C arguments (the op already checked).
+inline AllreduceOptions reduction(chorus_reduce_op op, double prescale, double postscale) {
+  AllreduceOptions options;
+  options.op = static_cast<ReduceOp>(op);
+  options.prescale_factor = prescale;
+  options.postscale_factor = postscale;
+  return options;
 }
 
 }  // namespace chorus::detail

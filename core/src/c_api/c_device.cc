@@ -59,14 +59,6 @@ int shaped_input(chorus::Collective kind, const char* function, const char* name
   return CHORUS_OK;
 }
 
-chorus::AllreduceOptions reduction(chorus_reduce_op op, double prescale, double postscale) {
-  chorus::AllreduceOptions options;
-  options.op = static_cast<chorus::ReduceOp>(op);
-  options.prescale_factor = prescale;
-  options.postscale_factor = postscale;
-  return options;
-}
-
 }  // namespace
 
 extern "C" {

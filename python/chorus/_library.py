@@ -1,0 +1,125 @@
+"""Loads libchorus and declares the C ABI's prototypes (ctypes).
+
+Every function of the package reaches Chorus through the versioned C ABI in
+core/include/chorus/c_api.h and nothing else, so one install serves every
+torch version. ctypes releases the GIL around each foreign call, so a rank
+waiting in chorus_wait lets the other Python threads run.
+"""
+import ctypes
+import os
+import pathlib
+
+# The C ABI version this package was written against; the library loaded
+# must be at least as new (c_api.h: chorus_abi_version).
+ABI_VERSION = 13
+
+_c_int64_p = ctypes.POINTER(ctypes.c_int64)
+
+# void* (*chorus_alloc_fn)(void* user_data, int64_t bytes, const int64_t* shape, int ndim)
+ALLOC_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, _c_int64_p, ctypes.c_int)
+
+_int, _i64, _dbl, _ptr, _str = ctypes.c_int, ctypes.c_int64, ctypes.c_double, ctypes.c_void_p, ctypes.c_char_p
+_ptrs = ctypes.POINTER(ctypes.c_void_p)
+_strs = ctypes.POINTER(ctypes.c_char_p)
+_i64s = ctypes.POINTER(_c_int64_p)
+_ints = ctypes.POINTER(ctypes.c_int)
+
+# name: (restype, argtypes)
+_PROTOTYPES = {
+    "chorus_init": (_int, []),
+    "chorus_shutdown": (_int, []),
+    "chorus_is_initialized": (_int, []),
+    "chorus_rank": (_int, []),
+    "chorus_size": (_int, []),
+    "chorus_local_rank": (_int, []),
+    "chorus_local_size": (_int, []),
+    "chorus_cross_rank": (_int, []),
+    "chorus_cross_size": (_int, []),
+    "chorus_is_homogeneous": (_int, []),
+    "chorus_mpi_built": (_int, []),
+    "chorus_cuda_built": (_int, []),
+    "chorus_nccl_built": (_int, []),
+    "chorus_mpi_enabled": (_int, []),
+    "chorus_tcp_enabled": (_int, []),
+    "chorus_allreduce_async_in_set": (_int, [_int, _str, _ptr, _ptr, _i64, _int, _int, _dbl, _dbl, _c_int64_p]),
+    "chorus_broadcast_async_in_set": (_int, [_int, _str, _ptr, _i64, _int, _int, _c_int64_p]),
+    "chorus_allgather_async_in_set": (_int, [_int, _str, _ptr, _c_int64_p, _int, _int, ALLOC_FN, _ptr, _c_int64_p]),
+    "chorus_reducescatter_async_in_set": (
+        _int, [_int, _str, _ptr, _c_int64_p, _int, _int, _int, _dbl, _dbl, ALLOC_FN, _ptr, _c_int64_p]),
+    "chorus_alltoall_async_in_set": (
+        _int, [_int, _str, _ptr, _c_int64_p, _int, _int, _c_int64_p, _int, ALLOC_FN, _ptr, _c_int64_p]),
+    "chorus_allreduce_async_on_device": (
+        _int, [_int, _str, _ptr, _ptr, _i64, _int, _int, _dbl, _dbl, _int, _ptr, _c_int64_p]),
+    "chorus_broadcast_async_on_device": (_int, [_int, _str, _ptr, _i64, _int, _int, _int, _ptr, _c_int64_p]),
+    "chorus_allgather_async_on_device": (
+        _int, [_int, _str, _ptr, _c_int64_p, _int, _int, _int, _ptr, ALLOC_FN, _ptr, _c_int64_p]),
+    "chorus_reducescatter_async_on_device": (
+        _int, [_int, _str, _ptr, _c_int64_p, _int, _int, _int, _dbl, _dbl, _int, _ptr, ALLOC_FN, _ptr, _c_int64_p]),
+    "chorus_alltoall_async_on_device": (
+        _int, [_int, _str, _ptr, _c_int64_p, _int, _int, _c_int64_p, _int, _int, _ptr, ALLOC_FN, _ptr, _c_int64_p]),
+    "chorus_allreduce_shaped_async": (
+        _int, [_int, _str, _ptr, _ptr, _c_int64_p, _int, _int, _int, _dbl, _dbl, _int, _ptr, _c_int64_p]),
+    "chorus_grouped_allreduce_async": (
+        _int, [_int, _int, _strs, _ptrs, _ptrs, _i64s, _ints, _ints, _int, _dbl, _dbl, _c_int64_p]),
+    "chorus_grouped_allgather_async": (
+        _int, [_int, _int, _strs, _ptrs, _i64s, _ints, _ints, ALLOC_FN, _ptrs, _c_int64_p]),
+    "chorus_grouped_reducescatter_async": (
+        _int, [_int, _int, _strs, _ptrs, _i64s, _ints, _ints, _int, _dbl, _dbl, ALLOC_FN, _ptrs, _c_int64_p]),
+    "chorus_refuse_async": (_int, [_int, _int, _str, _str, _c_int64_p]),
+    "chorus_refuse_group_async": (_int, [_int, _int, _int, _strs, _str, _c_int64_p]),
+    "chorus_received_splits": (_int, [_i64, _c_int64_p, _int]),
+    "chorus_barrier_in_set": (_int, [_int]),
+    "chorus_join": (_int, []),
+    "chorus_add_process_set": (_int, [_ints, _int]),
+    "chorus_remove_process_set": (_int, [_int]),
+    "chorus_process_set_rank": (_int, [_int]),
+    "chorus_process_set_size": (_int, [_int]),
+    "chorus_allocate_shared_host": (_int, [_i64, _ptrs]),
+    "chorus_free_shared_host": (_int, [_ptr]),
+    "chorus_in_shared_host": (_int, [_ptr, _i64]),
+    "chorus_start_timeline": (_int, [_str, _int]),
+    "chorus_stop_timeline": (_int, []),
+    "chorus_poll": (_int, [_i64]),
+    "chorus_wait": (_int, [_i64]),
+    "chorus_wait_timeout": (_int, [_i64, _dbl]),
+    "chorus_wait_completed": (_int, [_i64, _dbl]),
+    "chorus_last_error": (_str, []),
+    "chorus_abi_version": (_int, []),
+}
+
+
+def _candidates():
+    """Where libchorus may be, in the order it is looked for."""
+    explicit = os.environ.get("CHORUS_LIBRARY")
+    if explicit:
+        return [pathlib.Path(explicit)]
+    here = pathlib.Path(__file__).resolve().parent
+    found = [here / "lib" / "libchorus.so"]  # installed by pip: inside the package
+    # A source checkout: python/chorus -> the repository's build folder.
+    build = os.environ.get("CHORUS_BUILD_DIR", str(here.parent.parent / "build"))
+    found.append(pathlib.Path(build) / "core" / "libchorus.so")
+    return found
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if path.is_file():
+            # RTLD_GLOBAL: one copy of libchorus per process, whoever loads it.
+            lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+            break
+        tried.append(str(path))
+    else:
+        raise ImportError("chorus: libchorus.so not found (looked at " + ", ".join(tried) +
+                          "); install the package with pip, or set CHORUS_LIBRARY to the library's path")
+    version = lib.chorus_abi_version()
+    if version < ABI_VERSION:
+        raise ImportError(f"chorus: {path} has C ABI version {version}; this package needs {ABI_VERSION} or later "
+                          "(a library from an older build is first on the search path: CHORUS_LIBRARY)")
+    for name, (restype, argtypes) in _PROTOTYPES.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    return lib, path
+
+
+lib, path = _load()

@@ -1,0 +1,122 @@
+"""Lifecycle, place in the job and what the library was built with
+(Horovod's horovod.common.basics)."""
+import atexit
+
+from ._library import lib
+from .handles import check
+
+
+def init(comm=None, process_sets=None):
+    """Starts Chorus on this rank (every rank calls it). Settings come from
+    the environment (MPI under mpirun/chorusrun, else torchrun's variables:
+    the TCP transport). `process_sets`: ProcessSets to register at once, as
+    Horovod's init takes them. `comm` (an mpi4py communicator) is not
+    supported: pass None."""
+    if comm is not None:
+        raise ValueError("chorus.init: comm (an MPI communicator) is not supported; Chorus starts its own world "
+                         "(use process sets for a subset of the ranks)")
+    check(lib.chorus_init())
+    from . import process_sets as ps
+    ps._after_init()
+    for s in process_sets or ():
+        ps.add_process_set(s)
+
+
+def shutdown():
+    """Stops Chorus on this rank; pending operations fail. init() may follow."""
+    from . import process_sets as ps
+    check(lib.chorus_shutdown())
+    ps._after_shutdown()
+
+
+def is_initialized():
+    return lib.chorus_is_initialized() == 1
+
+
+def rank():
+    """This process's rank in the job."""
+    return check(lib.chorus_rank())
+
+
+def size():
+    return check(lib.chorus_size())
+
+
+def local_rank():
+    """The rank among the ranks of this host."""
+    return check(lib.chorus_local_rank())
+
+
+def local_size():
+    return check(lib.chorus_local_size())
+
+
+def cross_rank():
+    """The index of this host among the hosts."""
+    return check(lib.chorus_cross_rank())
+
+
+def cross_size():
+    return check(lib.chorus_cross_size())
+
+
+def is_homogeneous():
+    """True when every host runs the same number of ranks."""
+    return check(lib.chorus_is_homogeneous()) == 1
+
+
+def mpi_built():
+    return lib.chorus_mpi_built() == 1
+
+
+def cuda_built():
+    return lib.chorus_cuda_built() == 1
+
+
+def nccl_built():
+    """The NCCL version code built against (22809 for 2.28.9), 0 without NCCL (Horovod's int too)."""
+    return lib.chorus_nccl_built()
+
+
+def mpi_enabled():
+    return lib.chorus_mpi_enabled() == 1
+
+
+def tcp_enabled():
+    """True when the job runs over Chorus's own TCP transport (Horovod's gloo_enabled)."""
+    return lib.chorus_tcp_enabled() == 1
+
+
+def mpi_threads_supported():
+    """Horovod's: whether MPI runs with multiple-thread support; Chorus makes
+    every MPI call on its background thread, so nothing more is needed."""
+    return mpi_enabled()
+
+
+# Horovod's other build queries: backends Chorus does not have.
+def gloo_built():
+    return False
+
+
+def gloo_enabled():
+    return False
+
+
+def rocm_built():
+    return False
+
+
+def ddl_built():
+    return False
+
+
+def ccl_built():
+    return False
+
+
+def _shutdown_at_exit():
+    if lib.chorus_is_initialized() == 1:
+        lib.chorus_shutdown()
+
+
+atexit.register(_shutdown_at_exit)
