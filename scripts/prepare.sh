@@ -6,3 +6,5 @@ build="${CHORUS_BUILD_DIR:-$root/build}"
 "$root/scripts/build.sh"
 # Open MPI refuses to run as root unless told it is on purpose.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The Python package, in .venv (ships this build's library: nothing compiled twice).
+"$root/scripts/install_python_package.sh"

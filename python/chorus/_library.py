@@ -94,7 +94,7 @@ def _candidates():
     if explicit:
         return [pathlib.Path(explicit)]
     here = pathlib.Path(__file__).resolve().parent
-    found = [here / "lib" / "libchorus.so"]  # installed by pip: inside the package
+    found = [here / "lib" / "libchorus.so.0"]  # installed by pip: inside the package
     # A source checkout: python/chorus -> the repository's build folder.
     build = os.environ.get("CHORUS_BUILD_DIR", str(here.parent.parent / "build"))
     found.append(pathlib.Path(build) / "core" / "libchorus.so")

@@ -1,0 +1,39 @@
+# What `pip install .` puts inside the Python package (scikit-build-core
+# installs the `python` component only): libchorus as chorus/lib/libchorus.so.0
+# (its soname), chorusrun and its exit hook in chorus/bin, found there by
+# chorus._library and the chorusrun console script (chorus/launcher.py).
+#
+# CHORUS_PYTHON_PREBUILT=<build dir> in the environment: ship what that build already made
+# instead of building again (the README's scripts and CI, which built it
+# once); chorusrun's run path is rewritten to find the shipped library.
+function(chorus_python_package_prebuilt dir)
+  foreach(f core/libchorus.so.0 launcher/chorusrun launcher/libchorusrun_exit_hook.so)
+    if(NOT EXISTS "${dir}/${f}")
+      message(FATAL_ERROR "CHORUS_PYTHON_PREBUILT=${dir}: ${f} is missing (build it first: scripts/build.sh)")
+    endif()
+  endforeach()
+  get_filename_component(lib "${dir}/core/libchorus.so.0" REALPATH)
+  install(FILES "${lib}" DESTINATION chorus/lib RENAME libchorus.so.0 COMPONENT python)
+  install(PROGRAMS "${dir}/launcher/chorusrun" DESTINATION chorus/bin COMPONENT python)
+  install(FILES "${dir}/launcher/libchorusrun_exit_hook.so" DESTINATION chorus/bin COMPONENT python)
+  file(READ_ELF "${dir}/launcher/chorusrun" RUNPATH old_runpath)
+  if(NOT old_runpath)
+    file(READ_ELF "${dir}/launcher/chorusrun" RPATH old_runpath)
+  endif()
+  string(REPLACE ";" ":" old_runpath "${old_runpath}")  # READ_ELF lists the entries CMake's way
+  # pyproject.toml's options for a build from source mean nothing here.
+  set(unused "${CHORUS_BUILD_TESTS}${CHORUS_BUILD_EXAMPLES}${CHORUS_WITH_TORCH}")
+  install(CODE "file(RPATH_CHANGE FILE \"\${CMAKE_INSTALL_PREFIX}/chorus/bin/chorusrun\"
+                                   OLD_RPATH \"${old_runpath}\" NEW_RPATH \"\\\$ORIGIN/../lib\")"
+          COMPONENT python)
+endfunction()
+
+# Building from source: the targets just made.
+function(chorus_python_package_built)
+  install(FILES $<TARGET_FILE:chorus_core> DESTINATION chorus/lib RENAME libchorus.so.0 COMPONENT python)
+  if(TARGET chorusrun)
+    set_target_properties(chorusrun PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")
+    install(TARGETS chorusrun RUNTIME DESTINATION chorus/bin COMPONENT python)
+    install(TARGETS chorusrun_exit_hook LIBRARY DESTINATION chorus/bin COMPONENT python)
+  endif()
+endfunction()

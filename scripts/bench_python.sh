@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# bench_python.sh: Chorus from Python against the same from C++, PyTorch DDP
+# and (when installed) Horovod, side by side in one run, at 2 ranks:
+#  1. call cost: a 4 KiB allreduce's latency and a storm of 200 x 16 KiB
+#     allreduces, from C++ (collective_benchmark) and from Python
+#     (benchmarks/python/call_cost.py), each after a Chorus barrier;
+#  2. ResNet-18 training (batch 32 of 3x32x32 per rank, 1 thread per rank,
+#     SGD): the C++ adapter (synthetic_benchmark), chorus.torch and
+#     horovod.torch (benchmarks/python/hvd_synthetic_benchmark.py), DDP over
+#     gloo (ddp_benchmark.py); R rounds alternating, means printed with the
+#     ratio to DDP.
+#
+#   scripts/bench_python.sh [--rounds R] [--horovod-python PY] [--sections calls,resnet]
+#
+# Every job gets the same malloc tuning (chorusrun's, exported for all).
+# --horovod-python: a python whose horovod.torch to compare (e.g. a venv's,
+# see docs/python.md for how Horovod 0.28.1 installs here).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${CHORUS_BUILD_DIR:-$root/build}"
+py="${PYTHON:-/usr/bin/python3}"
+rounds=2
+hvd_py=""
+sections="calls,resnet"
+while (($#)); do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --horovod-python) hvd_py=$2; shift 2 ;;
+    --sections) sections=$2; shift 2 ;;
+    *) echo "bench_python: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export GLIBC_TUNABLES="glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296:glibc.malloc.top_pad=268435456"
+export PYTHONPATH="$root/python" CHORUS_LIBRARY="$build/core/libchorus.so"
+chorusrun="$build/launcher/chorusrun"
+mpi_flags=(--oversubscribe --bind-to none --mca oob_tcp_if_include lo --mca btl_tcp_if_include lo)
+
+if [[ ,$sections, == *,calls,* ]]; then
+  echo "## call cost, 2 ranks (C++ then Python, the same job setup)"
+  "$chorusrun" -np 2 "$build/examples/collective_benchmark" --sections latency,storm --latency-barrier chorus \
+    --storm-tensors 200 --storm-bytes 16384 | grep -E "^(#|chorus)"
+  "$chorusrun" -np 2 "$py" "$root/benchmarks/python/call_cost.py"
+fi
+
+[[ ,$sections, == *,resnet,* ]] || exit 0
+result() { sed -n 's/^RESULT np=[0-9]* imgs_per_sec_total=\([0-9.]*\) .*/\1/p' | tail -n1; }
+declare -A sum
+jobs=(cpp chorus ddp)
+[[ -n $hvd_py ]] && jobs+=(horovod)
+for ((round = 1; round <= rounds; round++)); do
+  for job in "${jobs[@]}"; do
+    case $job in
+      cpp) out=$("$chorusrun" -np 2 "$build/examples/synthetic_benchmark") ;;
+      chorus) out=$("$chorusrun" -np 2 "$py" "$root/benchmarks/python/hvd_synthetic_benchmark.py" --framework chorus) ;;
+      ddp) out=$("$py" -m torch.distributed.run --standalone --nproc_per_node 2 --redirects 1 --tee 1 \
+                   "$root/examples/synthetic_benchmark/ddp_benchmark.py" | sed 's/^\[default0\]://') ;;
+      horovod) out=$(mpirun -np 2 "${mpi_flags[@]}" -x GLIBC_TUNABLES "$hvd_py" \
+                       "$root/benchmarks/python/hvd_synthetic_benchmark.py" --framework horovod) ;;
+    esac
+    value=$(result <<< "$out")
+    [[ -n $value ]] || { echo "bench_python: $job printed no RESULT line:"; echo "$out"; exit 1; }
+    echo "round $round: $job $value images/s"
+    sum[$job]=$(awk -v a="${sum[$job]:-0}" -v b="$value" 'BEGIN { print a + b }')
+  done
+done
+echo "## ResNet-18, 2 ranks, batch 32 per rank, mean of $rounds rounds (images/s, ratio to DDP)"
+ddp=$(awk -v s="${sum[ddp]}" -v r="$rounds" 'BEGIN { print s / r }')
+for job in "${jobs[@]}"; do
+  awk -v j="$job" -v s="${sum[$job]}" -v r="$rounds" -v d="$ddp" \
+    'BEGIN { printf "%-8s %8.1f images/s   %.2fx DDP\n", j, s / r, s / r / d }'
+done
