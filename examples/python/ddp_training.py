@@ -29,10 +29,10 @@ def cleanup():
 
 def train(rank, world_size):
     # Chorus: knobs for quick runs; the article's values are the defaults
-    epochs = int(os.environ.get("CHORUS_EPOCHS", "10"))
-    train_subset = int(os.environ.get("CHORUS_TRAIN_SUBSET", "0"))  # 0: all 60,000 images
-    loader_workers = int(os.environ.get("CHORUS_LOADER_WORKERS", "4"))
-    out_dir = os.environ.get("CHORUS_OUT_DIR", ".")
+    epochs = int(os.environ.get("EXAMPLE_EPOCHS", "10"))
+    train_subset = int(os.environ.get("EXAMPLE_TRAIN_SUBSET", "0"))  # 0: all 60,000 images
+    loader_workers = int(os.environ.get("EXAMPLE_LOADER_WORKERS", "4"))
+    out_dir = os.environ.get("EXAMPLE_OUT_DIR", ".")
 
     setup(rank, world_size)
 
@@ -43,7 +43,7 @@ def train(rank, world_size):
     ])
     # Chorus: Fashion-MNIST (gray images turned into RGB) instead of CIFAR10 with download=True
     dataset = FashionMNISTRGB(root=prepare(), train=True, download=False, transform=transform)
-    if train_subset > 0:  # Chorus: the first CHORUS_TRAIN_SUBSET images only
+    if train_subset > 0:  # Chorus: the first EXAMPLE_TRAIN_SUBSET images only
         dataset = torch.utils.data.Subset(dataset, range(min(train_subset, len(dataset))))
     sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank)
     dataloader = torch.utils.data.DataLoader(dataset, batch_size=64, sampler=sampler,
@@ -95,7 +95,7 @@ def train(rank, world_size):
 
         # Only rank 0 saves the model
         if rank == 0:
-            # Chorus: into CHORUS_OUT_DIR (default: the current directory)
+            # Chorus: into EXAMPLE_OUT_DIR (default: the current directory)
             torch.save(model.module.state_dict(), os.path.join(out_dir, f"model_epoch_{epoch}.pth"))
 
     cleanup()
@@ -106,7 +106,7 @@ if __name__ == "__main__":
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
     else:
-        # Chorus: CHORUS_NP ranks if set, else one per GPU, else 2 on the CPU (was torch.cuda.device_count())
-        world_size = int(os.environ.get("CHORUS_NP", "0")) or torch.cuda.device_count() or 2
+        # Chorus: EXAMPLE_NP ranks if set, else one per GPU, else 2 on the CPU (was torch.cuda.device_count())
+        world_size = int(os.environ.get("EXAMPLE_NP", "0")) or torch.cuda.device_count() or 2
         import torch.multiprocessing as mp
         mp.spawn(train, args=(world_size,), nprocs=world_size, join=True)

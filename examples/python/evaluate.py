@@ -25,7 +25,7 @@ def main():
                         help="exit 1 if the accuracy (in %%) is below this (default: 85)")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--data-dir", default=None,
-                        help="root of FashionMNIST/raw (default: $CHORUS_DATA_DIR or examples/python/data)")
+                        help="root of FashionMNIST/raw (default: $EXAMPLE_DATA_DIR or examples/python/data)")
     args = parser.parse_args()
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -41,7 +41,7 @@ def main():
         transforms.Normalize((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
     ])
     dataset = FashionMNISTRGB(root=prepare(args.data_dir), train=False, download=False, transform=transform)
-    workers = int(os.environ.get("CHORUS_LOADER_WORKERS", "4"))
+    workers = int(os.environ.get("EXAMPLE_LOADER_WORKERS", "4"))
     loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, shuffle=False,
                                          num_workers=workers)
 

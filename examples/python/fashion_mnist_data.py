@@ -30,8 +30,8 @@ FILES = (
 
 
 def default_root():
-    """$CHORUS_DATA_DIR, else a `data` folder beside this file."""
-    return os.environ.get("CHORUS_DATA_DIR") or os.path.join(
+    """$EXAMPLE_DATA_DIR, else a `data` folder beside this file."""
+    return os.environ.get("EXAMPLE_DATA_DIR") or os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "data")
 
 

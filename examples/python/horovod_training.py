@@ -1,5 +1,5 @@
 # horovod_training.py
-import os  # Chorus: for the CHORUS_* knobs below
+import os  # Chorus: for the EXAMPLE_* knobs below
 import time  # Chorus: images/s
 
 import torch
@@ -14,10 +14,10 @@ from fashion_mnist_data import FashionMNISTRGB, prepare  # Chorus: Fashion-MNIST
 
 def main():
     # Chorus: knobs for quick runs; the article's values are the defaults
-    epochs = int(os.environ.get("CHORUS_EPOCHS", "10"))
-    train_subset = int(os.environ.get("CHORUS_TRAIN_SUBSET", "0"))  # 0: all 60,000 images
-    loader_workers = int(os.environ.get("CHORUS_LOADER_WORKERS", "4"))
-    out_dir = os.environ.get("CHORUS_OUT_DIR", ".")
+    epochs = int(os.environ.get("EXAMPLE_EPOCHS", "10"))
+    train_subset = int(os.environ.get("EXAMPLE_TRAIN_SUBSET", "0"))  # 0: all 60,000 images
+    loader_workers = int(os.environ.get("EXAMPLE_LOADER_WORKERS", "4"))
+    out_dir = os.environ.get("EXAMPLE_OUT_DIR", ".")
 
     # 1. Initialize Horovod
     hvd.init()
@@ -37,7 +37,7 @@ def main():
     ])
     # Chorus: Fashion-MNIST (gray images turned into RGB) instead of CIFAR10 with download=True
     dataset = FashionMNISTRGB(root=prepare(), train=True, download=False, transform=transform)
-    if train_subset > 0:  # Chorus: the first CHORUS_TRAIN_SUBSET images only
+    if train_subset > 0:  # Chorus: the first EXAMPLE_TRAIN_SUBSET images only
         dataset = torch.utils.data.Subset(dataset, range(min(train_subset, len(dataset))))
     sampler = DistributedSampler(dataset, num_replicas=hvd.size(), rank=hvd.rank())
     dataloader = torch.utils.data.DataLoader(dataset, batch_size=64, sampler=sampler,
@@ -88,7 +88,7 @@ def main():
 
         # Only rank 0 saves the model
         if hvd.rank() == 0:
-            # Chorus: into CHORUS_OUT_DIR (default: the current directory)
+            # Chorus: into EXAMPLE_OUT_DIR (default: the current directory)
             torch.save(model.state_dict(), os.path.join(out_dir, f"model_epoch_{epoch}.pth"))
 
 

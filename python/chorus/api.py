@@ -11,8 +11,8 @@ def collective_functions(front):
 
     def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                         process_set=global_process_set):
-        return front.allreduce_async(tensor, O.resolve(op, average), name, prescale_factor, postscale_factor,
-                                     process_set)
+        return front.allreduce_async(tensor, O.resolve(op, average), name, float(prescale_factor),
+                                     float(postscale_factor), process_set)
 
     def allreduce(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                   process_set=global_process_set):
@@ -20,8 +20,8 @@ def collective_functions(front):
 
     def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                          process_set=global_process_set):
-        return front.allreduce_async(tensor, O.resolve(op, average), name, prescale_factor, postscale_factor,
-                                     process_set, inplace=True)
+        return front.allreduce_async(tensor, O.resolve(op, average), name, float(prescale_factor),
+                                     float(postscale_factor), process_set, True)
 
     def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                    process_set=global_process_set):

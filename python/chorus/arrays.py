@@ -1,6 +1,8 @@
 """The collectives on NumPy arrays and on any CPU array that speaks DLPack
 (`__dlpack__`): results are NumPy arrays; in-place calls (`allreduce_`,
 `broadcast_`) write into the caller's memory."""
+import ctypes
+
 import numpy as np
 
 from . import buffers as B
@@ -10,6 +12,14 @@ from .frontend import Frontend, Refused
 _DTYPES = {np.dtype(np.uint8): B.UINT8, np.dtype(np.int8): B.INT8, np.dtype(np.int16): B.INT16,
            np.dtype(np.int32): B.INT32, np.dtype(np.int64): B.INT64, np.dtype(np.float16): B.FLOAT16,
            np.dtype(np.float32): B.FLOAT32, np.dtype(np.float64): B.FLOAT64, np.dtype(np.bool_): B.BOOL}
+
+
+def address(arr):
+    """The data pointer of a C-contiguous array (from_buffer is 2-3x cheaper
+    than arr.ctypes.data, for the writable arrays it accepts)."""
+    if arr.flags.writeable and arr.size:
+        return ctypes.addressof(ctypes.c_char.from_buffer(arr))
+    return arr.ctypes.data
 
 
 class NumpyAdapter:
@@ -25,6 +35,10 @@ class NumpyAdapter:
         raise Refused(f"expected a NumPy array or an array with __dlpack__, got {type(x).__name__}")
 
     def buffer(self, x, writable=False):
+        if type(x) is np.ndarray and x.flags.c_contiguous and x.flags.writeable and x.size:  # the common case
+            dtype = _DTYPES.get(x.dtype)
+            if dtype is not None:
+                return x, B.Buffer(ctypes.addressof(ctypes.c_char.from_buffer(x)), dtype, x.shape, B.HOST, None)
         if not isinstance(x, np.ndarray) and hasattr(x, "__dlpack__"):
             return self._dlpack_buffer(x, writable)
         arr = self.as_numpy(x)
@@ -33,7 +47,7 @@ class NumpyAdapter:
         if writable and not arr.flags.writeable:
             raise Refused("the array is read-only, and an in-place collective writes into it")
         src = arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
-        return src, B.host_buffer(src.ctypes.data, _DTYPES[src.dtype], src.shape)
+        return src, B.host_buffer(address(src), _DTYPES[src.dtype], src.shape)
 
     def _dlpack_buffer(self, x, writable):
         """In place: the DLPack memory itself. Out of place: a NumPy view (a copy when not contiguous)."""
@@ -50,11 +64,11 @@ class NumpyAdapter:
     @staticmethod
     def empty_like(src):
         out = np.empty_like(src)
-        return out, B.host_buffer(out.ctypes.data, _DTYPES[out.dtype], out.shape)
+        return out, B.host_buffer(address(out), _DTYPES[out.dtype], out.shape)
 
     def copy_of(self, src):
         out = np.array(src, copy=True, order="C")
-        return out, B.host_buffer(out.ctypes.data, _DTYPES[out.dtype], out.shape)
+        return out, B.host_buffer(address(out), _DTYPES[out.dtype], out.shape)
 
     @staticmethod
     def copy_into(original, contiguous):

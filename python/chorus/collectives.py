@@ -8,12 +8,15 @@ it into something else)."""
 import ctypes
 
 from . import buffers as B
-from .ops import c_code
+from .ops import _C_CODES as _C_OPS, c_code
 from ._library import lib
 from .handles import ALLOCATE, Allocator, FailedHandle, Handle, check
 
 # chorus_collective (c_api.h)
 ALLREDUCE, BROADCAST, ALLGATHER, REDUCESCATTER, ALLTOALL = range(5)
+
+
+_allreduce_shaped = lib.chorus_allreduce_shaped_async
 
 
 def _shape_array(shape):
@@ -31,12 +34,26 @@ def _submit(fn, args, keep, finish, name):
     return Handle([h.value], keep, finish, name)
 
 
+_shapes = {}  # shape tuple -> its int64_t array (training repeats a few shapes forever)
+
+
+def _shape_of(shape):
+    c = _shapes.get(shape)
+    if c is None:
+        if len(_shapes) > 4096:
+            _shapes.clear()
+        c = _shapes[shape] = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+    return c
+
+
 def allreduce(name, inp, out, op, prescale, postscale, set_id, keep, finish):
     """The ranks agree on the whole shape, not only the count (a (6,) against a (2, 3) fails)."""
-    shape = (ctypes.c_int64 * max(1, len(inp.shape)))(*inp.shape)
-    return _submit(lib.chorus_allreduce_shaped_async,
-                   (set_id, name.encode(), inp.ptr, out.ptr, shape, len(inp.shape), inp.dtype, c_code(op), prescale,
-                    postscale, inp.device, _stream(inp)), keep, finish, name)
+    h = (ctypes.c_int64 * 1)()
+    rc = _allreduce_shaped(set_id, name.encode(), inp.ptr, out.ptr, _shape_of(inp.shape), len(inp.shape), inp.dtype,
+                           _C_OPS[op], prescale, postscale, inp.device, inp.stream, h)
+    if rc < 0:
+        check(rc)
+    return Handle((h[0],), keep, finish, name)
 
 
 def broadcast(name, buf, root, set_id, keep, finish):

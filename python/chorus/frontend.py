@@ -37,20 +37,20 @@ class Frontend:
     # --- allreduce -------------------------------------------------------------
     def allreduce_async(self, tensor, op=O.Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                         process_set=None, inplace=False):
-        name = naming.auto_name("allreduce", name)
-        set_id = P.set_id(process_set)
-        got, refused = self._inputs(C.ALLREDUCE, name, [tensor], set_id, writable=inplace)
-        if refused:
-            return refused
-        (src, buf), = got
+        # The hot path of training (every gradient, every step): kept short.
+        if name is None:
+            name = naming.auto_name("allreduce")
+        set_id = 0 if process_set is None or process_set.process_set_id == 0 else P.set_id(process_set)
+        try:
+            src, buf = self.a.buffer(tensor, inplace)
+        except Refused as why:
+            return self._refused(C.ALLREDUCE, name, str(why), set_id)
         if inplace:
-            out, out_buf = src, buf
-            finish = self._write_back(tensor, src)
-        else:
-            out, out_buf = self.a.empty_like(src)
-            finish = lambda: out  # noqa: E731
-        return C.allreduce(name, buf, out_buf, op, float(prescale_factor), float(postscale_factor), set_id,
-                           (tensor, src, out), finish)
+            return C.allreduce(name, buf, buf, op, prescale_factor, postscale_factor, set_id, (tensor, src),
+                               _same(src) if src is tensor else self._write_back(tensor, src))
+        out, out_buf = self.a.empty_like(src)
+        return C.allreduce(name, buf, out_buf, op, prescale_factor, postscale_factor, set_id, (tensor, src, out),
+                           _same(out))
 
     def _write_back(self, original, contiguous):
         if contiguous is original:
@@ -169,6 +169,10 @@ class Frontend:
                 return self._refused(C.ALLTOALL, name, f"splits: {why}", set_id)
         return C.alltoall(name, buf, split_list, self.a.maker(src), set_id, (tensor, src),
                           lambda out, received: (out, self.a.int_array(received)))
+
+
+def _same(x):
+    return lambda: x
 
 
 C_KIND_NAMES = {C.ALLREDUCE: "allreduce", C.BROADCAST: "broadcast", C.ALLGATHER: "allgather",

@@ -10,6 +10,7 @@ from . import errors
 from ._library import ALLOC_FN, lib
 
 _CHORUS_ERR_TIMEOUT = -6
+_wait_timeout = lib.chorus_wait_timeout
 _WAIT_SLICE_SECONDS = 0.5  # a wait returns to Python this often, so Ctrl-C works
 
 
@@ -86,7 +87,11 @@ class Handle:
     def _wait_one(self, handle_id, deadline):
         """Waits in slices (Ctrl-C gets through between them): the C result,
         or the timeout code with the handle kept."""
-        wait = lib.chorus_wait_completed if self._peek else lib.chorus_wait_timeout
+        if deadline is None and self._peek is None:
+            rc = _wait_timeout(handle_id, _WAIT_SLICE_SECONDS)  # most waits end in the first slice
+            if rc != _CHORUS_ERR_TIMEOUT:
+                return rc
+        wait = lib.chorus_wait_completed if self._peek else _wait_timeout
         while True:
             left = _WAIT_SLICE_SECONDS if deadline is None else min(_WAIT_SLICE_SECONDS,
                                                                      max(0.0, deadline - time.monotonic()))

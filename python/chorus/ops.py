@@ -8,6 +8,8 @@ _C_CODES = {Sum: 0, Average: 1, Min: 2, Max: 3, Product: 4, Adasum: 5}  # c_api.
 def resolve(op, average=None, default=Average):
     """The op from Horovod's (op, average) pair: `average` is the deprecated
     boolean; both at once is a ValueError, as in Horovod."""
+    if average is None and op in NAMES:
+        return op
     if op is not None and average is not None:
         raise ValueError("chorus: the op parameter supersedes average; give only one of them")
     if average is not None:

@@ -29,6 +29,14 @@ bool is_job_variable(const std::string& name) {
   }
   return false;
 }
+
+// Read by the Python package (python/chorus) and the scripts, not by the library.
+bool is_package_variable(const std::string& name) {
+  for (const char* v : {"LIBRARY", "PYTHON_PREBUILT", "VENV"}) {
+    if (name == v) return true;
+  }
+  return false;
+}
 }  // namespace
 
 std::vector<std::string> unknown_chorus_variables() {
@@ -38,7 +46,9 @@ std::vector<std::string> unknown_chorus_variables() {
     if (entry.rfind("CHORUS_", 0) != 0) continue;
     const std::string name = entry.substr(7, entry.find('=') - 7);
     if (name.rfind("BUILD_", 0) == 0 || name.rfind("TEST_", 0) == 0) continue;
-    if (find_knob(name) == nullptr && !is_job_variable(name)) out.push_back("CHORUS_" + name);
+    if (find_knob(name) == nullptr && !is_job_variable(name) && !is_package_variable(name)) {
+      out.push_back("CHORUS_" + name);
+    }
   }
   return out;
 }

@@ -13,7 +13,7 @@ DTYPES = {torch.uint8: B.UINT8, torch.int8: B.INT8, torch.int16: B.INT16, torch.
 
 def describe(t):
     """A tensor's Buffer (it must be contiguous)."""
-    if t.device.type == "cpu":
+    if t.is_cpu:
         return B.Buffer(t.data_ptr(), DTYPES[t.dtype], tuple(t.shape), B.HOST, None)
     index = t.device.index if t.device.index is not None else torch.cuda.current_device()
     return B.Buffer(t.data_ptr(), DTYPES[t.dtype], tuple(t.shape), index, torch.cuda.current_stream(index).cuda_stream)
@@ -22,6 +22,8 @@ def describe(t):
 class TorchAdapter:
     @staticmethod
     def check(x):
+        if type(x) is torch.Tensor and x.is_cpu and x.layout is torch.strided and x.dtype in DTYPES:
+            return  # the common case, checked in a few attribute reads
         if not isinstance(x, torch.Tensor):
             raise Refused(f"expected a torch.Tensor, got {type(x).__name__}")
         if x.layout != torch.strided:
@@ -33,6 +35,10 @@ class TorchAdapter:
             raise Refused(f"a tensor on device '{x.device}' is not supported (cpu and cuda are)")
 
     def buffer(self, x, writable=False):
+        if type(x) is torch.Tensor and x.is_cpu and x.layout is torch.strided and x.is_contiguous():
+            dtype = DTYPES.get(x.dtype)  # the common case, in a few attribute reads
+            if dtype is not None:
+                return x, B.Buffer(x.data_ptr(), dtype, tuple(x.shape), B.HOST, None)
         self.check(x)
         src = x if x.is_contiguous() else x.contiguous()
         return src, describe(src)
