@@ -1,6 +1,8 @@
 """torch tensors as Chorus Buffers, without compiling anything against
 torch: a tensor crosses as its data_ptr, dtype, shape, device and current
 CUDA stream, so one install serves every torch version."""
+import numbers
+
 import torch
 
 from .. import buffers as B
@@ -74,10 +76,10 @@ class TorchAdapter:
             if splits.dtype.is_floating_point or splits.dim() != 1:
                 raise Refused(f"expected a 1-D integer tensor, got {splits.dtype} of shape {tuple(splits.shape)}")
             return [int(v) for v in splits.tolist()]
-        try:
-            return [int(v) for v in splits]
-        except (TypeError, ValueError):
+        values = list(splits) if not isinstance(splits, (str, bytes)) else None
+        if values is None or not all(isinstance(v, numbers.Integral) for v in values):
             raise Refused(f"expected a list of integers, got {splits!r}")
+        return [int(v) for v in values]
 
     @staticmethod
     def int_array(values):
