@@ -213,8 +213,29 @@ else
   echo "LibTorch CUDA tests exit code: $torch_status (124: out of time)"
 fi
 
+# chorus.torch (the Python package, over the C ABI) on CUDA tensors:
+# test/python/test_torch_cuda.py at 1 rank (NCCL) and 2 ranks on GPU 0
+# (staged), optional: only when python3 has torch with CUDA, numpy and pytest.
+echo "== chorus.torch on CUDA tensors (optional)"
+py_status=skipped
+chorus_lib="$(ldd "$bench" | awk '/libchorus/ { print $3; exit }')"
+if [[ -n "$chorus_lib" ]] && python3 -c 'import numpy, pytest, torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  py_status=0
+  pytest_args=(-m pytest -q -p no:cacheprovider --color=no "$root/test/python/test_torch_cuda.py")
+  PYTHONPATH="$root/python" CHORUS_LIBRARY="$chorus_lib" step 90 python3 "${pytest_args[@]}" \
+    > "$out/python_cuda_tests.log" 2>&1 || py_status=$?
+  PYTHONPATH="$root/python" CHORUS_LIBRARY="$chorus_lib" CUDA_VISIBLE_DEVICES=0 CHORUS_GPU_OPERATIONS=staged \
+    step 90 bash "$root/test/tcp/run_tcp_job.sh" 2 python3 "${pytest_args[@]}" >> "$out/python_cuda_tests.log" 2>&1 \
+    || { [[ $py_status -ne 0 ]] || py_status=1; }
+  grep -E "passed|failed|skipped|error" "$out/python_cuda_tests.log" | tail -3
+  echo "chorus.torch CUDA tests exit code: $py_status"
+else
+  echo "skipped: no libchorus beside the benchmark, or python3 lacks torch with CUDA, numpy or pytest"
+fi
+
 device_status=("$gpu_status" "$runtime_status" "${bench_status[@]}")
 [[ $torch_status == skipped ]] || device_status+=("$torch_status")  # optional: a skip fails nothing
+[[ $py_status == skipped ]] || device_status+=("$py_status")
 echo "== done after $((SECONDS - start)) s; host tests: $host_status; device steps (gpu tests, runtime device" \
   "tests, collective_benchmark nccl, staged, np 2, np 4[, LibTorch]): ${device_status[*]}; LibTorch: $torch_status"
 [[ $host_status -eq 0 ]] || exit 1

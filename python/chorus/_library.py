@@ -6,6 +6,7 @@ torch version. ctypes releases the GIL around each foreign call, so a rank
 waiting in chorus_wait lets the other Python threads run.
 """
 import ctypes
+import importlib.util
 import os
 import pathlib
 
@@ -101,12 +102,30 @@ def _candidates():
     return found
 
 
+def _preload_wheel_nccl():
+    """A torch from PyPI brings its own NCCL (the nvidia-nccl-cu* wheel), newer
+    than the one libchorus was linked with. Whichever libnccl.so.2 loads first
+    serves the whole process, and torch fails to import on an older one
+    (undefined symbol ncclCommResume, seen with torch 2.15): load the wheel's
+    first, so torch and Chorus share it (NCCL keeps its ABI within a major
+    version)."""
+    try:
+        spec = importlib.util.find_spec("nvidia.nccl")
+    except (ImportError, ValueError):
+        return
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        candidate = os.path.join(folder, "lib", "libnccl.so.2")
+        if os.path.exists(candidate):
+            ctypes.CDLL(candidate, mode=ctypes.RTLD_GLOBAL)
+            return
+
+
 def _load():
     tried = []
+    _preload_wheel_nccl()
     for path in _candidates():
         if path.is_file():
-            # RTLD_GLOBAL: one copy of libchorus per process, whoever loads it.
-            lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+            lib = ctypes.CDLL(str(path))
             break
         tried.append(str(path))
     else:

@@ -1,5 +1,7 @@
 """Reduction operations with Horovod's values (hvd.Average == 0, hvd.Sum == 1,
 ...), turned into the C ABI's chorus_reduce_op where a call is made."""
+import warnings
+
 Average, Sum, Adasum, Min, Max, Product = range(6)
 NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max", Product: "Product"}
 _C_CODES = {Sum: 0, Average: 1, Min: 2, Max: 3, Product: 4, Adasum: 5}  # c_api.h chorus_reduce_op
@@ -13,6 +15,8 @@ def resolve(op, average=None, default=Average):
     if op is not None and average is not None:
         raise ValueError("chorus: the op parameter supersedes average; give only one of them")
     if average is not None:
+        warnings.warn("chorus: the average argument is deprecated, as in Horovod; use op=Average or op=Sum",
+                      DeprecationWarning, stacklevel=3)
         return Average if average else Sum
     if op is None:
         return default

@@ -224,3 +224,50 @@ def test_topology_and_builds():
     assert chorus.mpi_enabled() != chorus.tcp_enabled() or chorus.size() == 1
     assert chorus.abi_version() >= 13
     assert isinstance(chorus.nccl_built(), int)
+
+
+def test_the_gil_is_released_while_waiting():
+    import threading
+    r, n = chorus.rank(), chorus.size()
+    counter = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            counter[0] += 1
+    worker = threading.Thread(target=spin)
+    worker.start()
+    try:
+        if r == n - 1:
+            time.sleep(0.3)  # the others wait in chorus_wait meanwhile
+        before = counter[0]
+        chorus.allreduce(np.ones(4, dtype=np.float32), name="gil.wait")
+        during = counter[0] - before
+    finally:
+        stop.set()
+        worker.join()
+    if r != n - 1:
+        assert during > 1000  # the other thread ran while this one waited
+
+
+def test_calls_before_init_raise_precondition_errors():
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
+        env.pop(k, None)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(chorus.__file__))  # this chorus, installed or not
+    code = ("import numpy as np, chorus\n"
+            "for call in (chorus.rank, chorus.size, lambda: chorus.allreduce(np.ones(2, np.float32)),\n"
+            "             lambda: chorus.barrier(), lambda: chorus.start_timeline('x.json')):\n"
+            "    try:\n"
+            "        call()\n"
+            "    except chorus.PreconditionError as e:\n"
+            "        assert isinstance(e, ValueError)\n"
+            "    else:\n"
+            "        raise SystemExit('no error before init')\n"
+            "assert not chorus.is_initialized()\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr

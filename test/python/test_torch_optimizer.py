@@ -218,3 +218,18 @@ def test_sync_batch_norm_matches_batch_norm_on_the_union():
     sync.eval()
     ref.eval()
     assert torch.allclose(sync(mine.detach()), ref(full)[part], atol=1e-10)
+
+
+def test_flat_gradients_after_the_first_step():
+    model, opt = distributed_step(steps=3)
+    assert_same(model, reference_step(steps=3))
+    if hvd.size() == 1:
+        return  # no hooks, nothing flattened (Horovod's one-rank optimizer)
+    grads = [p.grad for p in model.parameters()]
+    storages = {g.storage().data_ptr() for g in grads}
+    assert len(storages) == 1  # one buffer for the float64 gradients
+    replaced = list(model.parameters())[0]
+    replaced.grad = torch.ones_like(replaced)  # a gradient the user put there: not the buffer's
+    opt.zero_grad()
+    assert all(torch.all(p.grad == 0) for p in list(model.parameters())[1:])
+    assert replaced.grad is None or torch.all(replaced.grad == 0)

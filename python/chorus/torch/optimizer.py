@@ -3,6 +3,7 @@ whose gradients are allreduced while backward still runs (a hook per
 parameter starts each one as soon as autograd has accumulated it), and
 whose step() first waits for them."""
 import contextlib
+import inspect
 import os
 import warnings
 
@@ -12,7 +13,12 @@ from .. import ops as O
 from ..basics import size
 from ..process_sets import global_process_set
 from .compression import Compression
+from .flat_gradients import flatten
 from .mpi_ops import allreduce_async_, grouped_allreduce_async_, sparse_allreduce_async
+
+
+# What torch's own Optimizer.zero_grad() does by default (False in 1.13, True from 2.0).
+_TORCH_SETS_TO_NONE = inspect.signature(torch.optim.Optimizer.zero_grad).parameters["set_to_none"].default
 
 
 def _named(optimizer_params, named_parameters):
@@ -55,6 +61,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._synchronized = False
         self._should_synchronize = True
         self._group_of, self._group_ready = self._make_groups(groups)
+        # Flat gradients (flat_gradients.py): the order hooks fired in the first step, then the buffers.
+        self._flat = compression is Compression.none
+        self._hook_order = []
+        self._flat_buffers = None
         if process_set.included() and (size() > 1 or os.environ.get("HOROVOD_ELASTIC") == "1"):
             self._register_hooks()
 
@@ -96,6 +106,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 raise AssertionError("Gradients were computed more than backward_passes_per_step times before call "
                                      "to step(). Increase backward_passes_per_step to accumulate gradients locally.")
             self._allreduce_delay[p] -= 1
+            if self._flat_buffers is None:
+                self._hook_order.append(p)
             handle, ctx = None, None
             if self._allreduce_delay[p] == 0:
                 group = self._group_of.get(p)
@@ -207,13 +219,34 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                               "code.")
             self.synchronize()
         self._synchronized = False
-        return super(self.__class__, self).step(closure)
+        result = super(self.__class__, self).step(closure)
+        if self._flat and self._flat_buffers is None and self._hook_order:
+            seen = set()
+            order = [p for p in self._hook_order if not (p in seen or seen.add(p))]
+            self._flat_buffers, self._flat_where = flatten(order)
+        return result
 
     def zero_grad(self, *args, **kwargs):
         if self._handles:
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before optimizer.step() "
                                  "or optimizer.synchronize(). This is prohibited as it can cause a race condition.")
-        return super(self.__class__, self).zero_grad(*args, **kwargs)
+        if not self._flat_buffers:
+            return super(self.__class__, self).zero_grad(*args, **kwargs)
+        # Zeroed where they lie (one fill per buffer), so the gradients stay in the flat
+        # buffers; any other gradient as torch's zero_grad treats it.
+        set_to_none = kwargs.get("set_to_none", args[0] if args else _TORCH_SETS_TO_NONE)
+        for flat in self._flat_buffers:
+            flat.zero_()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None or self._flat_where.get(p) == p.grad.data_ptr():
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad.detach_()
+                    p.grad.zero_()
+        return None
 
     def set_backward_passes_per_step(self, passes):
         self.backward_passes_per_step = passes
