@@ -36,11 +36,33 @@ export PYTHONPATH="$root/python" CHORUS_LIBRARY="$build/core/libchorus.so"
 chorusrun="$build/launcher/chorusrun"
 mpi_flags=(--oversubscribe --bind-to none --mca oob_tcp_if_include lo --mca btl_tcp_if_include lo)
 
+# median of the numbers on stdin
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 if [[ ,$sections, == *,calls,* ]]; then
-  echo "## call cost, 2 ranks (C++ then Python, the same job setup)"
-  "$chorusrun" -np 2 "$build/examples/collective_benchmark" --sections latency,storm --latency-barrier chorus \
-    --storm-tensors 200 --storm-bytes 16384 | grep -E "^(#|chorus)"
-  "$chorusrun" -np 2 "$py" "$root/benchmarks/python/call_cost.py"
+  echo "## call cost, 2 ranks: $rounds rounds, C++ and Python alternating"
+  declare -A calls
+  for ((round = 1; round <= rounds; round++)); do
+    cpp=$("$chorusrun" -np 2 "$build/examples/collective_benchmark" --sections latency,storm --latency-barrier chorus \
+      --storm-tensors 200 --storm-bytes 16384)
+    python=$("$chorusrun" -np 2 "$py" "$root/benchmarks/python/call_cost.py")
+    calls[cpp_latency]+="$(sed -n 's/^chorus (enqueue..wait.*median *\([0-9.]*\) us.*/\1/p' <<< "$cpp") "
+    calls[cpp_storm]+="$(sed -n 's/^chorus, async + fused *\([0-9.]*\) ms.*/\1/p' <<< "$cpp") "
+    calls[numpy_latency]+="$(sed -n 's/^chorus (NumPy) 4 KiB.*median *\([0-9.]*\) us.*/\1/p' <<< "$python") "
+    calls[numpy_storm]+="$(sed -n 's/^chorus (NumPy) storm.*median *\([0-9.]*\) ms.*/\1/p' <<< "$python") "
+    calls[torch_latency]+="$(sed -n 's/^chorus.torch 4 KiB.*median *\([0-9.]*\) us.*/\1/p' <<< "$python") "
+    calls[torch_storm]+="$(sed -n 's/^chorus.torch storm.*median *\([0-9.]*\) ms.*/\1/p' <<< "$python") "
+    echo "round $round done"
+  done
+  for k in cpp_latency cpp_storm numpy_latency numpy_storm torch_latency torch_storm; do
+    calls[$k]=$(tr ' ' '\n' <<< "${calls[$k]}" | grep . | median)
+  done
+  printf "%-36s %10s %12s\n" "median of $rounds rounds" "4 KiB (us)" "storm (ms)"
+  printf "%-36s %10.1f %12.3f\n" "C++ (collective_benchmark)" "${calls[cpp_latency]}" "${calls[cpp_storm]}"
+  for f in numpy torch; do
+    awk -v n="$f" -v l="${calls[${f}_latency]}" -v s="${calls[${f}_storm]}" -v cl="${calls[cpp_latency]}" \
+      -v cs="${calls[cpp_storm]}" 'BEGIN { printf "%-36s %10.1f %12.3f   (+%.1f us, %.2fx the C++ storm)\n",
+      "Python, " n, l, s, l - cl, s / cs }'
+  done
 fi
 
 [[ ,$sections, == *,resnet,* ]] || exit 0

@@ -9,13 +9,13 @@ py="$1" chorusrun="$2" src="$3"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-"$chorusrun" -np 2 "$py" "$src/examples/python/numpy_allreduce.py" | grep "all results right"
+"$chorusrun" --tcp -np 2 "$py" "$src/examples/python/numpy_allreduce.py" | grep "all results right"
 if ! "$py" -c "import torch, torchvision" 2> /dev/null || [[ ! -d /usr/share/datasets/fashion-mnist ]]; then
   echo "run_examples: no torchvision or no Fashion-MNIST here; the training example is skipped"
   exit 0
 fi
 export EXAMPLE_EPOCHS=1 EXAMPLE_TRAIN_SUBSET=256 EXAMPLE_LOADER_WORKERS=0 EXAMPLE_OUT_DIR="$work" \
   EXAMPLE_DATA_DIR="$work/data" OMP_NUM_THREADS=1
-"$chorusrun" -np 2 "$py" "$src/examples/python/horovod_training.py" | tee train.log
+"$chorusrun" --tcp -np 2 "$py" "$src/examples/python/horovod_training.py" | tee train.log
 grep -q "^epoch 0: loss" train.log
 "$py" "$src/examples/python/evaluate.py" "$work/model_epoch_0.pth" --min-accuracy 0 | grep "test accuracy"

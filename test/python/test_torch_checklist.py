@@ -281,3 +281,62 @@ def test_sparse_average_in_a_process_set(even_odd_sets):
     got = hvd.sparse_allreduce_async(dense.to_sparse(), name="sparse.set", op=hvd.Average, process_set=mine)()
     want = hvd.allreduce(dense, op=hvd.Average, process_set=mine, name="dense.set")
     assert torch.allclose(got.to_dense(), want)
+
+
+def test_gradients_inside_process_sets(even_odd_sets):
+    even, odd = even_odd_sets
+    r = hvd.rank()
+    mine = even if r % 2 == 0 else odd
+    k, me = mine.size(), mine.rank()
+    xs = [torch.ones(2, requires_grad=True), torch.ones(3, dtype=torch.float64, requires_grad=True)]
+    sum(o.sum() for o in hvd.grouped_allreduce(xs, op=hvd.Sum, process_set=mine)).backward()
+    assert all(torch.all(x.grad == k) for x in xs)
+    g = torch.ones(me + 1, 2, requires_grad=True)
+    out = hvd.allgather(g, process_set=mine)
+    weights = torch.cat([torch.full((j + 1, 2), float(j + 1)) for j in range(k)])
+    out.backward(weights)  # the same upstream gradient everywhere: the average is itself
+    assert torch.all(g.grad == me + 1)
+    a = torch.ones(k, 3, requires_grad=True)
+    hvd.alltoall(a, process_set=mine).sum().backward()
+    assert torch.all(a.grad == 1)
+
+
+def test_reducescatter_gives_each_rank_its_own_rows():
+    n, r = hvd.size(), hvd.rank()
+    rows = torch.arange(2 * n, dtype=torch.float64).unsqueeze(1).repeat(1, 2)  # row i holds i
+    got = hvd.reducescatter(rows + r, op=hvd.Sum)
+    assert torch.equal(got[:, 0], (torch.arange(2 * r, 2 * r + 2, dtype=torch.float64) * n + n * (n - 1) / 2))
+
+
+def test_grouped_reducescatter_scales_and_scalar_refusal():
+    n = hvd.size()
+    out = hvd.grouped_reducescatter([torch.full((n, 2), 2.0), torch.full((2 * n,), 4.0, dtype=torch.float64)],
+                                    op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0)
+    assert torch.all(out[0] == n * 2.0 * 0.5 * 3.0) and torch.all(out[1] == n * 4.0 * 0.5 * 3.0)
+    with pytest.raises(ValueError, match="dimension"):
+        hvd.grouped_reducescatter([torch.ones(n), torch.tensor(1.0)], name="grs.scalar")
+
+
+def test_broadcast_object_reaches_only_the_set(even_odd_sets):
+    even, odd = even_odd_sets
+    r = hvd.rank()
+    mine = even if r % 2 == 0 else odd
+    got = hvd.broadcast_object({"sent by": r}, root_rank=mine.ranks[0], process_set=mine)
+    assert got == {"sent by": mine.ranks[0]}
+
+
+def test_duplicate_parameter_names_refused_before_init():
+    import subprocess
+    import sys
+    code = ("import torch, chorus.torch as hvd\n"
+            "m = torch.nn.Linear(2, 2)\n"
+            "try:\n"
+            "    hvd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=1),\n"
+            "                             named_parameters=[('same', p) for p in m.parameters()])\n"
+            "except ValueError as e:\n"
+            "    assert 'unique' in str(e), e\n"
+            "    print('ok')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.dirname(hvd.__file__)))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
