@@ -17,6 +17,7 @@ packages=(
   python3-torch                  # PyTorch DDP, the reference in scripts/compare_ddp.sh; chorus.torch's tests
   python3-torchvision            # the Python examples (torchvision.datasets, models.resnet18), as the article's
   python3-numpy python3-pytest   # the Python package's core (NumPy arrays) and its tests (test/python)
+  python3-dev                    # Python.h: chorus._fast, the package's compiled hot path (python/CMakeLists.txt)
   python3-venv python3-pip       # pip install of the package into a venv (test/python/check_pip_install.sh)
   python3                        # scripts/check_code_shape.py (ctest code_shape), standard library only
   clang-14 libclang-rt-14-dev    # clang++ with libFuzzer: the decoders' fuzz tests (test/fuzz); the main build stays g++

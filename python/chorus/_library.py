@@ -9,6 +9,7 @@ import ctypes
 import importlib.util
 import os
 import pathlib
+import sysconfig
 
 # The C ABI version this package was written against; the library loaded
 # must be at least as new (c_api.h: chorus_abi_version).
@@ -141,4 +142,27 @@ def _load():
     return lib, path
 
 
+def _load_fast():
+    """chorus._fast (python/chorus/_fast.c), bound to `lib`'s functions, or
+    None: then every call goes through ctypes. Installed by pip beside this
+    file; in a source checkout, built into <build>/python/chorus."""
+    module = None
+    try:
+        from . import _fast as module
+    except ImportError:
+        build = pathlib.Path(os.environ.get("CHORUS_BUILD_DIR", pathlib.Path(__file__).resolve().parent.parent.parent /
+                                            "build"))
+        suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+        candidate = build / "python" / "chorus" / ("_fast" + suffix)
+        if candidate.is_file():
+            spec = importlib.util.spec_from_file_location("chorus._fast", candidate)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+    if module is not None:
+        address = lambda fn: ctypes.cast(fn, ctypes.c_void_p).value  # noqa: E731
+        module.bind(address(lib.chorus_allreduce_shaped_async), address(lib.chorus_wait_timeout))
+    return module
+
+
 lib, path = _load()
+fast = None if os.environ.get("CHORUS_PYTHON_CTYPES_ONLY") == "1" else _load_fast()

@@ -9,7 +9,7 @@ import ctypes
 
 from . import buffers as B
 from .ops import _C_CODES as _C_OPS, c_code
-from ._library import lib
+from ._library import fast as _fast, lib
 from .handles import ALLOCATE, Allocator, FailedHandle, Handle, check
 
 # chorus_collective (c_api.h)
@@ -48,6 +48,12 @@ def _shape_of(shape):
 
 def allreduce(name, inp, out, op, prescale, postscale, set_id, keep, finish):
     """The ranks agree on the whole shape, not only the count (a (6,) against a (2, 3) fails)."""
+    if _fast is not None:
+        rc = _fast.allreduce(set_id, name.encode(), inp.ptr, out.ptr, inp.shape, inp.dtype, _C_OPS[op], prescale,
+                             postscale, inp.device, inp.stream)
+        if rc < 0:
+            check(rc)
+        return Handle((rc,), keep, finish, name)
     h = (ctypes.c_int64 * 1)()
     rc = _allreduce_shaped(set_id, name.encode(), inp.ptr, out.ptr, _shape_of(inp.shape), len(inp.shape), inp.dtype,
                            _C_OPS[op], prescale, postscale, inp.device, inp.stream, h)

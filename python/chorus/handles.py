@@ -7,10 +7,10 @@ import threading
 import time
 
 from . import errors
-from ._library import ALLOC_FN, lib
+from ._library import ALLOC_FN, fast, lib
 
 _CHORUS_ERR_TIMEOUT = -6
-_wait_timeout = lib.chorus_wait_timeout
+_wait_timeout = fast.wait if fast is not None else lib.chorus_wait_timeout
 _WAIT_SLICE_SECONDS = 0.5  # a wait returns to Python this often, so Ctrl-C works
 
 

@@ -17,6 +17,9 @@ export PATH="$work/venv/bin:$PATH"
 [[ "$(command -v chorusrun)" == "$work/venv/bin/chorusrun" ]] || { echo "chorusrun is not the venv's"; exit 1; }
 cd "$work"
 python -c "import chorus, sys; p = str(chorus.library_path); sys.exit(0 if p.startswith('$work') else 'library from ' + p)"
+if compgen -G "$build/python/chorus/_fast.*.so" > /dev/null; then  # shipped with the build: in use
+  python -c "from chorus._library import fast; import sys; sys.exit(0 if fast and fast.__file__.startswith('$work') else 'no _fast')"
+fi
 chorusrun --version
 chorusrun -np 2 python "$src/examples/python/numpy_allreduce.py" | grep "all results right"
 if python -c "import torch" 2> /dev/null; then

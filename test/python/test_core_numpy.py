@@ -271,3 +271,15 @@ def test_calls_before_init_raise_precondition_errors():
             "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_the_compiled_hot_path_is_in_use_unless_turned_off():
+    import os
+    from chorus._library import fast
+    if os.environ.get("CHORUS_PYTHON_CTYPES_ONLY") == "1":
+        assert fast is None
+    elif fast is None:
+        pytest.skip("chorus._fast was not built here (no Python headers): ctypes alone")
+    else:
+        x = np.full(3, 2.0, dtype=np.float32)
+        assert np.all(chorus.allreduce(x, op=chorus.Sum, name="fast.path") == 2.0 * chorus.size())
