@@ -114,11 +114,12 @@ std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext
   const auto machine = [&](const std::string& host) {
     return is_local_host(host, context.local_host_names) ? std::string() : host;
   };
-  std::map<std::string, int> on_machine, placed;
+  std::map<std::string, int> on_machine, placed, machine_index;
   int counted = 0;
   for (const HostSlots& h : hosts) {
     const int here = std::min(h.slots, options.num_proc - counted);
     on_machine[machine(h.host)] += here;
+    if (here > 0) machine_index.emplace(machine(h.host), static_cast<int>(machine_index.size()));
     counted += here;
   }
   int rank = 0;
@@ -130,9 +131,18 @@ std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext
       c.host = h.host;
       c.local = is_local_host(h.host, context.local_host_names);
       c.env = env;
-      c.env.insert(c.env.end(), {{"RANK", std::to_string(rank)},
-                                 {"LOCAL_RANK", std::to_string(placed[machine(h.host)]++)},
-                                 {"LOCAL_WORLD_SIZE", std::to_string(on_machine[machine(h.host)])}});
+      const std::string local_rank = std::to_string(placed[machine(h.host)]++);
+      const std::string local_size = std::to_string(on_machine[machine(h.host)]);
+      // horovodrun --gloo's names too, which Horovod scripts (and Horovod's own tests) read.
+      c.env.insert(c.env.end(), {{"HOROVOD_RANK", std::to_string(rank)},
+                                 {"HOROVOD_SIZE", std::to_string(options.num_proc)},
+                                 {"HOROVOD_LOCAL_RANK", local_rank},
+                                 {"HOROVOD_LOCAL_SIZE", local_size},
+                                 {"HOROVOD_CROSS_RANK", std::to_string(machine_index[machine(h.host)])},
+                                 {"HOROVOD_CROSS_SIZE", std::to_string(machine_index.size())},
+                                 {"RANK", std::to_string(rank)},
+                                 {"LOCAL_RANK", local_rank},
+                                 {"LOCAL_WORLD_SIZE", local_size}});
       if (c.local) {
         if (context.program_path.empty()) return program_not_found(options.command.front());
         c.argv = options.command;

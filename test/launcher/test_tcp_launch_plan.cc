@@ -52,6 +52,12 @@ TEST_CASE("--tcp on one host: each rank runs the program with torchrun's variabl
     REQUIRE(env_of(c, "LOCAL_RANK") == std::to_string(r));
     REQUIRE(env_of(c, "LOCAL_WORLD_SIZE") == "3");
     REQUIRE(env_of(c, "WORLD_SIZE") == "3");
+    REQUIRE(env_of(c, "HOROVOD_RANK") == std::to_string(r));  // horovodrun --gloo's names
+    REQUIRE(env_of(c, "HOROVOD_SIZE") == "3");
+    REQUIRE(env_of(c, "HOROVOD_LOCAL_RANK") == std::to_string(r));
+    REQUIRE(env_of(c, "HOROVOD_LOCAL_SIZE") == "3");
+    REQUIRE(env_of(c, "HOROVOD_CROSS_RANK") == "0");
+    REQUIRE(env_of(c, "HOROVOD_CROSS_SIZE") == "1");
     REQUIRE(env_of(c, "MASTER_ADDR") == "127.0.0.1");
     REQUIRE(env_of(c, "MASTER_PORT") == "29511");
     REQUIRE(env_of(c, "CHORUS_TRANSPORT") == "tcp");
@@ -68,6 +74,8 @@ TEST_CASE("--tcp across hosts: remote ranks through the agent, rank 0's host rea
   REQUIRE((ranks[0].local && ranks[1].local && !ranks[2].local && !ranks[3].local));
   REQUIRE(env_of(ranks[0], "MASTER_ADDR") == "node7");  // not "localhost": b must reach it
   REQUIRE(env_of(ranks[3], "LOCAL_RANK") == "1");
+  REQUIRE((env_of(ranks[1], "HOROVOD_CROSS_RANK") == "0" && env_of(ranks[2], "HOROVOD_CROSS_RANK") == "1"));
+  REQUIRE(env_of(ranks[3], "HOROVOD_CROSS_SIZE") == "2");
   const std::vector<std::string>& a = ranks[2].argv;
   REQUIRE(a.size() == 5);
   REQUIRE((a[0] == "ssh" && a[1] == "-p" && a[2] == "2222" && a[3] == "b"));

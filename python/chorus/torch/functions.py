@@ -35,16 +35,39 @@ def _layout(optimizer):
     return [[tuple(p.shape) for p in group["params"]] for group in optimizer.param_groups]
 
 
+def _create_state(optimizer):
+    """A fresh optimizer's state, made as Horovod makes it: every parameter
+    that requires a gradient and has none gets zeros, and the wrapped
+    optimizer steps once (not the distributed step: nothing is reduced).
+    Unlike Horovod, the parameters are put back afterwards, so weight decay
+    does not move them."""
+    params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+    saved = [p.detach().clone() for p in params]
+    for p in params:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+    if getattr(optimizer, "_chorus_distributed", False):
+        super(type(optimizer), optimizer).step()
+    else:
+        optimizer.step()
+    with torch.no_grad():
+        for p, before in zip(params, saved):
+            p.copy_(before)
+
+
 def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=global_process_set):
     """root_rank's optimizer state and param-group options (lr, momentum,
     ...) loaded into every rank's optimizer: state the others lack is
-    created, state the root lacks is dropped. As the C++ adapter (and unlike
-    Horovod), a fresh optimizer is not stepped to create its state; it
-    appears at the first step, the same everywhere. The optimizers' layouts
-    (groups, parameter shapes) are compared first: a rank with another
-    layout makes every rank raise InvalidArgumentError naming it."""
+    created, state the root lacks is dropped. A fresh optimizer (no state
+    yet) first gets its state as Horovod's does (_create_state: zero
+    gradients and one step of the wrapped optimizer), with its parameters
+    left as they were. The optimizers' layouts (groups, parameter shapes)
+    are compared first: a rank with another layout makes every rank raise
+    InvalidArgumentError naming it."""
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state")
+    if len(optimizer.state) == 0:
+        _create_state(optimizer)
     layouts = allgather_object(_layout(optimizer), "broadcast_optimizer_state.layout", process_set)
     root_index = process_set.ranks.index(root_rank) if process_set.process_set_id else root_rank
     differing = [r for r, layout in zip(process_set.ranks or range(len(layouts)), layouts)

@@ -43,6 +43,8 @@ def _named(optimizer_params, named_parameters):
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
+    _chorus_distributed = True  # broadcast_optimizer_state steps the wrapped class, not this one
+
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
                  gradient_predivide_factor, groups, sparse_as_dense, process_set):
         super(self.__class__, self).__init__(params)
