@@ -15,6 +15,9 @@ def init(comm=None, process_sets=None):
     if comm is not None:
         raise ValueError("chorus.init: comm (an MPI communicator) is not supported; Chorus starts its own world "
                          "(use process sets for a subset of the ranks)")
+    if lib.chorus_is_initialized() != 1:
+        from . import naming
+        naming.reset()  # unnamed collectives are numbered from 0 again, on every rank alike
     check(lib.chorus_init())
     from . import process_sets as ps
     ps._after_init()

@@ -29,6 +29,8 @@ class Handle:
     __slots__ = ("_ids", "_keep", "_finish", "_result", "_error", "_done", "_peek", "name", "__weakref__")
 
     def __init__(self, ids, keep, finish, name, peek=None):
+        if _orphans:
+            reap_orphans()
         self._ids = list(ids)
         self._peek = peek          # (id) -> None: reads what the C side offers between completion and release
         self._keep = keep          # inputs, outputs and allocators the C side still points at
@@ -107,12 +109,29 @@ class Handle:
         return rc
 
     def __del__(self):
-        # An abandoned handle: its buffers must outlive the C side's use.
+        # Dropped before its wait (Horovod's tests do that): the C side may still
+        # use the buffers, and waiting here could deadlock (the other ranks may be
+        # waiting for this one elsewhere). Keep them until the operation ends.
         if getattr(self, "_ids", None) and self._keep is not None:
-            try:
-                self._wait_ids(None)
-            except BaseException:
-                pass
+            _orphans.append((self._ids, self._keep))
+
+
+# Handles dropped before completion: their ids and the buffers they keep alive,
+# released once chorus_poll says they ended (reap_orphans, at each new handle).
+_orphans = []
+
+
+def reap_orphans():
+    """Releases the dropped handles whose operations ended."""
+    still = []
+    for ids, keep in _orphans:
+        left = [i for i in ids if lib.chorus_poll(i) == 0]
+        for i in ids:
+            if i not in left:
+                lib.chorus_wait(i)  # ended: release the C handle (its error, if any, was never asked for)
+        if left:
+            still.append((left, keep))
+    _orphans[:] = still
 
 
 class FailedHandle(Handle):
@@ -153,7 +172,7 @@ class Allocator:
 def _allocate(user_data, nbytes, shape, ndim):
     # Runs on a Chorus thread with the GIL taken by ctypes; NULL fails the operation.
     try:
-        alloc = _allocators[user_data]
+        alloc = _allocators.pop(user_data)  # one allocation per operation: unregistered at once
         alloc.shape = tuple(shape[i] for i in range(ndim))
         alloc.output, ptr = alloc.make(alloc.shape)
         if nbytes == 0:

@@ -325,17 +325,25 @@ TEST_CASE("Join: allreduces complete without joined ranks, other collectives fai
   REQUIRE(ready[0].response.joined_specs.size() == 1);
   REQUIRE(ready[0].response.joined_specs[0].shape == std::vector<int64_t>{4});
 
+  // A broadcast fails at each rank's request, not once every rank sent it:
+  // ranks whose unnamed calls differ (the joined rank made none) would
+  // otherwise wait for each other.
   Request b;
   b.type = CollectiveType::kBroadcast;
   b.name = "b";
   for (int r : {0, 1}) {
     b.rank = r;
     c.add(b);
+    ready = c.take_ready();
+    REQUIRE(ready.size() == 1);
+    REQUIRE(ready[0].response.type == ResponseType::kError);
+    REQUIRE_THAT(ready[0].response.error_message, Catch::Contains("rank(s) 2 called join()"));
   }
+  b.name = "b.only.rank0";  // a name no other rank ever sends: fails all the same
+  b.rank = 0;
+  c.add(b);
   ready = c.take_ready();
-  REQUIRE(ready.size() == 1);
-  REQUIRE(ready[0].response.type == ResponseType::kError);
-  REQUIRE_THAT(ready[0].response.error_message, Catch::Contains("rank(s) 2 called join()"));
+  REQUIRE((ready.size() == 1 && ready[0].response.type == ResponseType::kError));
 
   for (int r : {1, 0}) {
     join.rank = r;

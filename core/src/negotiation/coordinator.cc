@@ -25,7 +25,26 @@ void Coordinator::add(Request request, Clock::time_point now) {
   // that complete() reports it instead of the tensor waiting forever.
   e.seen[static_cast<size_t>(request.rank)] = true;
   e.requests.push_back(std::move(request));
+  if (fails_while_joined(it)) return;
   if (covered(e)) finish(it);
+}
+
+bool Coordinator::fails_while_joined(std::unordered_map<std::string, Entry>::iterator it) {
+  const Request& first = it->second.requests.front();
+  if (joined_count_ == 0 || traits_of(first.type).runs_while_joined) return false;
+  std::vector<int> joined;
+  for (size_t r = 0; r < joined_.size(); ++r) {
+    if (joined_[r]) joined.push_back(static_cast<int>(r));
+  }
+  ReadyTensor ready;
+  ready.request = first;
+  ready.response.names = {it->first};
+  ready.response.type = ResponseType::kError;
+  ready.response.error_message =
+      std::string(collective_name(first.type)) + " of tensor '" + it->first + "' cannot run: rank(s) " +
+      ranks_text(joined) + " called join(); until every rank joined, only allreduce runs (with zeros from the joined ranks)";
+  deliver(it, std::move(ready));
+  return true;
 }
 
 bool Coordinator::covered(const Entry& e) const {
@@ -65,7 +84,10 @@ void Coordinator::add_join(const Request& request) {
 }
 
 void Coordinator::finish(std::unordered_map<std::string, Entry>::iterator it) {
-  ReadyTensor ready = complete(it->first, it->second);
+  deliver(it, complete(it->first, it->second));
+}
+
+void Coordinator::deliver(std::unordered_map<std::string, Entry>::iterator it, ReadyTensor ready) {
   if (ready.response.type == ResponseType::kError) {
     // Only now (complete() leaves the requests whole on an error): every
     // rank's group, which differ when the ranks grouped differently.

@@ -79,6 +79,13 @@ class Coordinator {
   /// Every rank submitted the tensor or has joined.
   bool covered(const Entry& entry) const;
   void finish(std::unordered_map<std::string, Entry>::iterator it);
+  // Hands a completed (or failed) tensor on: to the ready list, its group, or
+  // the failure of every group it belongs to. Erases it from the table.
+  void deliver(std::unordered_map<std::string, Entry>::iterator it, ReadyTensor ready);
+  // A collective that cannot run while a rank has joined fails at its first
+  // request, not when every other rank sent it: ranks whose calls differ in
+  // name (unnamed calls the joined rank never made) would wait for each other.
+  bool fails_while_joined(std::unordered_map<std::string, Entry>::iterator it);
   void add_join(const Request& request);
 
   int world_size_;
