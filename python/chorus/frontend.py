@@ -23,7 +23,7 @@ class Frontend:
 
     # --- helpers -------------------------------------------------------------
     def _refused(self, kind, name, why, set_id):
-        return C.refuse(kind, name, f"{C_KIND_NAMES[kind]} of '{name}': {why}", set_id)
+        return C.refuse(kind, name, why, set_id)  # the core's message names the collective, the tensor, the rank
 
     def _inputs(self, kind, name, arrays, set_id, writable=False):
         """Buffers of `arrays`, or a refused handle (returned as second value)."""
@@ -32,7 +32,7 @@ class Frontend:
         except Refused as why:
             if isinstance(name, str):
                 return None, self._refused(kind, name, str(why), set_id)
-            return None, C.refuse_group(kind, name, f"grouped {C_KIND_NAMES[kind]}: {why}", set_id)
+            return None, C.refuse_group(kind, name, str(why), set_id)
 
     # --- allreduce -------------------------------------------------------------
     def allreduce_async(self, tensor, op=O.Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -40,7 +40,7 @@ class Frontend:
         # The hot path of training (every gradient, every step): kept short.
         if name is None:
             name = naming.auto_name("allreduce", None, process_set)
-        set_id = 0 if process_set is None or process_set.process_set_id == 0 else P.set_id(process_set)
+        set_id = 0 if process_set is None or process_set is P.global_process_set else P.set_id(process_set)
         try:
             src, buf = self.a.buffer(tensor, inplace)
         except Refused as why:
@@ -173,10 +173,6 @@ class Frontend:
 
 def _same(x):
     return lambda: x
-
-
-C_KIND_NAMES = {C.ALLREDUCE: "allreduce", C.BROADCAST: "broadcast", C.ALLGATHER: "allgather",
-                C.REDUCESCATTER: "reducescatter", C.ALLTOALL: "alltoall"}
 
 
 class _Group:
