@@ -340,3 +340,14 @@ def test_duplicate_parameter_names_refused_before_init():
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.dirname(hvd.__file__)))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_one_ranks_bad_sparse_or_split_input_fails_every_rank():
+    bad = hvd.rank() == hvd.size() - 1
+    dense = torch.zeros(3, 2)
+    with pytest.raises(ValueError, match="sparse COO tensor"):
+        hvd.sparse_allreduce_async(dense if bad else dense.to_sparse(), name="sparse.bad", op=hvd.Sum)()
+    n = hvd.size()
+    x = torch.ones(n, 2, requires_grad=True)
+    with pytest.raises(ValueError, match="integer"):
+        hvd.alltoall(x, splits=[0.5] * n if bad else [1] * n, name="a2a.grad.bad")

@@ -3,9 +3,11 @@ the async calls return a handle for poll() / synchronize(); the synchronous
 ones are differentiable (autograd.py) and take a compression where Horovod's do."""
 import torch
 
+from .. import collectives as C
 from .. import naming
 from .. import ops as O
 from ..api import collective_functions
+from ..frontend import Refused
 from ..process_sets import global_process_set
 from .autograd import (AllgatherFn, AllreduceFn, AlltoallFn, BroadcastFn, GroupedAllreduceFn, ReducescatterFn, front,
                        set_or_global, wants_grad)
@@ -86,8 +88,11 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Rank i sends splits[j] rows to rank j (equal parts when None). Returns the
     received rows; with `splits`, (output, received_splits) as Horovod."""
     name = naming.auto_name("alltoall", name, process_set)
-    if wants_grad(tensor):
-        split_list = None if splits is None else front.a.int_list(splits)
+    try:
+        split_list = None if splits is None or not wants_grad(tensor) else front.a.int_list(splits)
+    except Refused:
+        split_list = None  # refused through the negotiation below, on every rank
+    if wants_grad(tensor) and (splits is None or split_list is not None):
         output, received = AlltoallFn.apply(tensor, split_list, name, set_or_global(process_set))
     else:
         output, received = front.alltoall_async(tensor, splits, name, process_set).wait()
@@ -155,10 +160,15 @@ def sparse_allreduce_async(tensor, name=None, op=O.Average, process_set=global_p
     sparse tensor. Only Sum and Average; a dense tensor is refused."""
     name = naming.auto_name("sparse_allreduce", name, process_set)
     op = O.resolve(op)
+    why = None
     if op not in (O.Sum, O.Average):
-        raise ValueError(f"chorus.torch.sparse_allreduce_async: op {O.NAMES[op]} is not supported (Sum, Average)")
-    if not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
-        raise ValueError(f"chorus.torch.sparse_allreduce_async('{name}'): expected a sparse COO tensor")
+        why = f"sparse allreduce: op {O.NAMES[op]} is not supported (Sum, Average)"
+    elif not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
+        why = f"sparse allreduce: expected a sparse COO tensor, got {type(tensor).__name__}"
+    if why is not None:  # refused through the negotiation: the other ranks' allgathers fail too
+        set_id = set_or_global(process_set).process_set_id
+        for part in ("indices", "values"):
+            C.refuse(C.ALLGATHER, f"{name}.{part}", why, set_id).wait()
     t = tensor.coalesce()
     indices = allgather_async(t.indices().t().contiguous(), name=f"{name}.indices", process_set=process_set)
     values = allgather_async(t.values().contiguous(), name=f"{name}.values", process_set=process_set)
