@@ -1,4 +1,4 @@
-# CHORUS_WITH_CUDA: AUTO (default) builds the GPU toolkit (core/src/gpu,
+# CHORUS_WITH_CUDA: AUTO (default) builds the GPU toolkit (core/src/device/cuda,
 # target chorus_gpu) when a CUDA 13 toolkit and NCCL are found, ON fails
 # here when either is missing, OFF builds none of it.
 # Sets CHORUS_HAVE_CUDA (ON/OFF) for the rest of the build.

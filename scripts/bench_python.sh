@@ -42,7 +42,7 @@ if [[ ,$sections, == *,calls,* ]]; then
   echo "## call cost, 2 ranks: $rounds rounds, C++ and Python alternating"
   declare -A calls
   for ((round = 1; round <= rounds; round++)); do
-    cpp=$("$chorusrun" -np 2 "$build/examples/collective_benchmark" --sections latency,storm --latency-barrier chorus \
+    cpp=$("$chorusrun" -np 2 "$build/benchmarks/collective_benchmark" --sections latency,storm --latency-barrier chorus \
       --storm-tensors 200 --storm-bytes 16384)
     python=$("$chorusrun" -np 2 "$py" "$root/benchmarks/python/call_cost.py")
     calls[cpp_latency]+="$(sed -n 's/^chorus (enqueue..wait.*median *\([0-9.]*\) us.*/\1/p' <<< "$cpp") "
@@ -73,10 +73,10 @@ jobs=(cpp chorus ddp)
 for ((round = 1; round <= rounds; round++)); do
   for job in "${jobs[@]}"; do
     case $job in
-      cpp) out=$("$chorusrun" -np 2 "$build/examples/synthetic_benchmark") ;;
+      cpp) out=$("$chorusrun" -np 2 "$build/benchmarks/synthetic_benchmark") ;;
       chorus) out=$("$chorusrun" -np 2 "$py" "$root/benchmarks/python/hvd_synthetic_benchmark.py" --framework chorus) ;;
       ddp) out=$("$py" -m torch.distributed.run --standalone --nproc_per_node 2 --redirects 1 --tee 1 \
-                   "$root/examples/synthetic_benchmark/ddp_benchmark.py" | sed 's/^\[default0\]://') ;;
+                   "$root/benchmarks/synthetic_benchmark/ddp_benchmark.py" | sed 's/^\[default0\]://') ;;
       horovod) out=$(mpirun -np 2 "${mpi_flags[@]}" -x GLIBC_TUNABLES "$hvd_py" \
                        "$root/benchmarks/python/hvd_synthetic_benchmark.py" --framework horovod) ;;
     esac

@@ -30,7 +30,7 @@
 #        (root, ip and tc; 1.5 to 2 minutes for all sections on a 2-core VM)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-here="$root/scripts/bench_tcp"
+here="$root/benchmarks/bench_tcp"
 build="./build" sections="cross,shaped,startup,local" local_rounds=3
 while (($#)); do
   case "$1" in
@@ -43,10 +43,10 @@ while (($#)); do
 done
 [[ -d "$build" ]] || { echo "bench_tcp.sh: no build directory '$build' (--build DIR)" >&2; exit 2; }
 build="$(cd "$build" && pwd)"
-bench="$build/examples/collective_benchmark" chorusrun="$build/launcher/chorusrun"
-report="$build/test/launcher/rank_report" py=/usr/bin/python3
-for f in "$bench" "$chorusrun" "$report"; do
-  [[ -x "$f" ]] || { echo "bench_tcp.sh: $f is missing (build collective_benchmark chorusrun rank_report)" >&2; exit 2; }
+bench="$build/benchmarks/collective_benchmark" chorusrun="$build/launcher/chorusrun"
+report="$build/test/launcher/rank_report" bare_ring="$build/benchmarks/bare_ring" py=/usr/bin/python3
+for f in "$bench" "$chorusrun" "$report" "$bare_ring"; do
+  [[ -x "$f" ]] || { echo "bench_tcp.sh: $f is missing (build collective_benchmark chorusrun rank_report bare_ring)" >&2; exit 2; }
 done
 for s in ${sections//,/ }; do
   [[ "$s" =~ ^(cross|shaped|startup|local|hierarchical)$ ]] || { echo "bench_tcp.sh: unknown section '$s'" >&2; exit 2; }
@@ -131,14 +131,12 @@ gloo_cross() {
 # The bare ring (bare_ring.c) across the hosts, one design: its lines in $work/bare.
 bare_ring_cross() {
   local design="$1" bytes
-  [[ -x "$work/bare_ring" ]] || cc -O2 -march=native -pthread -o "$work/bare_ring" "$here/bare_ring.c" ||
-    { echo "bench_tcp.sh: cannot compile bare_ring.c" >&2; exit 1; }
   for bytes in 16777216 67108864; do
     port=$((port + 1))
-    ip netns exec "$nsa" timeout 120 "$work/bare_ring" server "$ha" "$port" "$bytes" 15 "$design" >> "$work/bare" &
+    ip netns exec "$nsa" timeout 120 "$bare_ring" server "$ha" "$port" "$bytes" 15 "$design" >> "$work/bare" &
     local server=$!
     bg_pids+=("$server")
-    ip netns exec "$nsb" timeout 120 "$work/bare_ring" client "$ha" "$port" "$bytes" 15 "$design" ||
+    ip netns exec "$nsb" timeout 120 "$bare_ring" client "$ha" "$port" "$bytes" 15 "$design" ||
       { echo "bench_tcp.sh: bare_ring $design failed" >&2; exit 1; }
     wait "$server" || { echo "bench_tcp.sh: bare_ring $design failed" >&2; exit 1; }
   done

@@ -22,7 +22,7 @@
 # --chorusrun-arg ARG  one more chorusrun flag for the Chorus jobs (repeatable),
 #                      e.g. --chorusrun-arg=--mpi-args="--mca mpi_yield_when_idle 1"
 # Arguments after -- go to both benchmarks (e.g. -- --num-iters 5).
-# Needs a build with LibTorch (build/examples/synthetic_benchmark) and
+# Needs a build with LibTorch (build/benchmarks/synthetic_benchmark) and
 # python3-torch. On a shared machine, run it alone (one benchmark at a time).
 set -euo pipefail
 
@@ -57,8 +57,8 @@ case $malloc in tuned|default|out-of-box) ;; *) die "--malloc must be tuned, def
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, not '$rounds'"
 [[ $job_timeout =~ ^[1-9][0-9]*$ ]] || die "--job-timeout must be a positive number of seconds, not '$job_timeout'"
 chorusrun="$build/launcher/chorusrun"
-benchmark="$build/examples/synthetic_benchmark"
-ddp_script="$root/examples/synthetic_benchmark/ddp_benchmark.py"
+benchmark="$build/benchmarks/synthetic_benchmark"
+ddp_script="$root/benchmarks/synthetic_benchmark/ddp_benchmark.py"
 [[ -x $chorusrun ]] || die "$chorusrun not found: build Chorus first (scripts/build.sh)"
 [[ -x $benchmark ]] || die "$benchmark not found: it needs a build with LibTorch (libtorch-dev)"
 "$python" -c 'import torch' 2>/dev/null || die "$python cannot import torch: install python3-torch or pass --python"

@@ -102,7 +102,7 @@ step 90 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCHORUS_WITH_MP
 step 330 cmake --build "$build" -j "${CHORUS_BUILD_JOBS:-$(nproc)}" \
   --target chorus_gpu_tests chorus_gpu_runtime_tests chorus_gpu_ops_benchmark collective_benchmark || exit 1
 gpu_tests="$build/test/gpu/chorus_gpu_tests" runtime_tests="$build/test/gpu/chorus_gpu_runtime_tests"
-ops_bench="$build/test/gpu/chorus_gpu_ops_benchmark" bench="$build/examples/collective_benchmark"
+ops_bench="$build/test/gpu/chorus_gpu_ops_benchmark" bench="$build/benchmarks/collective_benchmark"
 fi
 ldd "$gpu_tests" | grep -E 'nccl|cuda|mpi|stdc|not found'
 ldd "$bench" | grep -E 'chorus|nccl|cuda|mpi|not found'

@@ -36,7 +36,7 @@ mkdir -p "$out/core/bin" "$out/core/lib"
 core="${CHORUS_GPU_PREBUILD_CORE:-$root/.build-gpu-prebuild-core}"
 cmake -S "$root" -B "$core" "${common[@]}" -DCHORUS_WITH_TORCH=OFF -DCHORUS_BUILD_EXAMPLES=ON >/dev/null
 cmake --build "$core" -j "$jobs" --target chorus_gpu_tests chorus_gpu_runtime_tests chorus_gpu_ops_benchmark collective_benchmark
-cp "$core"/test/gpu/{chorus_gpu_tests,chorus_gpu_runtime_tests,chorus_gpu_ops_benchmark} "$core/examples/collective_benchmark" "$out/core/bin/"
+cp "$core"/test/gpu/{chorus_gpu_tests,chorus_gpu_runtime_tests,chorus_gpu_ops_benchmark} "$core/benchmarks/collective_benchmark" "$out/core/bin/"
 cp -L "$core/core/libchorus.so.0" "$out/core/lib/"  # the soname, as a file: links may not travel
 
 if [[ -n "$torch_dir" ]]; then

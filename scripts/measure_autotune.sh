@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # measure_autotune.sh: what CHORUS_AUTOTUNE chooses for the two training
 # workloads of performance.md and what that gains, at np = 2:
-#   ResNet-18 (examples/synthetic_benchmark, the compare_ddp.sh workload) and
+#   ResNet-18 (benchmarks/synthetic_benchmark, the compare_ddp.sh workload) and
 #   the main job's CNN on Fashion-MNIST (examples/train_fashion_mnist).
 # Each workload runs twice, with the defaults and with autotune on. Printed:
 # images/s over the second half of each run (autotune has finished its search
@@ -34,7 +34,7 @@ while (($#)); do
   esac
 done
 chorusrun="$build/launcher/chorusrun"
-resnet="$build/examples/synthetic_benchmark"
+resnet="$build/benchmarks/synthetic_benchmark"
 fashion="$build/examples/train_fashion_mnist"
 for f in "$chorusrun" "$resnet" "$fashion"; do [[ -x $f ]] || die "$f not found: build with LibTorch first"; done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -2,7 +2,7 @@
 """Draw the plots of docs/performance.md from the benchmarks' own output.
 
   scripts/plot_benchmarks.py busbw SWEEP.txt [-o PNG]
-      SWEEP.txt: what `chorusrun -np N examples/collective_benchmark
+      SWEEP.txt: what `chorusrun -np N benchmarks/collective_benchmark
       --sections sweep ...` printed (saved with `> SWEEP.txt`). Draws busbw
       against message size for Chorus and MPI_Allreduce (measured in the same
       run, on the same buffers), for each kind of buffer in the file, and the

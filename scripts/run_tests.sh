@@ -8,6 +8,8 @@
 # ctest and run that subset only, without the other two; CHORUS_SANITIZERS=0
 # skips the sanitizer runs always.
 set -euo pipefail
+# Before the build, as it takes seconds: the changed lines' formatting (install_deps.sh brings clang-format).
+"$(dirname "${BASH_SOURCE[0]}")/install_deps.sh" && "$(dirname "${BASH_SOURCE[0]}")/check_format.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/prepare.sh"
 (cd "$build" && ctest --output-on-failure --timeout 900 "$@")
 if (($# == 0)); then

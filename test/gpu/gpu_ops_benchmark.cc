@@ -16,8 +16,8 @@
 #include <nccl.h>
 
 #include "comm/loopback/loopback_backend.h"
-#include "gpu/nccl_device_operations.h"
-#include "runtime/handle_state.h"
+#include "device/cuda/nccl_device_operations.h"
+#include "engine/handle_state.h"
 
 using namespace chorus;
 using namespace chorus::detail;

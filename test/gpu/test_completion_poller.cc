@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "gpu/completion_poller.h"
-#include "runtime/handle_state.h"
+#include "device/cuda/completion_poller.h"
+#include "engine/handle_state.h"
 
 using namespace chorus;
 using namespace chorus::detail;

@@ -3,7 +3,7 @@
 
 #include <numeric>
 
-#include "gpu/copy_plan.h"
+#include "device/cuda/copy_plan.h"
 
 using namespace chorus::detail::gpu;
 

@@ -10,7 +10,7 @@
 #include "common/half.h"
 #include "device_buffer.h"
 #include "device_values.h"
-#include "gpu/device_fusion.h"
+#include "device/cuda/device_fusion.h"
 #include "kernels/reduce_kernels.h"
 
 using namespace chorus;

@@ -13,10 +13,10 @@
 
 #include "comm/loopback/loopback_backend.h"
 #include "device_buffer.h"
-#include "gpu/device_stream.h"
-#include "gpu/nccl_launcher.h"
-#include "gpu/nccl_symbols.h"
-#include "gpu/set_communicators.h"
+#include "device/cuda/device_stream.h"
+#include "device/cuda/nccl_launcher.h"
+#include "device/cuda/nccl_symbols.h"
+#include "device/cuda/set_communicators.h"
 #include "kernels/reduce_kernels.h"
 
 using namespace chorus;

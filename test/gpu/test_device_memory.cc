@@ -1,5 +1,5 @@
 // On a GPU: the CUDA DeviceMemory the runtime records ready points with and
-// the staged path copies through (gpu/cuda_device_memory.cc).
+// the staged path copies through (device/cuda/cuda_device_memory.cc).
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "device_buffer.h"
-#include "gpu/cuda_device_memory.h"
+#include "device/cuda/cuda_device_memory.h"
 
 using namespace chorus;
 using namespace chorus::detail;

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "device_buffer.h"
-#include "gpu/device_fusion.h"
-#include "gpu/device_stream.h"
-#include "gpu/gpu_errors.h"
-#include "gpu/nccl_symbols.h"
+#include "device/cuda/device_fusion.h"
+#include "device/cuda/device_stream.h"
+#include "device/cuda/gpu_errors.h"
+#include "device/cuda/nccl_symbols.h"
 #include "kernels/reduce_kernels.h"
 
 using namespace chorus;

@@ -12,7 +12,8 @@
 #include "chorus/runtime.h"
 #include "comm/loopback/loopback_backend.h"
 #include "device_buffer.h"
-#include "runtime/runtime_access.h"
+#include "api/runtime_access.h"
+#include "device/build_support.h"
 
 using namespace chorus;
 using namespace chorus::detail;

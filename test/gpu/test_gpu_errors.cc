@@ -2,7 +2,7 @@
 // and NCCL's error strings need no GPU).
 #include <catch2/catch.hpp>
 
-#include "gpu/gpu_errors.h"
+#include "device/cuda/gpu_errors.h"
 
 using namespace chorus::detail::gpu;
 

@@ -1,11 +1,11 @@
-// One GPU serves one NCCL communicator (host only; gpu/launch_order.h).
+// One GPU serves one NCCL communicator (host only; device/cuda/launch_order.h).
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <thread>
 #include <vector>
 
-#include "gpu/launch_order.h"
+#include "device/cuda/launch_order.h"
 
 using namespace chorus;
 using namespace chorus::detail::gpu;

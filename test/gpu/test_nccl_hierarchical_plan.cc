@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "dataplane/algorithms/hierarchical_allreduce.h"
-#include "gpu/nccl_plan.h"
+#include "device/cuda/nccl_plan.h"
 
 using namespace chorus;
 using namespace chorus::detail;

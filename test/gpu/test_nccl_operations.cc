@@ -15,10 +15,10 @@
 #include "comm/loopback/loopback_backend.h"
 #include "device_buffer.h"
 #include "device_values.h"
-#include "gpu/nccl_device_operations.h"
-#include "gpu/nccl_plan.h"
+#include "device/cuda/nccl_device_operations.h"
+#include "device/cuda/nccl_plan.h"
 #include "kernels/reduce_kernels.h"
-#include "runtime/handle_state.h"
+#include "engine/handle_state.h"
 
 using namespace chorus;
 using namespace chorus::detail;

@@ -7,7 +7,7 @@
 #include <map>
 #include <tuple>
 
-#include "gpu/nccl_plan.h"
+#include "device/cuda/nccl_plan.h"
 
 using namespace chorus;
 using namespace chorus::detail;

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "comm/loopback/loopback_backend.h"
-#include "gpu/gpu_devices.h"
-#include "gpu/nccl_device_operations.h"
-#include "runtime/handle_state.h"
+#include "device/cuda/gpu_devices.h"
+#include "device/cuda/nccl_device_operations.h"
+#include "engine/handle_state.h"
 
 using namespace chorus;
 using namespace chorus::detail;

@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "gpu/nccl_symbols.h"
+#include "device/cuda/nccl_symbols.h"
 
 using namespace chorus::detail::gpu;
 

@@ -3,7 +3,7 @@
 
 #include <chrono>
 
-#include "gpu/nccl_wait.h"
+#include "device/cuda/nccl_wait.h"
 
 using namespace chorus;
 using namespace chorus::detail::gpu;

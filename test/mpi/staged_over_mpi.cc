@@ -17,7 +17,8 @@
 #include "chorus/runtime.h"
 #include "comm/backend_choice.h"
 #include "fake_device_memory.h"
-#include "runtime/runtime_access.h"
+#include "api/runtime_access.h"
+#include "device/staged_device_operations.h"
 
 using namespace chorus;
 using chorus::test::FakeDeviceContext;
@@ -112,6 +113,7 @@ int main() {
   auto memory = std::make_shared<FakeDeviceMemory>();
   auto support = std::make_shared<detail::DeviceSupport>();
   support->memory = memory;
+  support->make_staged = detail::make_staged_device_operations;
   std::unique_ptr<Runtime> rt = detail::RuntimeAccess::make(detail::make_backend(options), options, support);
   g_rank = rt->rank();
   // Named after rank 0's process, so jobs run side by side (MPI, TCP) do not share files.

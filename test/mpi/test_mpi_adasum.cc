@@ -11,7 +11,7 @@
 
 #include "../unit/adasum_reference.h"
 #include "chorus/chorus.h"
-#include "runtime/runtime_access.h"
+#include "api/runtime_access.h"
 
 using namespace chorus;
 using namespace chorus::test;

@@ -11,7 +11,7 @@
 
 #include "dataplane/route_choice.h"
 #include "kernels/reduce_kernels.h"
-#include "runtime/runtime_access.h"
+#include "api/runtime_access.h"
 #include "chorus/chorus.h"
 #include "typed_values.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "chorus/chorus.h"
-#include "runtime/runtime_access.h"
+#include "api/runtime_access.h"
 
 using namespace chorus;
 

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "runtime/handle_state.h"
-#include "runtime/tensor_entry.h"
+#include "engine/handle_state.h"
+#include "engine/tensor_entry.h"
 
 namespace chorus::test {
 

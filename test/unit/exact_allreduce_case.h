@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../mpi/typed_values.h"
+#include "typed_values.h"
 #include "dataplane/algorithms/ring_allreduce.h"
 #include "exact_reduction_values.h"
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "chorus/tensor.h"
-#include "runtime/device_memory.h"
+#include "engine/device_memory.h"
 
 namespace chorus::test {
 

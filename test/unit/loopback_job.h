@@ -13,7 +13,7 @@
 
 #include "chorus/runtime.h"
 #include "comm/loopback/loopback_backend.h"
-#include "runtime/runtime_access.h"
+#include "api/runtime_access.h"
 #include "thread_ranks.h"
 
 namespace chorus::test {

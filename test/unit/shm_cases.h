@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../mpi/typed_values.h"
+#include "typed_values.h"
 #include "dataplane/algorithms/shared_memory_allreduce.h"
 #include "dataplane/algorithms/zero_copy_allreduce.h"
 #include "exact_reduction_values.h"

@@ -18,7 +18,7 @@
 #include "comm/tcp/tcp_backend.h"
 #include "comm/tcp/tcp_mesh.h"
 #include "comm/tcp/tcp_rendezvous.h"
-#include "runtime/runtime_access.h"
+#include "api/runtime_access.h"
 #include "thread_ranks.h"
 
 namespace chorus::test {

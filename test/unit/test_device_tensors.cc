@@ -14,8 +14,9 @@
 #include "chorus/error.h"
 #include "fake_device_memory.h"
 #include "fusion/fusion_planner.h"
-#include "runtime/device_timeline.h"
-#include "runtime/shared_stats.h"
+#include "device/device_timeline.h"
+#include "device/staged_device_operations.h"
+#include "engine/shared_stats.h"
 #include "loopback_job.h"
 #include "stderr_capture.h"
 
@@ -68,6 +69,7 @@ void run_device_ranks(int size, Body body, RuntimeOptions options = chorus::test
     memories.push_back(std::make_shared<FakeDeviceMemory>());
     auto support = std::make_shared<DeviceSupport>();
     if (gpu_support) support->memory = memories.back();
+    support->make_staged = make_staged_device_operations;
     std::unique_ptr<Backend> backend = make_loopback_backend(world, r);
     if (r == split_fails_on) backend = std::make_unique<SplitStartFails>(std::move(backend), true, false);
     runtimes.push_back(RuntimeAccess::make(std::move(backend), options, support));

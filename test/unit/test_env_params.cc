@@ -10,7 +10,7 @@
 #include "env_guard.h"
 #include "comm/loopback/loopback_backend.h"
 #include "common/env_params.h"
-#include "runtime/runtime_access.h"
+#include "api/runtime_access.h"
 
 using namespace chorus;
 using namespace chorus::detail;

@@ -12,8 +12,8 @@
 
 #include "chorus/error.h"
 #include "loopback_job.h"
-#include "runtime/handle_state.h"
-#include "runtime/tensor_entry.h"
+#include "engine/handle_state.h"
+#include "engine/tensor_entry.h"
 
 using namespace chorus;
 using chorus::test::run_ranks;

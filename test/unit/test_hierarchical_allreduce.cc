@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "../mpi/typed_values.h"
+#include "typed_values.h"
 #include "comm/loopback/in_process_links.h"
 #include "contract_checking_link.h"
 #include "exact_allreduce_case.h"

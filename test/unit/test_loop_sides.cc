@@ -2,7 +2,7 @@
 // channel brings the workers' request lists (or rank 0's response lists),
 // and the test plays the loop's part of running a list: it changes the
 // response cache and hands the side the recorded changes, in the order
-// runtime/loop_side.h promises. The subtle rule checked here: bits counted
+// engine/loop_side.h promises. The subtle rule checked here: bits counted
 // against a slot's old content leave the fast path as full requests for
 // the OLD tensor, whatever order the other ranks' messages come in.
 #include <catch2/catch.hpp>
@@ -12,8 +12,8 @@
 #include <utility>
 
 #include "entry_helpers.h"
-#include "runtime/coordinator_side.h"
-#include "runtime/worker_side.h"
+#include "engine/coordinator_side.h"
+#include "engine/worker_side.h"
 
 using namespace chorus;
 using namespace chorus::detail;
@@ -370,8 +370,37 @@ TEST_CASE("Worker: polls hand over each list rank 0 sent, one at a time", "[side
   REQUIRE(got == b);
   REQUIRE(w.side.poll(&got, &polled).is_ok());
   REQUIRE(polled == LoopSide::Polled::kNothing);
-  w.channel.from_coordinator.push_back("garbage");
-  const Status s = w.side.poll(&got, &polled);
-  REQUIRE_FALSE(s.is_ok());
-  REQUIRE_THAT(s.message(), Catch::Contains("from the coordinator"));
+}
+
+TEST_CASE("Worker: a response list it cannot read becomes a shutdown of every rank, with its words",
+          "[sides][errors]") {
+  // The list may hold collectives the others run now: rank 1 cannot skip
+  // it, so it asks rank 0 to end the job with why and ends here itself.
+  Worker w(4);
+  w.enqueue("x");
+  w.channel.from_coordinator.push_back("not a response list");
+  ResponseList got;
+  LoopSide::Polled polled;
+  REQUIRE(w.side.poll(&got, &polled).is_ok());
+  REQUIRE(polled == LoopSide::Polled::kList);
+  const std::string why =
+      "could not read the response list rank 0 sent (malformed response list (bad header); "
+      "are all ranks running the same Chorus build?)";
+  REQUIRE(got.shutdown);
+  REQUIRE(got.shutdown_reason == "rank 1: " + why);
+  REQUIRE(got.responses.empty());
+  REQUIRE(got.cache_epoch == w.cache.epoch());  // the loop runs it as it is
+  REQUIRE(w.channel.to_coordinator.size() == 1);
+  RequestList report;
+  REQUIRE(RequestList::parse(w.channel.to_coordinator.back(), &report).is_ok());
+  REQUIRE(report.shutdown);
+  REQUIRE(report.shutdown_reason == why);
+  REQUIRE(report.requests.empty());
+
+  // Rank 0 tells every rank the same words rank 1 ended with.
+  Rank0 r0(3, 4);
+  r0.channel.from_workers.emplace_back(1, w.channel.to_coordinator.back());
+  const ResponseList l = r0.poll();
+  REQUIRE(l.shutdown);
+  REQUIRE(l.shutdown_reason == got.shutdown_reason);
 }

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "../mpi/typed_values.h"
+#include "typed_values.h"
 #include "kernels/reduce_kernels.h"
 #include "dataplane/algorithms/ring_allreduce.h"
 #include "comm/loopback/in_process_links.h"
@@ -52,7 +52,7 @@ TEST_CASE("Ring chunks cover the count, larger ones first", "[ring]") {
     for (int parts = 1; parts <= 8; ++parts) {
       int64_t next = 0;
       for (int c = 0; c < parts; ++c) {
-        const ChunkRange r = ring_chunk(count, parts, c);
+        const ChunkRange r = even_chunk(count, parts, c);
         REQUIRE(r.offset == next);
         REQUIRE(r.length >= count / parts);
         REQUIRE(r.length <= count / parts + 1);

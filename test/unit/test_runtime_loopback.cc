@@ -11,6 +11,7 @@
 
 #include "chorus/error.h"
 #include "loopback_job.h"
+#include "tcp_job.h"
 
 using namespace chorus;
 using chorus::test::run_ranks;
@@ -330,6 +331,116 @@ TEST_CASE("One rank shutting down fails the others' pending work instead of hang
     RANK_CHECK(m.find("'never'") != std::string::npos);
     RANK_CHECK(m.find("rank 1 called shutdown()") != std::string::npos);
   });
+}
+
+namespace {
+
+// Rank 1's view of the control channel when the response lists reach it
+// unreadable (a build of another protocol version, or bytes spoiled on the
+// way): their first byte is changed. The backend's channel exists from its
+// start() on (TCP), so each call asks for it.
+class SpoilingChannel final : public detail::ControlChannel {
+ public:
+  explicit SpoilingChannel(detail::Backend& inner) : inner_(inner) {}
+  Status send_to_coordinator(std::string bytes) override {
+    return inner_.control().send_to_coordinator(std::move(bytes));
+  }
+  bool poll_from_workers(int* from, std::string* bytes) override {
+    return inner_.control().poll_from_workers(from, bytes);
+  }
+  Status send_to_workers(const std::string& bytes) override { return inner_.control().send_to_workers(bytes); }
+  bool poll_from_coordinator(std::string* bytes) override {
+    if (!inner_.control().poll_from_coordinator(bytes)) return false;
+    if (!bytes->empty()) (*bytes)[0] = static_cast<char>((*bytes)[0] ^ 0x5a);
+    return true;
+  }
+  bool close(std::chrono::milliseconds bound) override { return inner_.control().close(bound); }
+  std::vector<int> not_at_close() const override { return inner_.control().not_at_close(); }
+  Status failure() const override { return inner_.control().failure(); }
+
+ private:
+  detail::Backend& inner_;
+};
+
+class SpoiledListsBackend final : public detail::Backend {
+ public:
+  explicit SpoiledListsBackend(std::unique_ptr<detail::Backend> inner) : inner_(std::move(inner)), channel_(*inner_) {}
+  Status start() override { return inner_->start(); }
+  void stop() override { inner_->stop(); }
+  detail::Topology topology() const override { return inner_->topology(); }
+  detail::ControlChannel& control() override { return channel_; }
+  detail::Communicator& collectives() override { return inner_->collectives(); }
+  detail::PeerLink& peer_link() override { return inner_->peer_link(); }
+  const detail::SharedSlots* shared_slots() const override { return inner_->shared_slots(); }
+  std::shared_ptr<detail::SharedArena> shared_arena() const override { return inner_->shared_arena(); }
+  Status split(int32_t id, const std::vector<int>& members, std::unique_ptr<detail::Backend>* out) override {
+    return inner_->split(id, members, out);
+  }
+  void end_job(int exit_code) override { inner_->end_job(exit_code); }
+
+ private:
+  std::unique_ptr<detail::Backend> inner_;
+  SpoilingChannel channel_;
+};
+
+struct Outcome {
+  std::string message;
+  double seconds = 0;
+};
+
+// Ranks 0 and 2 wait for rank 1 in "x", rank 1 for the others in "y": how
+// this rank's handle failed, and when.
+Outcome wait_for_the_failure(Runtime& rt, int rank) {
+  std::vector<float> v(4, 1);
+  const auto start = std::chrono::steady_clock::now();
+  Handle h = rt.allreduce_async(rank == 1 ? "y" : "x", view(v), view(v));
+  Outcome o;
+  o.message = error_of<AbortedError>(h);
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("A worker that cannot read rank 0's response lists fails every rank's work, naming it", "[runtime][errors]") {
+  RuntimeOptions o = chorus::test::quiet_options();
+  o.log_level = LogLevel::kFatal;  // rank 0's stall warnings are expected here
+  // While tensors wait rank 0 sends a heartbeat every 0.5 s: the first list
+  // rank 1 gets. (A list holding a collective would leave ranks 0 and 2
+  // inside it; see docs/troubleshooting.md.)
+  o.stall_check_seconds = 1;
+  auto spoiled_on_rank_1 = [](std::unique_ptr<detail::Backend> backend, int rank) {
+    return rank == 1 ? std::make_unique<SpoiledListsBackend>(std::move(backend)) : std::move(backend);
+  };
+  std::vector<Outcome> outcomes(3);
+  SECTION("in-process ranks") {
+    auto world = detail::make_loopback_world(3);
+    std::vector<std::unique_ptr<Runtime>> runtimes;
+    for (int r = 0; r < 3; ++r) {
+      runtimes.push_back(detail::RuntimeAccess::make(spoiled_on_rank_1(detail::make_loopback_backend(world, r), r), o));
+    }
+    chorus::test::on_thread_ranks_rethrowing(3, [&](int r) {
+      outcomes[static_cast<size_t>(r)] = wait_for_the_failure(*runtimes[static_cast<size_t>(r)], r);
+    });
+    runtimes.clear();
+    REQUIRE(detail::loopback_exit_code(world) == -1);  // every rank got to the close: nothing had to end the job
+  }
+  SECTION("over TCP") {  // a close that did not come in 5 s would end this process (exit code 76)
+    const int port = chorus::test::free_tcp_port();
+    chorus::test::on_thread_ranks_rethrowing(3, [&](int r) {
+      auto backend = detail::make_tcp_backend(o, chorus::test::tcp_meeting(r, 3, port));
+      std::unique_ptr<Runtime> rt = detail::RuntimeAccess::make(spoiled_on_rank_1(std::move(backend), r), o);
+      outcomes[static_cast<size_t>(r)] = wait_for_the_failure(*rt, r);
+    });
+  }
+  for (size_t r = 0; r < 3; ++r) {
+    INFO("rank " << r << " after " << outcomes[r].seconds << " s: " << outcomes[r].message);
+    CHECK_THAT(outcomes[r].message,
+               Catch::Contains("did not complete: Chorus was shut down (rank 1: could not read the response list "
+                               "rank 0 sent (malformed response list (bad header); are all ranks running the same "
+                               "Chorus build?))"));
+    CHECK(outcomes[r].seconds < 5);
+  }
 }
 
 TEST_CASE("Wait with a timeout gives up without losing the operation", "[runtime]") {

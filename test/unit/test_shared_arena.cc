@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/shared_arena.h"
+#include "comm/shm/shared_arena.h"
 #include "common/range_allocator.h"
 
 using namespace chorus::detail;

@@ -1,5 +1,5 @@
-// The control plane through shared memory (comm/shm_ring.h,
-// comm/shm_control_channel.h): order, messages longer than a ring (over the
+// The control plane through shared memory (comm/shm/shm_ring.h,
+// comm/shm/shm_control_channel.h): order, messages longer than a ring (over the
 // sockets, a marker keeping their place), wraparound, several workers at
 // once, close(), and lost peers heard of through the transport's sockets.
 #include <catch2/catch.hpp>
@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "comm/shm_control_channel.h"
-#include "comm/shm_ring.h"
+#include "comm/shm/shm_control_channel.h"
+#include "comm/shm/shm_ring.h"
 #include "comm/tcp/tcp_control_channel.h"
 #include "comm/tcp/tcp_mesh.h"
 #include "loopback_job.h"

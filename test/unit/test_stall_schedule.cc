@@ -6,8 +6,8 @@
 #include "entry_helpers.h"
 
 #include "negotiation/stall_schedule.h"
-#include "runtime/coordinator_stall_check.h"
-#include "runtime/coordinator_watch.h"
+#include "engine/coordinator_stall_check.h"
+#include "engine/coordinator_watch.h"
 #include "loopback_job.h"
 #include "stderr_capture.h"
 

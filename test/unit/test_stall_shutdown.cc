@@ -9,8 +9,8 @@
 
 #include "chorus/error.h"
 #include "loopback_job.h"
-#include "runtime/collective_watchdog.h"
-#include "runtime/job_end.h"
+#include "engine/collective_watchdog.h"
+#include "engine/job_end.h"
 #include "stderr_capture.h"
 
 using namespace chorus;

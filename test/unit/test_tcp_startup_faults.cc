@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/host_shared_memory.h"
+#include "comm/shm/host_shared_memory.h"
 #include "comm/tcp/tcp_peer_address.h"
 #include "comm/tcp/tcp_socket.h"
 

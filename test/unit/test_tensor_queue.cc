@@ -3,7 +3,7 @@
 
 #include "entry_helpers.h"
 
-#include "runtime/tensor_queue.h"
+#include "engine/tensor_queue.h"
 
 using namespace chorus;
 using namespace chorus::detail;

@@ -14,7 +14,7 @@ namespace chorus {
 
 namespace detail {
 class HandleState;
-class RuntimeImpl;
+class Engine;
 }
 
 /// Completion of one enqueued operation. Cheap to copy; copies share state.
@@ -44,7 +44,7 @@ class CHORUS_API Handle {
   int last_joined_rank() const;
 
  private:
-  friend class detail::RuntimeImpl;  // makes the handles of what it enqueues
+  friend class detail::Engine;  // makes the handles of what it enqueues
   explicit Handle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
 
   std::shared_ptr<detail::HandleState> state_;

@@ -1,8 +1,8 @@
 #pragma once
 /// \file runtime.h
 /// Runtime: one instance of Chorus. It owns the tensor queue, the
-/// negotiation state, the communicators and the background thread that
-/// makes every MPI call. The free functions in chorus.h drive one
+/// negotiation state, the transport (MPI or Chorus's own TCP,
+/// CHORUS_TRANSPORT) and the background thread that makes every call on it. The free functions in chorus.h drive one
 /// process-wide Runtime; programs that want explicit ownership use this class.
 
 #include <chrono>
@@ -20,12 +20,13 @@ namespace chorus {
 namespace detail {
 class ProcessSetTable;
 class RuntimeAccess;
-class RuntimeImpl;
+class Engine;
 }  // namespace detail
 
 class CHORUS_API Runtime {
  public:
-  /// Starts a runtime over MPI (initializing MPI if nobody has). Blocks until
+  /// Starts a runtime over the transport the options choose (MPI, initialized
+  /// if nobody has; or TCP from the launcher's variables). Blocks until
   /// the background thread is ready; throws chorus::Error on failure.
   explicit Runtime(RuntimeOptions options = RuntimeOptions::from_environment());
   /// Shuts down (see shutdown()) and joins the background thread.
@@ -210,13 +211,13 @@ class CHORUS_API Runtime {
 
  private:
   friend class detail::RuntimeAccess;  // in-process backends, internal counters (core/src)
-  CHORUS_LOCAL explicit Runtime(std::shared_ptr<detail::RuntimeImpl> impl);
+  CHORUS_LOCAL explicit Runtime(std::shared_ptr<detail::Engine> impl);
 
   /// The engine of `set` on this rank; throws naming `what` when this rank
   /// may not use it.
-  CHORUS_LOCAL std::shared_ptr<detail::RuntimeImpl> engine(const ProcessSet& set, const std::string& what) const;
+  CHORUS_LOCAL std::shared_ptr<detail::Engine> engine(const ProcessSet& set, const std::string& what) const;
 
-  std::shared_ptr<detail::RuntimeImpl> impl_;       // the global set
+  std::shared_ptr<detail::Engine> impl_;            // the global set
   std::unique_ptr<detail::ProcessSetTable> sets_;   // declared last: shut down first
 };
 

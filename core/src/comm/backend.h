@@ -17,8 +17,8 @@
 #include "comm/communicator.h"
 #include "comm/control_channel.h"
 #include "comm/peer_link.h"
-#include "comm/shared_arena.h"
-#include "comm/shared_slots.h"
+#include "comm/shm/shared_arena.h"
+#include "comm/shm/shared_slots.h"
 #include "common/set_scope.h"
 
 namespace chorus::detail {
@@ -55,7 +55,7 @@ class Backend {
   /// The shared memory of the ranks when all of them share this host;
   /// nullptr otherwise (the same answer on every rank). Valid from start() on.
   virtual const SharedSlots* shared_slots() const { return nullptr; }
-  /// This rank's shared-memory arena (comm/shared_arena.h), whose tensors
+  /// This rank's shared-memory arena (comm/shm/shared_arena.h), whose tensors
   /// the data plane can reduce where they lie; nullptr when there is none.
   /// Valid from start() on; the arena outlives stop() while tensors use it.
   virtual std::shared_ptr<SharedArena> shared_arena() const { return nullptr; }

@@ -1,6 +1,7 @@
 #pragma once
 // A transport's own collectives, which every rank calls in the same order:
-// MPI's (comm/mpi), in-process rendezvous (comm/loopback). The data plane
+// MPI's (comm/mpi), Chorus's TCP mesh's (comm/tcp/tcp_collectives.h),
+// in-process rendezvous (comm/loopback). The data plane
 // (dataplane/data_plane.h) builds on these, on the peer links and on the
 // shared-memory slots; it does the scaling, Average's division and the
 // choice of algorithm, so none of that is here.

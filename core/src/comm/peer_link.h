@@ -2,8 +2,9 @@
 // Point-to-point transport between the ranks of a job, as the ring
 // algorithms need it: non-blocking send and receive of byte ranges, matched
 // per (peer, tag) in posting order, and a wait. Implementations: MPI
-// (comm/mpi/mpi_peer_link) in production, in-process threads
-// (comm/loopback/in_process_links) in unit tests.
+// (comm/mpi/mpi_peer_link.h), TCP (comm/tcp/tcp_peer_link.h, over the
+// job's mesh), in-process threads (comm/loopback/in_process_links.h) in
+// unit tests.
 
 #include <cstdint>
 

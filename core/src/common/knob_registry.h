@@ -6,7 +6,7 @@
 // environment through it (common/env_params.h) and compares the job-wide
 // knobs across ranks (comm/agreed_settings.h), chorusrun makes its tuning
 // flags from it (launcher/src/tuning_flags.cc), and docs/tuning.md's table is
-// generated from it (knob_table.cc; the test knob_table_in_docs keeps the
+// generated from it (test/docs/knob_docs.cc; the test knob_tables_in_docs keeps the
 // doc true). A new knob is one row in knob_registry.cc.
 
 #include <cstddef>

@@ -19,7 +19,7 @@
 #include "chorus/options.h"
 #include "chorus/status.h"
 #include "comm/backend.h"
-#include "comm/reduce_piece.h"
+#include "dataplane/reduce_piece.h"
 #include "dataplane/algorithms/hierarchical_allreduce.h"
 #include "dataplane/route_choice.h"
 #include "fusion/fusion_buffer.h"

@@ -5,7 +5,7 @@ namespace chorus::detail {
 const char* route_name(AllreduceRoute route) {
   switch (route) {
     case AllreduceRoute::kAlone: return "alone";
-    case AllreduceRoute::kTransport: return "mpi";
+    case AllreduceRoute::kTransport: return "transport";
     case AllreduceRoute::kRing: return "ring";
     case AllreduceRoute::kSharedMemory: return "shm";
     case AllreduceRoute::kSingleCopy: return "cma";

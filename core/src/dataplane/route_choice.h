@@ -13,7 +13,7 @@ namespace chorus::detail {
 
 enum class AllreduceRoute {
   kAlone,         ///< one rank: each input, scaled, into its output
-  kTransport,     ///< the transport's own allreduce (MPI's): small calls
+  kTransport,     ///< the transport's own allreduce (MPI's or the TCP mesh's): small calls
   kRing,          ///< the pipelined ring over the peer links
   kSharedMemory,  ///< shared memory on one host: staged (zero-copy from the arenas)
   kSingleCopy,    ///< shared memory on one host, ordinary memory read across processes (zero-copy from the arenas)

@@ -8,7 +8,7 @@
 // Slots whose state must leave this fast path (the slot is about to be
 // refilled, a rank joined, a rank sent the same tensor in full) are dropped
 // from here with the ranks that had marked them, and rank 0's side of the
-// loop (runtime/coordinator_side.h) hands those to the Coordinator as full
+// loop (engine/coordinator_side.h) hands those to the Coordinator as full
 // requests. Pure logic: unit-tested directly.
 
 #include <chrono>

@@ -1,7 +1,7 @@
 #pragma once
 // One row per collective: the properties the negotiation, the response
 // cache, fusion and join decide by. A new collective is one row here plus
-// its executor (runtime/operation_executor.cc); nothing else keeps a list.
+// its executor (engine/operation_executor.cc); nothing else keeps a list.
 
 #include "negotiation/messages.h"
 

@@ -14,8 +14,14 @@
 namespace chorus::detail {
 
 enum class CollectiveType : int32_t {
-  kAllreduce = 0, kBroadcast = 1, kAllgather = 2, kBarrier = 3, kReducescatter = 4, kAlltoall = 5, kJoin = 6,
-  kAddProcessSet = 7  ///< every rank registers a process set (runtime/process_set_table.h)
+  kAllreduce = 0,
+  kBroadcast = 1,
+  kAllgather = 2,
+  kBarrier = 3,
+  kReducescatter = 4,
+  kAlltoall = 5,
+  kJoin = 6,
+  kAddProcessSet = 7  ///< every rank registers a process set (api/process_set_table.h)
 };
 constexpr int32_t kLastCollectiveType = 7;
 
@@ -63,7 +69,7 @@ struct Request {
   /// both sets of ranks), and part of the fusion key and cache signature.
   DeviceKind device_kind = DeviceKind::kCpu;
   /// Non-empty when this rank refused its own call before negotiation (its
-  /// input, arguments or device were bad: runtime/collective_entries.h); it
+  /// input, arguments or device were bad: api/collective_entries.h); it
   /// still sends this request so the ranks that called with good input do
   /// not wait: the coordinator fails the tensor on every rank, naming this
   /// rank and this message (validate_requests). The other rows then carry
@@ -149,7 +155,7 @@ struct Response {
   /// Join: the last rank to join.
   int32_t last_joined_rank = -1;
   /// Where the tensors are: CUDA responses run through the device
-  /// operations (runtime/device_operations.h), never the CPU data plane.
+  /// operations (engine/device_operations.h), never the CPU data plane.
   DeviceKind device_kind = DeviceKind::kCpu;
 
   bool operator==(const Response& o) const {

@@ -18,7 +18,7 @@
 // everywhere. Least recently used entries are evicted when the capacity is
 // reached. The cache calls nobody: it records each change of a slot's
 // content (the slot and the request it held) for its owner to hand on
-// (runtime/loop_side.h says when). Pure logic: unit-tested without
+// (engine/loop_side.h says when). Pure logic: unit-tested without
 // communication.
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 // every rank had submitted it and the coordinator's answer ran here); a
 // "data plane" row shows each executed response split into pack,
 // communicate and unpack. A CUDA tensor's row also shows its device work
-// (runtime/device_timeline.h). Rank 0 writes FILE, rank r > 0 writes
+// (device/device_timeline.h). Rank 0 writes FILE, rank r > 0 writes
 // FILE.rank<r>. Events are buffered, recorded by the background thread and
 // the device operations' threads (staged worker, NCCL completion thread),
 // and written by the background thread when idle; a disabled timeline costs

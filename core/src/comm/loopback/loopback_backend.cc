@@ -12,7 +12,7 @@
 
 #include "kernels/reduce_kernels.h"
 #include "comm/loopback/in_process_links.h"
-#include "comm/shared_slots.h"
+#include "comm/shm/shared_slots.h"
 
 namespace chorus::detail {
 

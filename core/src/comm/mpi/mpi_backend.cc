@@ -16,7 +16,7 @@
 #include "comm/mpi/mpi_environment.h"
 #include "comm/mpi/mpi_peer_link.h"
 #include "comm/mpi/mpi_types.h"
-#include "comm/shared_memory_start.h"
+#include "comm/shm/shared_memory_start.h"
 
 namespace chorus::detail {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "comm/settings_check.h"
-#include "comm/shared_memory_start.h"
-#include "comm/shm_control_channel.h"
+#include "comm/shm/shared_memory_start.h"
+#include "comm/shm/shm_control_channel.h"
 #include "comm/tcp/tcp_collectives.h"
 #include "comm/tcp/tcp_control_channel.h"
 #include "comm/tcp/tcp_peer_link.h"
@@ -149,7 +149,7 @@ class TcpBackend final : public Backend {
   Topology topo_;
   std::unique_ptr<TcpMesh> mesh_;
   std::unique_ptr<TcpControlChannel> socket_control_;  // kept for its sockets beside shm_control_
-  std::unique_ptr<ControlChannel> shm_control_;       // every rank on this host (comm/shm_control_channel.h)
+  std::unique_ptr<ControlChannel> shm_control_;        // every rank on this host (comm/shm/shm_control_channel.h)
   std::unique_ptr<TcpCollectives> collectives_;
   std::unique_ptr<TcpPeerLink> link_;
   std::unique_ptr<HostSharedMemory> shared_memory_;

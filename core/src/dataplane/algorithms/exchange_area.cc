@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "comm/shared_slots.h"
+#include "comm/shm/shared_slots.h"
 
 namespace chorus::detail {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/reduce_piece.h"
+#include "dataplane/reduce_piece.h"
 
 namespace chorus::detail {
 

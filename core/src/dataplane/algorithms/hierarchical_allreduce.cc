@@ -37,7 +37,7 @@ int64_t hierarchical_scratch_bytes(const HostGrid& grid, int64_t count, DataType
   const int local = static_cast<int>(grid.local.size()), cross = static_cast<int>(grid.cross.size());
   if (local < 1 || cross < 1) return 0;
   return std::max(ring_scratch_bytes(count, dtype, local),
-                  ring_scratch_bytes(ring_chunk(count, local, 0).length, dtype, cross));
+                  ring_scratch_bytes(even_chunk(count, local, 0).length, dtype, cross));
 }
 
 Status hierarchical_allreduce(PeerLink& link, const HostGrid& grid, const void* input, void* output, int64_t count,
@@ -51,7 +51,7 @@ Status hierarchical_allreduce(PeerLink& link, const HostGrid& grid, const void* 
   inside.halves = RingHalves::kReduceScatter;
   Status s = ring_allreduce(host, input, output, count, dtype, op, scratch, inside);
   if (!s.is_ok()) return s;
-  const ChunkRange shard = ring_chunk(count, host.size(), ring_owned_chunk(host.rank(), host.size()));
+  const ChunkRange shard = even_chunk(count, host.size(), ring_owned_chunk(host.rank(), host.size()));
   char* mine = static_cast<char*>(output) + shard.offset * dtype_size(dtype);
   RingOptions between = options;
   between.halves = RingHalves::kBoth;

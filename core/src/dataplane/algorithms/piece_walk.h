@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/reduce_piece.h"
+#include "dataplane/reduce_piece.h"
 
 namespace chorus::detail {
 

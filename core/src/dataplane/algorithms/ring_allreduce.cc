@@ -7,17 +7,9 @@
 
 namespace chorus::detail {
 
-ChunkRange ring_chunk(int64_t count, int parts, int chunk) {
-  const int64_t base = count / parts, extra = count % parts;
-  ChunkRange r;
-  r.offset = chunk * base + std::min<int64_t>(chunk, extra);
-  r.length = base + (chunk < extra ? 1 : 0);
-  return r;
-}
-
 int64_t ring_scratch_bytes(int64_t count, DataType dtype, int ranks) {
   if (ranks <= 1) return 0;
-  return 2 * ring_chunk(count, ranks, 0).length * dtype_size(dtype);  // double-buffered largest chunk
+  return 2 * even_chunk(count, ranks, 0).length * dtype_size(dtype);  // double-buffered largest chunk
 }
 
 namespace {
@@ -33,13 +25,25 @@ class Ring {
  public:
   Ring(PeerLink& link, const char* input, char* output, int64_t count, DataType dtype, ReduceOp op, char* scratch,
        const RingOptions& options)
-      : link_(link), n_(link.size()), rank_(link.rank()), input_(input), buffer_(output), count_(count), dtype_(dtype),
-        op_(op), esize_(dtype_size(dtype)), scratch_(scratch),
-        scratch_half_(ring_chunk(count, n_, 0).length * esize_),
-        segment_elems_(std::max<int64_t>(1, options.segment_bytes / esize_)), tag_base_(options.tag_base),
-        scale_factor_(options.scale_factor), scale_divisor_(options.scale_divisor),
+      : link_(link),
+        n_(link.size()),
+        rank_(link.rank()),
+        input_(input),
+        buffer_(output),
+        count_(count),
+        dtype_(dtype),
+        op_(op),
+        esize_(dtype_size(dtype)),
+        scratch_(scratch),
+        scratch_half_(even_chunk(count, n_, 0).length * esize_),
+        segment_elems_(std::max<int64_t>(1, options.segment_bytes / esize_)),
+        tag_base_(options.tag_base),
+        scale_factor_(options.scale_factor),
+        scale_divisor_(options.scale_divisor),
         first_(options.halves == RingHalves::kAllgather ? n_ - 1 : 0),
-        end_(options.halves == RingHalves::kReduceScatter ? n_ - 1 : steps()), sends_(static_cast<size_t>(steps())), recvs_(static_cast<size_t>(steps())),
+        end_(options.halves == RingHalves::kReduceScatter ? n_ - 1 : steps()),
+        sends_(static_cast<size_t>(steps())),
+        recvs_(static_cast<size_t>(steps())),
         sends_waited_(static_cast<size_t>(steps()), 0) {}
 
   Status run() {
@@ -61,11 +65,11 @@ class Ring {
   int left() const { return mod(rank_ - 1); }
   bool reducing(int g) const { return g < n_ - 1; }
   int64_t segments(int chunk) const {
-    return (ring_chunk(count_, n_, chunk).length + segment_elems_ - 1) / segment_elems_;
+    return (even_chunk(count_, n_, chunk).length + segment_elems_ - 1) / segment_elems_;
   }
   // Element range [first, first + len) of segment `j` of `chunk`.
   void segment(int chunk, int64_t j, int64_t* first, int64_t* len) const {
-    const ChunkRange c = ring_chunk(count_, n_, chunk);
+    const ChunkRange c = even_chunk(count_, n_, chunk);
     *first = c.offset + j * segment_elems_;
     *len = std::min(segment_elems_, c.offset + c.length - *first);
   }
@@ -74,7 +78,7 @@ class Ring {
     int64_t first, len;
     segment(chunk_received(g), j, &first, &len);
     if (!reducing(g)) return buffer_ + first * esize_;
-    const int64_t within = first - ring_chunk(count_, n_, chunk_received(g)).offset;
+    const int64_t within = first - even_chunk(count_, n_, chunk_received(g)).offset;
     return scratch_ + (g % 2) * scratch_half_ + within * esize_;
   }
 

@@ -18,6 +18,7 @@
 #include "chorus/status.h"
 #include "chorus/types.h"
 #include "comm/peer_link.h"
+#include "dataplane/chunks.h"
 
 namespace chorus::detail {
 
@@ -40,14 +41,6 @@ struct RingOptions {
   int64_t scale_divisor = 1;
   RingHalves halves = RingHalves::kBoth;
 };
-
-/// Element range of chunk `chunk` of `count` elements cut into `parts`:
-/// sizes differ by at most one, the larger ones first.
-struct ChunkRange {
-  int64_t offset = 0;
-  int64_t length = 0;
-};
-ChunkRange ring_chunk(int64_t count, int parts, int chunk);
 
 /// The chunk rank `rank` of `ranks` holds reduced after the reduce-scatter.
 inline int ring_owned_chunk(int rank, int ranks) { return (rank + 1) % ranks; }

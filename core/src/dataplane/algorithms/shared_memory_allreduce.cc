@@ -86,7 +86,7 @@ void SharedMemoryAllreduce::reduce_in_place_of_all(int64_t count, DataType dtype
   for (int k = 0; k < slots_.size; ++k) {
     published_pieces(exchange_area(k), slots_.arenas[static_cast<size_t>(k)], &published_[static_cast<size_t>(k)]);
   }
-  const ChunkRange own = ring_chunk(count, slots_.size, slots_.rank);
+  const ChunkRange own = even_chunk(count, slots_.size, slots_.rank);
   const bool streaming = count * dtype_size(dtype) >= kZeroCopyStreamingBytes;
   reduce_part_into_all(published_, own.offset, own.length, dtype, op, prescale, scale, streaming, &scratch_);
   barrier();  // no rank returns before its outputs are written and its inputs read
@@ -105,7 +105,7 @@ Status SharedMemoryAllreduce::run_single_copy(int64_t count, DataType dtype, Red
     published_remote_pieces(exchange_area(k), &ranks_.pieces[static_cast<size_t>(k)]);
     ranks_.pids[static_cast<size_t>(k)] = published_pid(exchange_area(k));
   }
-  const ChunkRange own = ring_chunk(count, n, slots_.rank);
+  const ChunkRange own = even_chunk(count, n, slots_.rank);
   const bool streaming = count * dtype_size(dtype) >= kZeroCopyStreamingBytes;
   const CrossMemoryFailure mine =
       single_copy_reduce_part(ranks_, calls_, own.offset, own.length, dtype, op, prescale, scale, streaming, &scratch_);

@@ -37,8 +37,8 @@
 
 #include "chorus/status.h"
 #include "chorus/types.h"
-#include "comm/reduce_piece.h"
-#include "comm/shared_slots.h"
+#include "dataplane/reduce_piece.h"
+#include "comm/shm/shared_slots.h"
 #include "dataplane/algorithms/single_copy_allreduce.h"
 #include "dataplane/algorithms/staged_allreduce.h"
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "chorus/types.h"
-#include "comm/reduce_piece.h"
+#include "dataplane/reduce_piece.h"
 #include "dataplane/algorithms/exchange_area.h"
 
 namespace chorus::detail {

@@ -66,7 +66,7 @@ void StagedCall::copy_in(int64_t b) {
   char* mine = block(slots_.rank, b);
   for (int k = 0; k < slots_.size; ++k) {
     if (k == slots_.rank) continue;
-    const ChunkRange part = ring_chunk(length_of(b), slots_.size, k);
+    const ChunkRange part = even_chunk(length_of(b), slots_.size, k);
     spans_.for_each(first_of(b) + part.offset, part.length, [&](const char* in, char*, int64_t done, int64_t take) {
       scale_copy(mine + (k * stride_ + done) * esize_, in, take, dtype_, prescale_, 1);
     });
@@ -76,7 +76,7 @@ void StagedCall::copy_in(int64_t b) {
 void StagedCall::reduce(int64_t b) {
   const int me = slots_.rank, n = slots_.size;
   char* mine = block(me, b);
-  const ChunkRange own = ring_chunk(length_of(b), n, me);
+  const ChunkRange own = even_chunk(length_of(b), n, me);
   spans_.for_each(first_of(b) + own.offset, own.length, [&](const char* in, char* out, int64_t done, int64_t take) {
     const int64_t at = (me * stride_ + done) * esize_;
     const char* own_input = in;
@@ -96,7 +96,7 @@ void StagedCall::reduce(int64_t b) {
 void StagedCall::copy_out(int64_t b) {
   for (int k = 0; k < slots_.size; ++k) {
     if (k == slots_.rank) continue;
-    const ChunkRange part = ring_chunk(length_of(b), slots_.size, k);
+    const ChunkRange part = even_chunk(length_of(b), slots_.size, k);
     const char* theirs = block(k, b);
     spans_.for_each(first_of(b) + part.offset, part.length, [&](const char*, char* out, int64_t done, int64_t take) {
       write_out(out, theirs + (k * stride_ + done) * esize_, take);

@@ -11,8 +11,8 @@
 
 #include "chorus/status.h"
 #include "chorus/types.h"
-#include "comm/reduce_piece.h"
-#include "comm/shared_slots.h"
+#include "dataplane/reduce_piece.h"
+#include "comm/shm/shared_slots.h"
 #include "dataplane/algorithms/piece_walk.h"
 
 namespace chorus::detail {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "chorus/types.h"
-#include "comm/reduce_piece.h"
+#include "dataplane/reduce_piece.h"
 
 namespace chorus::detail {
 
