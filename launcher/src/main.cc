@@ -17,6 +17,7 @@
 
 #include "check_build.h"
 #include "exit_record_dir.h"
+#include "host_machines.h"
 #include "launch_options.h"
 #include "launch_plan.h"
 #include "process_runner.h"
@@ -109,6 +110,8 @@ void print_rank_commands(const std::vector<RankCommand>& ranks) {
 int launch_tcp(const LaunchOptions& options, const LaunchContext& context) {
   TcpLaunchContext tcp;
   tcp.local_host_names = context.local_host_names;
+  tcp.local_addresses = local_addresses();
+  tcp.resolve = resolve_host;
   tcp.program_path = context.program_path;
   char cwd[4096] = {0};
   tcp.cwd = getcwd(cwd, sizeof cwd - 1) ? cwd : ".";

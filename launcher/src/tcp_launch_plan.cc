@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 
 #include "common/knob_registry.h"
 #include "host_list.h"
@@ -81,6 +80,22 @@ std::string check_start_timeout(const LaunchOptions& options) {
   return "";
 }
 
+// What rank `c` runs: the program here, or the agent's command for a remote machine.
+std::string complete_command(const LaunchOptions& options, const TcpLaunchContext& context, RankCommand* c) {
+  if (!c->local) {
+    c->argv = remote_argv(options, options.agent.empty() ? "ssh" : options.agent, c->host, context.cwd, c->env);
+    return "";
+  }
+  if (context.program_path.empty()) return program_not_found(options.command.front());
+  c->argv = options.command;
+  c->argv.front() = context.program_path;
+  if (!context.exit_record_dir.empty() && !context.exit_hook_path.empty()) {
+    c->exit_record = context.exit_record_dir + "/" + rank_exit_file(c->rank, RankExit::Source::kExitCall);
+    c->exit_hook = context.exit_hook_path;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext& context,
@@ -89,71 +104,55 @@ std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext
   if (std::string why = check_start_timeout(options); !why.empty()) return why;
   std::vector<HostSlots> hosts = options.hosts;
   if (hosts.empty()) hosts.push_back({"localhost", options.num_proc});
+  std::vector<Machine> machines;
+  std::string why =
+      group_by_machine(hosts, context.local_host_names, context.local_addresses, context.resolve, &machines);
+  if (!why.empty()) return why;
   int slots = 0;
   bool all_local = true;
-  for (const HostSlots& h : hosts) {
-    slots += h.slots;
-    all_local = all_local && is_local_host(h.host, context.local_host_names);
+  for (const Machine& m : machines) {
+    slots += m.slots;
+    all_local = all_local && m.local;
   }
   if (options.num_proc > slots) {
     return "-np " + std::to_string(options.num_proc) + " is more than the " + std::to_string(slots) +
            " slots of the host list (--tcp starts at most one rank per slot)";
   }
-  // Rank 0's address as every rank can reach it: this machine's name when
-  // rank 0 runs here and others elsewhere.
-  std::string master = hosts.front().host;
+  // Rank 0's address as every rank can reach it: when rank 0 runs here and
+  // others elsewhere, a name of this machine from the list that is not
+  // loopback, else this machine's own name.
+  std::string master = machines.front().host;
   if (all_local) {
     master = "127.0.0.1";
-  } else if (is_local_host(master, context.local_host_names) && !context.local_host_names.empty()) {
+  } else if (!machines.front().outside_name.empty()) {
+    master = machines.front().outside_name;
+  } else if (!context.local_host_names.empty()) {
     master = context.local_host_names.front();
   }
   const auto env = common_env(options, context, master, options.num_proc);
-  const std::string agent = options.agent.empty() ? "ssh" : options.agent;
-  // LOCAL_RANK counts the ranks of one machine, however the list names it
-  // (-H localhost:1,127.0.0.1:1 is one machine; so is a host listed twice).
-  const auto machine = [&](const std::string& host) {
-    return is_local_host(host, context.local_host_names) ? std::string() : host;
-  };
-  std::map<std::string, int> on_machine, placed, machine_index;
-  int counted = 0;
-  for (const HostSlots& h : hosts) {
-    const int here = std::min(h.slots, options.num_proc - counted);
-    on_machine[machine(h.host)] += here;
-    if (here > 0) machine_index.emplace(machine(h.host), static_cast<int>(machine_index.size()));
-    counted += here;
-  }
-  int rank = 0;
-  for (const HostSlots& h : hosts) {
-    const int here = std::min(h.slots, options.num_proc - rank);
+  // Ranks fill the machines in order: those that got one are a prefix.
+  int used = 0;
+  for (int placed = 0; placed < options.num_proc; ++used) placed += machines[static_cast<size_t>(used)].slots;
+  for (int m = 0, rank = 0; rank < options.num_proc; ++m) {
+    const Machine& machine = machines[static_cast<size_t>(m)];
+    const int here = std::min(machine.slots, options.num_proc - rank);
     for (int i = 0; i < here; ++i, ++rank) {
       RankCommand c;
       c.rank = rank;
-      c.host = h.host;
-      c.local = is_local_host(h.host, context.local_host_names);
+      c.host = machine.host;
+      c.local = machine.local;
       c.env = env;
-      const std::string local_rank = std::to_string(placed[machine(h.host)]++);
-      const std::string local_size = std::to_string(on_machine[machine(h.host)]);
       // horovodrun --gloo's names too, which Horovod scripts (and Horovod's own tests) read.
       c.env.insert(c.env.end(), {{"HOROVOD_RANK", std::to_string(rank)},
                                  {"HOROVOD_SIZE", std::to_string(options.num_proc)},
-                                 {"HOROVOD_LOCAL_RANK", local_rank},
-                                 {"HOROVOD_LOCAL_SIZE", local_size},
-                                 {"HOROVOD_CROSS_RANK", std::to_string(machine_index[machine(h.host)])},
-                                 {"HOROVOD_CROSS_SIZE", std::to_string(machine_index.size())},
+                                 {"HOROVOD_LOCAL_RANK", std::to_string(i)},
+                                 {"HOROVOD_LOCAL_SIZE", std::to_string(here)},
+                                 {"HOROVOD_CROSS_RANK", std::to_string(m)},
+                                 {"HOROVOD_CROSS_SIZE", std::to_string(used)},
                                  {"RANK", std::to_string(rank)},
-                                 {"LOCAL_RANK", local_rank},
-                                 {"LOCAL_WORLD_SIZE", local_size}});
-      if (c.local) {
-        if (context.program_path.empty()) return program_not_found(options.command.front());
-        c.argv = options.command;
-        c.argv.front() = context.program_path;
-        if (!context.exit_record_dir.empty() && !context.exit_hook_path.empty()) {
-          c.exit_record = context.exit_record_dir + "/" + rank_exit_file(rank, RankExit::Source::kExitCall);
-          c.exit_hook = context.exit_hook_path;
-        }
-      } else {
-        c.argv = remote_argv(options, agent, h.host, context.cwd, c.env);
-      }
+                                 {"LOCAL_RANK", std::to_string(i)},
+                                 {"LOCAL_WORLD_SIZE", std::to_string(here)}});
+      if (std::string missing = complete_command(options, context, &c); !missing.empty()) return missing;
       out->push_back(std::move(c));
     }
   }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "host_machines.h"
 #include "launch_options.h"
 
 namespace chorus::launcher {
@@ -19,6 +20,8 @@ namespace chorus::launcher {
 /// Facts about this machine that shape the commands.
 struct TcpLaunchContext {
   std::vector<std::string> local_host_names;
+  std::vector<std::string> local_addresses;  ///< of this machine's interfaces
+  HostResolver resolve;                      ///< resolve_host, or a test's
   std::string program_path;  ///< resolved PROGRAM
   std::string cwd;           ///< remote ranks start here too
   int master_port = 0;       ///< where rank 0 listens
@@ -39,9 +42,11 @@ struct RankCommand {
   std::string exit_hook;    ///< the hook library preloaded for it
 };
 
-/// The rank commands, in rank order, or an error line. Ranks fill the hosts
-/// in order, each up to its slots (the way mpirun maps by slot); rank 0's
-/// host is the rendezvous address (127.0.0.1 when every rank is local).
+/// The rank commands, in rank order, or an error line. Ranks fill the
+/// machines of the host list in order (host_machines.h: a machine named
+/// twice is one, with both entries' slots), each up to its slots (the way
+/// mpirun maps by slot); rank 0's machine is the rendezvous address
+/// (127.0.0.1 when every rank is local).
 std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext& context,
                             std::vector<RankCommand>* out);
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "host_machines.h"
 #include "launch_options.h"
 #include "launch_plan.h"
 #include "rank_group_runner.h"
@@ -20,9 +21,27 @@ LaunchOptions tcp_options(std::vector<std::string> args) {
   return r.options;
 }
 
+// A resolver of its own, so no test depends on /etc/hosts or DNS: b has
+// two names, node7-eth0 is this machine's outside address, an address
+// resolves to itself (as getaddrinfo does), "nosuch" to nothing.
+Resolution fake_resolve(const std::string& host) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> table = {{"a", {"10.0.0.1"}},
+                                                                               {"b", {"10.0.0.2", "fd00::2"}},
+                                                                               {"b.example", {"fd00::2"}},
+                                                                               {"node7-eth0", {"10.0.0.7"}},
+                                                                               {"localhost", {"127.0.0.1", "::1"}}};
+  for (const auto& [name, addresses] : table) {
+    if (name == host) return {addresses, ""};
+  }
+  if (host.find_first_not_of("0123456789.") == std::string::npos) return {{host}, ""};
+  return {{}, "Name or service not known"};
+}
+
 TcpLaunchContext tcp_context() {
   TcpLaunchContext c;
   c.local_host_names = {"node7", "node7.example"};
+  c.local_addresses = {"127.0.0.1", "10.0.0.7", "::1"};
+  c.resolve = fake_resolve;
   c.program_path = "/abs/train";
   c.cwd = "/work dir";
   c.master_port = 29511;
@@ -89,19 +108,107 @@ TEST_CASE("--tcp across hosts: remote ranks through the agent, rank 0's host rea
 }
 
 TEST_CASE("--tcp: LOCAL_RANK counts the ranks of one machine, however the host list names it", "[launcher][tcp]") {
+  // localhost, 127.0.0.1 and node7 (this machine's name) are one machine of
+  // 4 slots, at its first place: ranks 0-3 here, rank 4 on b.
   std::vector<RankCommand> ranks;
   REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "5", "-H", "localhost:1,b:2,127.0.0.1:1,node7:2", "./train"}),
                           tcp_context(), &ranks) == "");
   REQUIRE(ranks.size() == 5);
-  const std::vector<std::string> local_rank = {"0", "0", "1", "1", "2"}, local_size = {"3", "2", "2", "3", "3"};
+  const std::vector<std::string> local_rank = {"0", "1", "2", "3", "0"}, local_size = {"4", "4", "4", "4", "1"};
   for (size_t r = 0; r < ranks.size(); ++r) {
     CHECK(env_of(ranks[r], "LOCAL_RANK") == local_rank[r]);
-    CHECK(env_of(ranks[r], "LOCAL_WORLD_SIZE") == local_size[r]);  // node7: one slot used of two
+    CHECK(env_of(ranks[r], "LOCAL_WORLD_SIZE") == local_size[r]);
+    CHECK(env_of(ranks[r], "HOROVOD_LOCAL_SIZE") == local_size[r]);
+    CHECK(env_of(ranks[r], "HOROVOD_CROSS_RANK") == (r < 4 ? "0" : "1"));
+    CHECK(env_of(ranks[r], "HOROVOD_CROSS_SIZE") == "2");
+    CHECK(ranks[r].local == (r < 4));
   }
+  CHECK(ranks[4].host == "b");
   REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "-H", "localhost:1,127.0.0.1:1", "./train"}),
                           tcp_context(), &ranks) == "");
   CHECK((env_of(ranks[1], "LOCAL_RANK") == "1" && env_of(ranks[1], "LOCAL_WORLD_SIZE") == "2"));
   CHECK(env_of(ranks[1], "MASTER_ADDR") == "127.0.0.1");
+}
+
+TEST_CASE("--tcp: names that resolve to one address are one machine", "[launcher][tcp]") {
+  // b, b.example (its IPv6 address only) and b's IPv4 address: one remote
+  // machine, reached by its first spelling.
+  std::vector<RankCommand> ranks;
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "3", "-H", "b:1,b.example:1,10.0.0.2:1", "./train"}),
+                          tcp_context(), &ranks) == "");
+  REQUIRE(ranks.size() == 3);
+  for (size_t r = 0; r < 3; ++r) {
+    CHECK(ranks[r].host == "b");
+    CHECK_FALSE(ranks[r].local);
+    CHECK(env_of(ranks[r], "LOCAL_RANK") == std::to_string(r));
+    CHECK(env_of(ranks[r], "LOCAL_WORLD_SIZE") == "3");
+    CHECK(env_of(ranks[r], "HOROVOD_CROSS_SIZE") == "1");
+    CHECK(env_of(ranks[r], "MASTER_ADDR") == "b");
+  }
+  // An address of this machine's interfaces is this machine: run here, not through ssh.
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "4", "-H", "node7-eth0:1,a:2,10.0.0.7:1", "./train"}),
+                          tcp_context(), &ranks) == "");
+  CHECK((ranks[0].local && ranks[1].local && !ranks[2].local && !ranks[3].local));
+  CHECK((ranks[0].host == "node7-eth0" && ranks[2].host == "a"));
+  CHECK((env_of(ranks[1], "LOCAL_RANK") == "1" && env_of(ranks[1], "LOCAL_WORLD_SIZE") == "2"));
+  CHECK((env_of(ranks[3], "LOCAL_RANK") == "1" && env_of(ranks[3], "HOROVOD_CROSS_RANK") == "1"));
+  CHECK(env_of(ranks[3], "MASTER_ADDR") == "node7-eth0");  // a reaches rank 0 by the name the list gave
+  // Its first name in the list that is not loopback; with none, its own name.
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "3", "-H", "localhost:1,a:1,10.0.0.7:1", "./train"}),
+                          tcp_context(), &ranks) == "");
+  CHECK(env_of(ranks[1], "MASTER_ADDR") == "10.0.0.7");
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "-H", "127.0.0.1:1,a:1", "./train"}), tcp_context(),
+                          &ranks) == "");
+  CHECK(env_of(ranks[1], "MASTER_ADDR") == "node7");
+}
+
+TEST_CASE("--tcp: a host listed twice is one host whose slots add up at its first place", "[launcher][tcp]") {
+  std::vector<RankCommand> ranks;
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "4", "-H", "a:1,b:2,a:1", "./train"}), tcp_context(), &ranks) ==
+          "");
+  const std::vector<std::string> host = {"a", "a", "b", "b"}, local_rank = {"0", "1", "0", "1"};
+  for (size_t r = 0; r < 4; ++r) {
+    CHECK(ranks[r].host == host[r]);
+    CHECK(env_of(ranks[r], "LOCAL_RANK") == local_rank[r]);
+    CHECK(env_of(ranks[r], "LOCAL_WORLD_SIZE") == "2");
+    CHECK(env_of(ranks[r], "HOROVOD_CROSS_RANK") == (r < 2 ? "0" : "1"));
+  }
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "4", "-H", "a:2,a:2", "./train"}), tcp_context(), &ranks) == "");
+  CHECK(env_of(ranks[3], "LOCAL_RANK") == "3");
+  REQUIRE_THAT(make_tcp_launch(tcp_options({"--tcp", "-np", "5", "-H", "a:2,a:2", "./train"}), tcp_context(), &ranks),
+               Catch::Contains("-np 5 is more than the 4 slots"));
+}
+
+TEST_CASE("--tcp: a host that does not resolve is an error naming it", "[launcher][tcp]") {
+  std::vector<RankCommand> ranks;
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "-H", "a:1,nosuch:1", "./train"}), tcp_context(), &ranks) ==
+          "host 'nosuch' of the host list does not resolve (Name or service not known)");
+  REQUIRE(ranks.empty());
+  // This machine's own name needs no resolving (it may be missing from /etc/hosts).
+  TcpLaunchContext c = tcp_context();
+  c.resolve = [](const std::string&) { return Resolution{{}, "Name or service not known"}; };
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "2", "-H", "node7:1,localhost:1", "./train"}), c, &ranks) == "");
+  CHECK(env_of(ranks[1], "LOCAL_WORLD_SIZE") == "2");
+}
+
+TEST_CASE("group_by_machine: machines in order of first mention, slots summed", "[launcher][tcp]") {
+  std::vector<Machine> machines;
+  const std::vector<HostSlots> hosts = {{"b.example", 1}, {"localhost", 2}, {"a", 1}, {"b", 3}, {"10.0.0.7", 1}};
+  REQUIRE(group_by_machine(hosts, {"node7"}, {"10.0.0.7"}, fake_resolve, &machines) == "");
+  REQUIRE(machines == std::vector<Machine>{{"b.example", 4, false, "b.example"},
+                                           {"localhost", 3, true, "10.0.0.7"},
+                                           {"a", 1, false, "a"}});
+  // Without a resolver, names are compared as spelled.
+  REQUIRE(group_by_machine(hosts, {"node7"}, {}, nullptr, &machines) == "");
+  REQUIRE(machines.size() == 5);
+}
+
+TEST_CASE("resolve_host and local_addresses ask the system", "[launcher][tcp]") {
+  const Resolution r = resolve_host("127.0.0.1");
+  REQUIRE(r.error.empty());
+  REQUIRE(r.addresses == std::vector<std::string>{"127.0.0.1"});
+  const std::vector<std::string> mine = local_addresses();
+  REQUIRE(std::find(mine.begin(), mine.end(), "127.0.0.1") != mine.end());
 }
 
 TEST_CASE("--tcp refuses more ranks than slots and a program that is not there", "[launcher][tcp]") {

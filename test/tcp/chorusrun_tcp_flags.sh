@@ -31,6 +31,23 @@ run -np 2 --hostfile "$work/hosts" "$report" > "$work/hf.out" 2>&1
 n=$(grep -c "REPORT .*size=2 local_rank=[01] local_size=2 " "$work/hf.out")
 [[ $n -eq 2 ]] && pass "--hostfile" || fail "--hostfile: $(cat "$work/hf.out")"
 
+# One machine under several names (localhost, 127.0.0.1, an address of its
+# own interfaces): its ranks run here and count each other, in the
+# launcher's variables and in the runtime; a name that does not resolve is
+# refused naming it.
+own=$(hostname -I 2>/dev/null | awk '{print $1}')
+for hosts in localhost:1,127.0.0.1:1 ${own:+localhost:1,$own:1}; do
+  run -np 2 -H "$hosts" sh -c 'echo "ENV local_rank=$LOCAL_RANK local_size=$LOCAL_WORLD_SIZE cross_size=$HOROVOD_CROSS_SIZE"
+                               exec "$0"' "$report" > "$work/one.out" 2>&1
+  n=$(grep -Ec "^\[([01])\] ENV local_rank=\1 local_size=2 cross_size=1$" "$work/one.out")
+  m=$(grep -Ec "^\[([01])\] REPORT rank=\1 size=2 local_rank=\1 local_size=2 " "$work/one.out")
+  [[ $n -eq 2 && $m -eq 2 ]] && pass "-H $hosts: one machine, LOCAL_WORLD_SIZE=2 and local_size=2 on each rank" ||
+    fail "-H $hosts: $(cat "$work/one.out")"
+done
+[[ -n $own ]] || echo "note: no address of this machine's own (hostname -I): only localhost and 127.0.0.1 tried"
+refused "a host that does not resolve" "host 'no-such-host.invalid' of the host list does not resolve" \
+  run -np 2 -H localhost:1,no-such-host.invalid:1 "$report"
+
 # Malloc tuning: chorusrun's default, none with --no-malloc-tuning, the user's own kept.
 tunables() { run -np 2 "$@" sh -c 'echo "T=$GLIBC_TUNABLES"' 2>&1 | sed -n 's/^\[1\] T=//p'; }
 [[ $(tunables) == glibc.malloc.mmap_threshold=33554432:* ]] && pass "malloc tuning by default" ||

@@ -7,7 +7,8 @@
 # has its own CHORUS_HOST_ID: the ranks of a namespace share memory, and the
 # whole multi-rank suite runs across the connection between the namespaces.
 # With CHORUSRUN set, the same again started by
-# `chorusrun --tcp -H A:2,B:2 --agent AGENT`, where AGENT enters the host's
+# `chorusrun --tcp -H A:2,B:2 --agent AGENT` run in A's namespace: A is an
+# address of its own, so A's ranks start directly, and AGENT enters B's
 # namespace (the role ssh plays between machines).
 # usage: [CHORUSRUN=path] tcp_two_hosts_netns.sh PROGRAM [ARGS...]   (needs root and `ip`)
 set -uo pipefail
