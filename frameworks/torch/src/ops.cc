@@ -202,7 +202,8 @@ TensorHandle sparse_allreduce_async(const torch::Tensor& tensor, const std::stri
   } else {
     bad = tensor_status(tensor._values(), what);
   }
-  if (!bad.is_ok()) return refused(Collective::kAllgather, n, bad, process_set);
+  // Refused as the group the other ranks negotiate ("<n>.indices", ...): their calls fail too.
+  if (!bad.is_ok()) return torch_adapter::refuse_sparse(n, bad, process_set).handle;
   const torch_adapter::SparseGather gather =
       torch_adapter::allgather_sparse_async(tensor, n, *Compression::none(), process_set);
   const double scale = op == ReduceOp::kAverage ? 1.0 / process_set.size() : 1.0;

@@ -1,54 +1,76 @@
 #include "sparse_gradient.h"
 
+#include <algorithm>
+
 #include <torch/torch.h>
+
+#include "torch_tensor.h"
 
 namespace chorus {
 namespace torch_adapter {
 
 namespace {
 
-// A copy with fresh row-major strides: view(dtype) wants them exactly, and
-// contiguous() may keep odd strides on dimensions of size 1.
-torch::Tensor fresh(const torch::Tensor& t, torch::IntArrayRef shape) {
-  return torch::empty(shape, t.options()).copy_(t.reshape(shape));
+// "[3, 3]".
+std::string shape_text(const std::vector<int64_t>& sizes) {
+  std::string out = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
+  return out + "]";
 }
 
-// Each row's elements as bytes: (rows, ...) -> (rows, bytes per row).
-torch::Tensor as_byte_rows(const torch::Tensor& t) {
-  int64_t columns = 1;  // explicit: a rank may have no rows
-  for (int64_t d = 1; d < t.dim(); ++d) columns *= t.size(d);
-  return fresh(t, {t.size(0), columns}).view(torch::kUInt8);
+// "rank 1" or "ranks 0, 2", as the core's messages name ranks (its
+// rank_text.h is not the adapter's to include).
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out;
 }
 
-// Each row ends with this code of the tensor's layout (dtype, sparse_dim,
-// a hash of the shape): rows of another layout and the same width would
-// otherwise pass for this rank's indices and numbers.
-int64_t layout_code(torch::Dtype dtype, int64_t sparse_dim, const std::vector<int64_t>& sizes) {
-  uint64_t shape = 1469598103934665603ULL;  // FNV-1a over the sizes
-  for (int64_t d : sizes) shape = (shape ^ static_cast<uint64_t>(d)) * 1099511628211ULL;
-  const uint64_t code = static_cast<uint64_t>(static_cast<uint8_t>(dtype)) |
-                        (static_cast<uint64_t>(sparse_dim & 0xff) << 8) | ((shape & 0xffffffffffffULL) << 16);
-  return static_cast<int64_t>(code);
+// " in process set 1 (ranks 0, 2)", or "" for the global set: as the core says it.
+std::string in_set_text(const ProcessSet& set) {
+  if (set.is_global()) return "";
+  std::string out = " in process set " + std::to_string(set.id()) + " (ranks ";
+  for (size_t i = 0; i < set.ranks().size(); ++i) out += (i ? ", " : "") + std::to_string(set.ranks()[i]);
+  return out + ")";
 }
 
-[[noreturn]] void throw_layout_mismatch(const SparseGather& gather, int64_t other) {
-  const auto code = static_cast<uint64_t>(other);
-  const auto dtype = static_cast<torch::Dtype>(code & 0xff);
-  std::string what;
-  if (dtype != gather.wire_dtype) {
-    what = "values of dtype " + std::string(c10::toString(dtype)) + ", this rank " +
-           std::string(c10::toString(gather.wire_dtype));
-  } else if (static_cast<int64_t>((code >> 8) & 0xff) != gather.sparse_dim) {
-    what = "sparse_dim " + std::to_string((code >> 8) & 0xff) + ", this rank " + std::to_string(gather.sparse_dim);
-  } else {
-    what = "a tensor of another shape than this rank's " + c10::str(c10::IntArrayRef(gather.sizes));
+// The gathered shape rows (one per member of the set, in rank order) all
+// equal: else the same InvalidArgumentError on every rank, naming each shape
+// (in order of its first rank) and the (global) ranks that passed it.
+void check_same_shape(const SparseGather& gather, const torch::Tensor& gathered) {
+  const torch::Tensor rows = gathered.to(torch::kCPU).contiguous();
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::vector<int>> ranks;  // per shape
+  for (int64_t r = 0; r < rows.size(0); ++r) {
+    const int64_t* row = rows[r].data_ptr<int64_t>();
+    std::vector<int64_t> shape(row, row + rows.size(1));
+    const auto it = std::find(shapes.begin(), shapes.end(), shape);
+    const size_t k = static_cast<size_t>(it - shapes.begin());
+    if (it == shapes.end()) {
+      shapes.push_back(std::move(shape));
+      ranks.emplace_back();
+    }
+    const ProcessSet& set = gather.process_set;
+    ranks[k].push_back(set.is_global() ? static_cast<int>(r) : set.ranks()[static_cast<size_t>(r)]);
   }
-  throw InvalidArgumentError(Status::invalid_argument("sparse allreduce of tensor '" + gather.name +
-                                                      "': another rank sent " + what +
-                                                      "; every rank must pass the same shape, sparse_dim and dtype"));
+  if (shapes.size() < 2) return;
+  std::string what;
+  for (size_t k = 0; k < shapes.size(); ++k)
+    what += (k ? "; " : "") + shape_text(shapes[k]) + " on " + rank_list(ranks[k]);
+  throw InvalidArgumentError(Status::invalid_argument("sparse allreduce of tensor '" + gather.name + "'" +
+                                                      in_set_text(gather.process_set) + ": the shape differs: " + what +
+                                                      "; every rank must pass the same shape"));
+}
+
+TensorHandle::Finisher allocated_output() {
+  return [](const Handle& done) { return unwrap(done.output()); };
 }
 
 }  // namespace
+
+std::vector<std::string> sparse_member_names(const std::string& name) {
+  return {name + ".indices", name + ".values", name + ".shape"};
+}
 
 torch::Tensor with_sparse_dim(const torch::Tensor& grad, const torch::Tensor& param, int64_t sparse_dim) {
   if (grad.defined() && grad.is_sparse() && grad.sparse_dim() == sparse_dim) return grad;
@@ -63,42 +85,48 @@ torch::Tensor with_sparse_dim(const torch::Tensor& grad, const torch::Tensor& pa
   return (grad.is_sparse() ? grad.to_dense() : grad).to_sparse(sparse_dim);  // rare: a replaced gradient
 }
 
+SparseGather refuse_sparse(const std::string& name, const Status& why, const ProcessSet& process_set) {
+  SparseGather out;
+  out.name = name;
+  out.process_set = process_set;
+  const std::vector<Handle> handles = current_runtime()->refuse_group_async(
+      Collective::kAllgather, sparse_member_names(name), why.message(), process_set);
+  out.handle = TensorHandle(handles[0], nullptr);
+  out.values = TensorHandle(handles[1], nullptr);
+  out.shape = TensorHandle(handles[2], nullptr);
+  return out;
+}
+
 SparseGather allgather_sparse_async(const torch::Tensor& grad, const std::string& name, const Compression& compression,
                                     const ProcessSet& process_set) {
   SparseGather out;
-  out.name = name;
   out.original_dtype = grad.scalar_type();
-  out.sparse_dim = grad.sparse_dim();
+  const torch::Tensor values = compression.compress(grad._values(), &out.original_dtype);  // (nnz, dense dims...)
+  if (Status bad = tensor_status(values, "sparse allreduce of tensor '" + name + "'"); !bad.is_ok()) {
+    return refuse_sparse(name, bad, process_set);
+  }
+  out.name = name;
   out.sizes = grad.sizes().vec();
   out.options = grad.options();
-  const torch::Tensor values = compression.compress(grad._values(), &out.original_dtype);
-  out.wire_dtype = values.scalar_type();
-  out.layout = layout_code(out.wire_dtype, out.sparse_dim, out.sizes);
+  out.process_set = process_set;
   const torch::Tensor indices = grad._indices().t().to(torch::kLong);  // (nnz, sparse_dim)
-  const torch::Tensor layout_column = torch::full({indices.size(0), 1}, out.layout, indices.options());
-  out.handle = allgather_async(
-      torch::cat({as_byte_rows(indices), as_byte_rows(values), as_byte_rows(layout_column)}, 1), name, process_set);
+  const torch::Tensor shape = torch::tensor(out.sizes, torch::kLong).reshape({1, grad.dim()}).to(grad.device());
+  const std::vector<std::shared_ptr<Tensor>> members = {wrap(indices), wrap(values), wrap(shape)};
+  const std::vector<Handle> handles = current_runtime()->grouped_allgather_async(
+      sparse_member_names(name), members, torch_allocation(process_set, grad.device()));
+  out.handle = TensorHandle(handles[0], allocated_output());
+  out.values = TensorHandle(handles[1], allocated_output());
+  out.shape = TensorHandle(handles[2], allocated_output());
   return out;
 }
 
 torch::Tensor wait_sparse(const SparseGather& gather, double scale, const Compression& compression) {
-  const torch::Tensor gathered = gather.handle.wait();
-  const int64_t width = gathered.size(1), code_bytes = static_cast<int64_t>(sizeof(int64_t));
-  const torch::Tensor codes = fresh(gathered.slice(1, width - code_bytes), {gathered.size(0), code_bytes})
-                                  .view(torch::kLong)
-                                  .flatten();
-  const torch::Tensor others = codes.masked_select(codes.ne(gather.layout));
-  if (others.numel() > 0) throw_layout_mismatch(gather, others[0].item<int64_t>());
-  const torch::Tensor rows = gathered.slice(1, 0, width - code_bytes);
-  const int64_t n = rows.size(0), index_bytes = gather.sparse_dim * code_bytes;
-  const torch::Tensor index_rows = rows.slice(1, 0, index_bytes), value_rows = rows.slice(1, index_bytes);
-  const torch::Tensor indices = fresh(index_rows, index_rows.sizes()).view(torch::kLong).t();
-  std::vector<int64_t> value_shape{n};
-  value_shape.insert(value_shape.end(), gather.sizes.begin() + gather.sparse_dim, gather.sizes.end());
-  torch::Tensor values = fresh(value_rows, value_rows.sizes()).view(gather.wire_dtype).reshape(value_shape);
+  const torch::Tensor indices = gather.handle.wait();  // (rows, sparse_dim): every rank's, in rank order
+  torch::Tensor values = gather.values.wait();
+  check_same_shape(gather, gather.shape.wait());
   values = compression.decompress(values, gather.original_dtype);
   if (scale != 1.0) values = values * scale;  // floating values only: integers go as Sum
-  return torch::sparse_coo_tensor(indices, values, gather.sizes, gather.options);
+  return torch::sparse_coo_tensor(indices.t(), values, gather.sizes, gather.options);
 }
 
 }  // namespace torch_adapter

@@ -109,14 +109,17 @@ std::vector<TensorHandle> grouped_allreduce_async_(std::vector<torch::Tensor>& t
                                                    const ProcessSet& process_set = ProcessSet());
 
 /// Horovod's sparse_allreduce_async: a sparse COO tensor's non-zeros from
-/// every member, gathered in one allgather (indices and values together);
+/// every member, gathered in one grouped allgather (`<name>.indices`,
+/// `<name>.values` and `<name>.shape`, negotiated and completed together);
 /// wait() returns a sparse tensor holding all of them, not coalesced
 /// (duplicate indices add up in coalesce() or to_dense()), its values
 /// divided by the set's size for Average. `op` is Average (floating values)
 /// or Sum (another, or Average of integers, throws InvalidArgumentError on
 /// every rank) and must be the same on every rank, as in Horovod (not
-/// compared). Ranks must pass the same shape, sparse_dim and dtype: the wait
-/// throws InvalidArgumentError naming what another rank sent otherwise.
+/// compared). Ranks must pass the same shape, sparse_dim and dtype: a
+/// dtype or sparse_dim that differs fails the call on every rank, naming the
+/// ranks (negotiated); a shape that differs makes the wait throw
+/// InvalidArgumentError on every rank, naming each shape and its ranks.
 TensorHandle sparse_allreduce_async(const torch::Tensor& tensor, const std::string& name = "",
                                     ReduceOp op = ReduceOp::kAverage, const ProcessSet& process_set = ProcessSet());
 torch::Tensor sparse_allreduce(const torch::Tensor& tensor, const std::string& name = "",
