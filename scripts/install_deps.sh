@@ -10,6 +10,7 @@ packages=(
   openmpi-bin libopenmpi-dev     # mpirun and MPI: control plane and CPU data plane
   catch2                         # unit and multi-rank tests (Catch2 v2)
   libboost-program-options-dev   # chorusrun: command line and config-file parsing
+  libssl-dev                     # libcrypto: the TCP handshake's HMAC-SHA256 and nonces, chorusrun's per-job secret
   iproute2                       # ip netns: the launcher test plays two hosts in network namespaces
   libtorch-dev                   # LibTorch: the chorus::torch adapter and the training examples
   zlib1g-dev                     # gzread: the Fashion-MNIST example reads the gzipped IDX files directly

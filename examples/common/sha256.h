@@ -2,8 +2,8 @@
 /// \file sha256.h
 /// SHA-256 (FIPS 180-4) of a byte string: the digest written with every
 /// checkpoint, so a file changed on disk is refused instead of loaded
-/// (LibTorch's reader does not check the archive's CRCs). Small and
-/// self-contained, to add no dependency to the examples.
+/// (LibTorch's reader does not check the archive's CRCs). OpenSSL's
+/// libcrypto computes it, as it does the TCP transport's handshake.
 
 #include <array>
 #include <cstddef>

@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "job_secret.h"
 #include "rank_exit_reporter.h"
 
 namespace chorus::launcher {
@@ -67,6 +68,8 @@ std::string make_launch_plan(const LaunchOptions& o, const LaunchContext& ctx, L
   }
   if (o.output_dir) a.insert(a.end(), {"--output-filename", *o.output_dir});
   for (const auto& [name, value] : plan->env) a.insert(a.end(), {"-x", name + "=" + value});
+  // The job's secret by name only: its value stays off mpirun's command line.
+  if (ctx.pass_secret) a.insert(a.end(), {"-x", kSecretVariable});
   for (const std::string& v : o.exported_env) a.insert(a.end(), {"-x", v});
   a.insert(a.end(), o.mpi_args.begin(), o.mpi_args.end());
   // A local job: each rank runs under chorusrun's reporter, so chorusrun

@@ -21,6 +21,7 @@ struct LaunchContext {
   std::string self_path;                      ///< this chorusrun ("": ranks are not wrapped)
   std::string exit_hook_path;                 ///< libchorusrun_exit_hook.so ("": none found)
   std::string exit_record_dir;                ///< where ranks record how they ended ("": nowhere)
+  bool pass_secret = false;                   ///< CHORUS_SECRET is in chorusrun's environment: -x it by name
 };
 
 struct LaunchPlan {

@@ -18,6 +18,7 @@
 #include "check_build.h"
 #include "exit_record_dir.h"
 #include "host_machines.h"
+#include "job_secret.h"
 #include "launch_options.h"
 #include "launch_plan.h"
 #include "process_runner.h"
@@ -98,7 +99,7 @@ int job_exit_code(const LaunchPlan& plan, int mpirun_code, int received_signal) 
 void print_rank_commands(const std::vector<RankCommand>& ranks) {
   for (const RankCommand& r : ranks) {
     std::string env;
-    for (const auto& [name, value] : r.env) env += name + "=" + value + " ";
+    for (const auto& [name, value] : r.env) env += name + "=" + (name == kSecretVariable ? "(hidden)" : value) + " ";
     std::cout << "rank " << r.rank << " on " << r.host << ": " << (r.local ? env : "") << quote_command(r.argv);
     if (!r.exit_hook.empty()) std::cout << " (exit hook " << r.exit_hook << ", record " << r.exit_record << ")";
     std::cout << std::endl;
@@ -119,6 +120,8 @@ int launch_tcp(const LaunchOptions& options, const LaunchContext& context) {
   tcp.job_id = "chorusrun-" + std::to_string(getpid()) + "-" + std::to_string(std::time(nullptr));
   tcp.user_set_glibc_tunables = context.user_set_glibc_tunables;
   std::string error;
+  tcp.secret = make_job_secret(&error);
+  if (!error.empty()) return fail(error);
   if (options.rank_exit_report) {
     tcp.exit_hook_path = find_exit_hook(this_executable());
     tcp.exit_record_dir = options.dry_run ? exit_record_dir_pattern() : make_exit_record_dir(&error);
@@ -151,6 +154,11 @@ int launch_tcp(const LaunchOptions& options, const LaunchContext& context) {
 // Runs the plan and returns the job's exit code.
 int launch(const LaunchOptions& options, LaunchContext context) {
   std::string error;
+  // The ranks inherit it from mpirun's environment (-x by name): no command line shows it.
+  const std::string secret = make_job_secret(&error);
+  if (!error.empty()) return fail(error);
+  setenv(kSecretVariable, secret.c_str(), 1);
+  context.pass_secret = true;
   if (options.rank_exit_report) {
     context.self_path = this_executable();
     context.exit_hook_path = find_exit_hook(context.self_path);

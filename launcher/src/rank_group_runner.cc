@@ -84,7 +84,7 @@ void close_pair(int fds[2]) {
 // what it started: a wrapper script's program, a remote rank's agent; as
 // torchrun and Horovod's launcher do), its pipes as stdout and stderr, its
 // variables, the exit hook; then the program.
-[[noreturn]] void exec_rank(const RankCommand& c, int out, int err, pid_t parent) {
+[[noreturn]] void exec_rank(const RankCommand& c, int in, int out, int err, pid_t parent) {
   setsid();
   // chorusrun's handlers are not the rank's; a signal sent since the fork
   // (blocked until here) now ends it. Should chorusrun itself die, so do the ranks.
@@ -97,6 +97,7 @@ void close_pair(int fds[2]) {
   if (getppid() != parent) _exit(kCannotStartExitCode);  // it died before the line above
   const sigset_t forwarded = forwarded_set();
   sigprocmask(SIG_UNBLOCK, &forwarded, nullptr);
+  if (in >= 0) dup2(in, 0);
   dup2(out, 1);
   dup2(err, 2);
   if (c.local) {
@@ -111,13 +112,37 @@ void close_pair(int fds[2]) {
   _exit(kCannotStartExitCode);
 }
 
+// A rank's stdin with `text` (a remote rank's secret) and then its end;
+// -1 for none (the rank keeps chorusrun's stdin); false when pipe2 fails.
+bool stdin_with(const std::string& text, int* read_end) {
+  *read_end = -1;
+  if (text.empty()) return true;
+  int in[2];
+  if (pipe2(in, O_CLOEXEC) != 0) return false;
+  // A few bytes: the pipe's buffer takes them at once.
+  const bool written = write(in[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(in[1]);
+  if (!written) {
+    close(in[0]);
+    errno = EIO;
+    return false;
+  }
+  *read_end = in[0];
+  return true;
+}
+
 // Starts one rank with its output into two pipes; false (and errno) when
 // pipe2 or fork fails.
 bool start(const RankCommand& c, Child* child) {
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return false;
+  int in = -1, out[2], err[2];
+  if (!stdin_with(c.stdin_text, &in)) return false;
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    if (in >= 0) close(in);
+    return false;
+  }
   if (pipe2(err, O_CLOEXEC) != 0) {
     close_pair(out);
+    if (in >= 0) close(in);
     return false;
   }
   // Signals wait until the child has its own session and handlers.
@@ -126,9 +151,10 @@ bool start(const RankCommand& c, Child* child) {
   sigprocmask(SIG_BLOCK, &forwarded, &before);
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid == 0) exec_rank(c, out[1], err[1], parent);
+  if (pid == 0) exec_rank(c, in, out[1], err[1], parent);
   const int fork_errno = errno;
   sigprocmask(SIG_SETMASK, &before, nullptr);
+  if (in >= 0) close(in);
   close(out[1]);
   close(err[1]);
   if (pid < 0) {

@@ -5,6 +5,7 @@
 
 #include "common/knob_registry.h"
 #include "host_list.h"
+#include "job_secret.h"
 #include "launch_plan.h"
 #include "rank_exits.h"
 
@@ -22,6 +23,7 @@ std::vector<std::pair<std::string, std::string>> common_env(const LaunchOptions&
       {"MASTER_PORT", std::to_string(context.master_port)},
       {"WORLD_SIZE", std::to_string(size)},
       {"CHORUS_JOB_ID", context.job_id}};
+  if (!context.secret.empty()) env.emplace_back(kSecretVariable, context.secret);
   for (const auto& knob : options.knobs) env.push_back(knob);
   // --start-timeout: the ranks that started must meet within it.
   if (options.start_timeout_seconds) {
@@ -44,11 +46,19 @@ std::string program_not_found(const std::string& program) {
 }
 
 // ssh HOST 'cd DIR && exec env VAR=VALUE... PROGRAM ARGS...': one word for
-// the remote shell, every part quoted.
+// the remote shell, every part quoted. The secret comes on stdin instead
+// (ps shows command lines, here and on the remote host).
 std::vector<std::string> remote_argv(const LaunchOptions& options, const std::string& agent, const std::string& host,
                                      const std::string& cwd, const std::vector<std::pair<std::string, std::string>>& env) {
   std::vector<std::string> inner = {"env"};
-  for (const auto& [name, value] : env) inner.push_back(name + "=" + value);
+  std::string read_secret;
+  for (const auto& [name, value] : env) {
+    if (name == kSecretVariable) {
+      read_secret = read_secret_from_stdin() + " && ";
+    } else {
+      inner.push_back(name + "=" + value);
+    }
+  }
   inner.insert(inner.end(), options.command.begin(), options.command.end());
   std::vector<std::string> argv = {agent};
   if (agent == "ssh") {
@@ -56,7 +66,7 @@ std::vector<std::string> remote_argv(const LaunchOptions& options, const std::st
     if (options.ssh_identity) argv.insert(argv.end(), {"-i", *options.ssh_identity});
   }
   argv.push_back(host);
-  argv.push_back("cd " + quote_command({cwd}) + " && exec " + quote_command(inner));
+  argv.push_back("cd " + quote_command({cwd}) + " && " + read_secret + "exec " + quote_command(inner));
   return argv;
 }
 
@@ -84,6 +94,7 @@ std::string check_start_timeout(const LaunchOptions& options) {
 std::string complete_command(const LaunchOptions& options, const TcpLaunchContext& context, RankCommand* c) {
   if (!c->local) {
     c->argv = remote_argv(options, options.agent.empty() ? "ssh" : options.agent, c->host, context.cwd, c->env);
+    if (!context.secret.empty()) c->stdin_text = context.secret + "\n";
     return "";
   }
   if (context.program_path.empty()) return program_not_found(options.command.front());

@@ -3,8 +3,9 @@
 // command per rank: local ranks run the program directly, remote ones
 // through an agent (ssh by default, --agent for another, e.g. one that
 // enters a container); every rank gets the TCP rendezvous's variables
-// (torchrun's names), the knobs, chorusrun's malloc settings and the -x
-// variables; a local rank also gets the exit hook that records the code it
+// (torchrun's names), the job's secret (never on a command line: a remote
+// rank reads it from its stdin), the knobs, chorusrun's malloc settings and
+// the -x variables; a local rank also gets the exit hook that records the code it
 // chose (rank_exits.h). Pure, so every rule is unit-tested without
 // launching anything.
 
@@ -26,6 +27,7 @@ struct TcpLaunchContext {
   std::string cwd;           ///< remote ranks start here too
   int master_port = 0;       ///< where rank 0 listens
   std::string job_id;        ///< this launch's, so no other job's rank is taken for ours
+  std::string secret;        ///< this launch's (job_secret.h): local ranks' environment, remote ranks' stdin
   bool user_set_glibc_tunables = false;  ///< GLIBC_TUNABLES already here: the ranks keep the user's
   std::string exit_record_dir;           ///< where local ranks record their exit ("": they do not)
   std::string exit_hook_path;            ///< libchorusrun_exit_hook.so ("": none found, no records)
@@ -38,6 +40,7 @@ struct RankCommand {
   bool local = true;
   std::vector<std::string> argv;  ///< local: the program; remote: the agent's command
   std::vector<std::pair<std::string, std::string>> env;  ///< set for a local rank (remote: inside argv)
+  std::string stdin_text;   ///< written to the rank's stdin, then closed (a remote rank's secret)
   std::string exit_record;  ///< local rank: the file the exit hook writes ("": no hook)
   std::string exit_hook;    ///< the hook library preloaded for it
 };

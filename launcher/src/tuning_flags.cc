@@ -41,6 +41,7 @@ std::string tuning_flag(const Knob& k) {
 
 void add_tuning_flags(po::options_description* options) {
   for (const Knob& k : detail::knobs()) {
+    if (!k.launcher_flag) continue;
     const std::string flag = tuning_flag(k);
     // On/off knobs are horovodrun's switches (--autotune): given alone they
     // mean 1; a value may follow (--autotune 0, --autotune=0).
@@ -52,6 +53,7 @@ void add_tuning_flags(po::options_description* options) {
 
 std::string tuning_knobs(const po::variables_map& vm, std::vector<std::pair<std::string, std::string>>* knobs) {
   for (const Knob& k : detail::knobs()) {
+    if (!k.launcher_flag) continue;
     const std::string flag = tuning_flag(k);
     if (!vm.count(flag)) continue;
     const std::string given = vm[flag].as<std::string>();

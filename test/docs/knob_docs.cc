@@ -32,6 +32,7 @@ std::string flag_table() {
   std::ostringstream out;
   out << "| flag | variable |\n| --- | --- |\n";
   for (const Knob& k : knobs()) {
+    if (!k.launcher_flag) continue;
     out << "| `--" << chorus::launcher::tuning_flag(k) << "` | `" << k.variable() << "`";
     if (k.flag_unit != nullptr) out << " (the flag in " << k.flag_unit << ", the variable in " << k.unit << ")";
     out << " |\n";

@@ -289,3 +289,14 @@ TEST_CASE("A missing mpirun or program stops before anything starts", "[launcher
   REQUIRE_THAT(make_launch_plan(r.options, c, &p), Catch::Contains("mpirun was not found"));
   REQUIRE_THAT(make_launch_plan(r.options, c, &p), Catch::Contains("--tcp"));
 }
+
+TEST_CASE("Under mpirun the job's secret is passed by name only", "[launcher][secret]") {
+  const ParseResult r = parse({"-np", "2", "./train"});
+  LaunchContext c = context();
+  c.pass_secret = true;
+  LaunchPlan p;
+  REQUIRE(make_launch_plan(r.options, c, &p).empty());
+  REQUIRE(has_words(p.argv, {"-x", "CHORUS_SECRET"}));
+  for (const std::string& word : p.argv) REQUIRE(word.rfind("CHORUS_SECRET=", 0) == std::string::npos);
+  REQUIRE_FALSE(has_words(plan_of({"-np", "2", "./train"}).argv, {"-x", "CHORUS_SECRET"}));
+}

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "host_machines.h"
+#include "job_secret.h"
 #include "launch_options.h"
 #include "launch_plan.h"
 #include "rank_group_runner.h"
@@ -306,4 +307,28 @@ TEST_CASE("--tcp's exit code: the rank that failed first by its own exit call", 
   clean.exits = {wait(0, 0, 1), wait(1, 0, 2)};
   REQUIRE(rank_group_exit_code(clean, {}, &report) == 0);
   REQUIRE(report.empty());
+}
+
+TEST_CASE("--tcp: the job's secret in local ranks' environments, on remote ranks' stdin, on no command line",
+          "[launcher][tcp][secret]") {
+  TcpLaunchContext c = tcp_context();
+  std::string error;
+  c.secret = make_job_secret(&error);
+  REQUIRE(error.empty());
+  REQUIRE(c.secret.size() == 64);  // 256 bits in hex
+  REQUIRE(c.secret.find_first_not_of("0123456789abcdef") == std::string::npos);
+  REQUIRE(make_job_secret(&error) != c.secret);
+  std::vector<RankCommand> ranks;
+  REQUIRE(make_tcp_launch(tcp_options({"--tcp", "-np", "4", "-H", "localhost:2,b:2", "./train"}), c, &ranks) == "");
+  for (const RankCommand& r : ranks) {
+    for (const std::string& word : r.argv) REQUIRE(word.find(c.secret) == std::string::npos);
+    if (r.local) {
+      REQUIRE(env_of(r, "CHORUS_SECRET") == c.secret);
+      REQUIRE(r.stdin_text.empty());
+    } else {
+      REQUIRE(r.stdin_text == c.secret + "\n");
+      REQUIRE(r.argv.back().rfind("cd '/work dir' && IFS= read -r CHORUS_SECRET && export CHORUS_SECRET && exec env ",
+                                  0) == 0);
+    }
+  }
 }

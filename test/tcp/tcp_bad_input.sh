@@ -92,5 +92,24 @@ for name in job_a_0 job_a_1 job_b_0 job_b_1; do
     echo "FAIL $name:"; sed 's/^/    | /' "$dir/$name" | tail -5; failures=$((failures + 1)); fi
 done
 
+# The job's secret: a file its group or others may read is refused, naming
+# it and its mode; CHORUS_REQUIRE_SECRET=1 without a secret is an error.
+port=$(free_port)
+echo "s3cret" > "$dir/secret"
+chmod 644 "$dir/secret"
+rank secret_mode 10 RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" CHORUS_SECRET_FILE="$dir/secret"
+rank secret_required 10 RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" CHORUS_REQUIRE_SECRET=1
+wait
+expect secret_mode "CHORUS_SECRET_FILE '$dir/secret' has mode 0644"
+expect secret_required "CHORUS_REQUIRE_SECRET is on but rank 1 has no secret"
+# Ranks with different secrets: rank 1 is refused at once, naming the variables.
+port=$(free_port)
+rank other_secret_0 20 RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" CHORUS_SECRET=a \
+  CHORUS_RENDEZVOUS_TIMEOUT_SECONDS=3
+rank other_secret_1 20 RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" CHORUS_SECRET=b
+wait
+expect other_secret_1 "refused this rank's proof of the job's secret"
+expect other_secret_0 "rank 1 never came"
+
 [[ $failures -eq 0 ]] && echo "all bad-input checks passed"
 exit $((failures > 0))

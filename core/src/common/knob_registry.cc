@@ -83,18 +83,20 @@ Knob decimal(const char* name, const char* def, int64_t lo, int64_t hi, const ch
   return k;
 }
 
+Status parse_switch(const std::string& t, bool* out) {
+  for (const char* on : {"1", "true", "yes", "on"}) {
+    if (t == on) return *out = true, Status::ok();
+  }
+  for (const char* off : {"0", "false", "no", "off"}) {
+    if (t == off) return *out = false, Status::ok();
+  }
+  return expected("0 or 1");
+}
+
 template <bool RuntimeOptions::*F>
 Knob on_off(const char* name, const char* def, const char* description, KnobScope scope = KnobScope::kPerRank) {
   Knob k{name, def, KnobKind::kSwitch, scope, description};
-  k.apply = [](const Knob&, const std::string& t, RuntimeOptions* o) {
-    for (const char* on : {"1", "true", "yes", "on"}) {
-      if (t == on) return o->*F = true, Status::ok();
-    }
-    for (const char* off : {"0", "false", "no", "off"}) {
-      if (t == off) return o->*F = false, Status::ok();
-    }
-    return expected("0 or 1");
-  };
+  k.apply = [](const Knob&, const std::string& t, RuntimeOptions* o) { return parse_switch(t, &(o->*F)); };
   k.current = [](const Knob&, const RuntimeOptions& o) { return std::string(o.*F ? "1" : "0"); };
   k.value = [](const RuntimeOptions& o) { return int64_t{o.*F}; };
   return k;
@@ -130,6 +132,49 @@ Knob with_flag(Knob k, const char* flag, int64_t scale = 1, const char* unit = n
   k.flag_scale = scale;
   k.flag_unit = unit;
   return k;
+}
+
+// The TCP transport's proof of membership (docs/security.md). No field of
+// RuntimeOptions: comm/tcp/tcp_secret.cc reads them where they are used, so
+// the secret is never copied with the options; these rows check and document.
+Knob checked_row(const char* name, const char* def, KnobKind kind, const char* unit, int64_t hi,
+                 const char* description) {
+  Knob k{name, def, kind, KnobScope::kPerRank, description, 1, hi, 1, unit};
+  if (kind == KnobKind::kText) {
+    k.launcher_flag = false;  // a secret, or where it lies: no command line
+    k.apply = [](const Knob&, const std::string& t, RuntimeOptions*) {
+      return t.empty() ? expected("a value, not an empty one") : Status::ok();
+    };
+  } else if (kind == KnobKind::kSwitch) {
+    k.apply = [](const Knob&, const std::string& t, RuntimeOptions*) {
+      bool on = false;
+      return parse_switch(t, &on);
+    };
+  } else {
+    k.apply = [](const Knob& k, const std::string& t, RuntimeOptions*) {
+      double v = 0;
+      return parse_decimal(k, t, &v);
+    };
+  }
+  return k;
+}
+
+std::vector<Knob> security_knobs() {
+  return {
+      checked_row("SECRET", "(none)", KnobKind::kText, "any text", 0,
+                  "TCP: the job's secret, which every connection of the job proves it knows (an HMAC challenge both "
+                  "ways, [security.md](security.md)); `chorusrun` makes a random one per job; wins over "
+                  "`CHORUS_SECRET_FILE`; no chorusrun flag (a command line is public)"),
+      checked_row("SECRET_FILE", "(none)", KnobKind::kText, "a file path", 0,
+                  "TCP: a file whose content (one trailing newline dropped) is the job's secret; a file that its "
+                  "group or others may read is refused, naming it and its mode"),
+      checked_row("REQUIRE_SECRET", "0", KnobKind::kSwitch, "", 0,
+                  "TCP: a job of several ranks without a secret fails `init()` on every rank instead of warning on "
+                  "rank 0 (over addresses other than loopback) that any process reaching its port can join"),
+      checked_row("HANDSHAKE_TIMEOUT_SECONDS", "3", KnobKind::kDecimal, "seconds", 3600,
+                  "TCP: an accepted connection that has not proven itself after this long is closed (a stranger, a "
+                  "slow one); at most 64 such wait at once, the oldest closed first"),
+  };
 }
 
 std::string power_text(int64_t v) {
@@ -287,6 +332,7 @@ std::vector<Knob> make_knobs() {
   std::vector<Knob> knobs = background_knobs();
   for (Knob& k : data_plane_knobs()) knobs.push_back(std::move(k));
   for (Knob& k : autotune_knobs()) knobs.push_back(std::move(k));
+  for (Knob& k : security_knobs()) knobs.push_back(std::move(k));
   return knobs;
 }
 

@@ -65,6 +65,9 @@ struct Knob {
   std::string (*current)(const Knob& knob, const RuntimeOptions& options) = nullptr;
   /// Job-wide knobs: the value ranks compare (whole numbers; a choice's value).
   int64_t (*value)(const RuntimeOptions& options) = nullptr;
+  /// False for a knob no chorusrun flag may carry (a secret has no place
+  /// on a command line).
+  bool launcher_flag = true;
 
   std::string variable() const { return std::string("CHORUS_") + name; }
 };

@@ -14,6 +14,7 @@
 #include "comm/tcp/tcp_control_channel.h"
 #include "comm/tcp/tcp_peer_link.h"
 #include "comm/tcp/tcp_rendezvous.h"
+#include "comm/tcp/tcp_secret.h"
 #include "common/logging.h"
 
 namespace chorus::detail {
@@ -27,8 +28,13 @@ class TcpBackend final : public Backend {
   TcpBackend(const RuntimeOptions& options, std::optional<TcpMeeting> meeting)
       : options_(options), meeting_(std::move(meeting)) {}
   // A process set's: its members' mesh, already connected.
-  TcpBackend(const RuntimeOptions& options, TcpWorld world, int rank, SetScope scope)
-      : options_(options), world_(std::move(world)), rank_(rank), scope_(std::move(scope)), connected_(true) {}
+  TcpBackend(const RuntimeOptions& options, TcpWorld world, int rank, SetScope scope, TcpAuth auth)
+      : options_(options),
+        world_(std::move(world)),
+        rank_(rank),
+        scope_(std::move(scope)),
+        connected_(true),
+        auth_(std::move(auth)) {}
 
   Status start() override {
     if (!connected_) {
@@ -107,7 +113,25 @@ class TcpBackend final : public Backend {
       world_.links.resize(1);
       return Status::ok();
     }
-    return tcp_rendezvous(spec, options_.rendezvous_timeout_seconds, &world_);
+    Status s = start_auth(spec);
+    return s.is_ok() ? tcp_rendezvous(spec, options_.rendezvous_timeout_seconds, &world_, auth_) : s;
+  }
+
+  // The job's secret (comm/tcp/tcp_secret.h); strangers refused are logged
+  // as warnings, once per address.
+  Status start_auth(const TcpJobSpec& spec) {
+    std::string warning;
+    Status s = tcp_auth_from_environment(spec, &auth_, &warning);
+    if (!s.is_ok()) return Status(s.code(), "rank " + std::to_string(spec.rank) + ": " + s.message());
+    const LogLevel level = options_.log_level;
+    const int rank = spec.rank;
+    auth_.report = [level, rank](const std::string& message) {
+      Logger logger(level);
+      logger.set_rank(rank);
+      CHORUS_LOG(logger, kWarning) << message;
+    };
+    if (!warning.empty()) auth_.report(warning);
+    return Status::ok();
   }
 
   // Every rank on this host (the same answer everywhere): control messages
@@ -145,6 +169,7 @@ class TcpBackend final : public Backend {
   int rank_ = 0;
   SetScope scope_;
   bool connected_ = false;
+  TcpAuth auth_;  // the job's secret, kept for process sets' meshes
   uint64_t splits_ = 0;
   Topology topo_;
   std::unique_ptr<TcpMesh> mesh_;
@@ -191,12 +216,13 @@ Status TcpBackend::split(int32_t set_id, const std::vector<int>& members, std::u
     child.peers.push_back(p);
   }
   child.key = key;
+  child.job_id = world_.job_id;
   const int index = static_cast<int>(at - members.begin());
   const Deadline deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                std::chrono::duration<double>(options_.rendezvous_timeout_seconds));
-  s = connect_mesh(index, child.peers, child.listener, key, deadline, &child.links);
+  s = connect_mesh(index, child, auth_, deadline, &child.links);
   if (!s.is_ok()) return Status::aborted("process set " + std::to_string(set_id) + ": " + s.message());
-  *out = std::make_unique<TcpBackend>(options_, std::move(child), index, SetScope{set_id, members});
+  *out = std::make_unique<TcpBackend>(options_, std::move(child), index, SetScope{set_id, members}, auth_);
   return Status::ok();
 }
 

@@ -4,11 +4,12 @@
 
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <sstream>
+#include <thread>
 
 #include "common/env_params.h"
 #include "common/rank_text.h"
+#include "comm/tcp/tcp_acceptor.h"
 #include "comm/tcp/tcp_peer_address.h"
 #include "comm/tcp/tcp_wire.h"
 
@@ -17,8 +18,8 @@ namespace chorus::detail {
 namespace {
 
 constexpr const char* kHelloMagic = "chorus-tcp-1";
-constexpr uint32_t kMeshMagic = 0x43485253;  // "CHRS"
-constexpr auto kHelloBound = std::chrono::seconds(5);  // a stray connection holds rank 0 up this long at most
+constexpr auto kHelloBound = std::chrono::seconds(5);  // a proven rank's hello comes at once
+constexpr auto kRetryPause = std::chrono::milliseconds(20);
 
 std::string seconds_text(double s) {
   std::ostringstream o;
@@ -81,12 +82,18 @@ struct Arrivals {
   std::string error;
 };
 
-// One connection to rank 0: a rank of this job, or an error for all, or a stranger to drop.
-void admit(const TcpJobSpec& spec, Socket connection, Arrivals* a) {
+// One proven connection to rank 0: a rank of this job, or an error for all
+// (its claim clashes), or one to drop (its hello breaks off).
+void admit(const TcpJobSpec& spec, ProvenConnection proven, Arrivals* a) {
+  Socket connection = std::move(proven.socket);
   std::string text;
   Hello h;
   const Deadline bound = Clock::now() + kHelloBound;
-  if (!recv_text(connection.fd(), 4096, bound, &text).is_ok() || !parse_hello(text, &h)) return;  // not one of ours
+  if (!recv_text(connection.fd(), 4096, bound, &text).is_ok() || !parse_hello(text, &h)) return;
+  // What it proved, not what its text says.
+  h.rank = proven.claim.from;
+  h.size = proven.claim.size;
+  h.job = proven.claim.job_id;
   const std::string who = "a process at " + peer_address(connection.fd()) + " claiming rank " + std::to_string(h.rank);
   if (h.job != spec.job_id) {
     send_text(connection.fd(), "error\n" + who + " belongs to job '" + h.job + "', but rank 0 at port " +
@@ -126,7 +133,7 @@ std::string missing_ranks(const Arrivals& a) {
          std::to_string(a.links.size()) + " ranks arrived)";
 }
 
-Status serve(const TcpJobSpec& spec, double timeout_seconds, Deadline deadline, TcpWorld* world) {
+Status serve(const TcpJobSpec& spec, double timeout_seconds, Deadline deadline, const TcpAuth& auth, TcpWorld* world) {
   Socket master;
   int bound_port = 0;
   Status s = listen_on("", spec.master_port, &master, &bound_port);
@@ -135,10 +142,11 @@ Status serve(const TcpJobSpec& spec, double timeout_seconds, Deadline deadline, 
   a.links.resize(static_cast<size_t>(spec.size));
   a.peers.resize(static_cast<size_t>(spec.size));
   a.peers[0] = {this_host_id(), spec.master_addr, world->peers.empty() ? 0 : world->peers[0].port};
+  HandshakeAcceptor acceptor(master, auth, HandshakePurpose::kRendezvous, 0, 0);
   int came = 1;
   while (came < spec.size && a.error.empty()) {
-    Socket connection;
-    s = accept_before(master, deadline, &connection);
+    ProvenConnection connection;
+    s = acceptor.next(deadline, &connection);
     if (s.code() == StatusCode::kTimeout) {
       a.error = "the rendezvous at port " + std::to_string(spec.master_port) + " timed out after " +
                 seconds_text(timeout_seconds) + " (CHORUS_RENDEZVOUS_TIMEOUT_SECONDS): " + missing_ranks(a);
@@ -157,7 +165,10 @@ Status serve(const TcpJobSpec& spec, double timeout_seconds, Deadline deadline, 
     for (const Socket& l : a.refused) send_text(l.fd(), "error\n" + a.error, bound);
     return Status::aborted(a.error);
   }
-  world->key = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}() ^ static_cast<uint64_t>(getpid());
+  Nonce random{};
+  s = fresh_nonce(&random);
+  if (!s.is_ok()) return s;
+  std::memcpy(&world->key, random.data(), sizeof world->key);
   const std::string text = world_text(a.peers, world->key);
   for (const Socket& l : a.links) {
     if (l.valid()) send_text(l.fd(), text, deadline + kHelloBound);
@@ -171,11 +182,33 @@ Clock::duration seconds_duration(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-Status join(const TcpJobSpec& spec, double timeout_seconds, Deadline deadline, int own_port, TcpWorld* world) {
+// Connects to host:port and proves `claim` there, connecting again while
+// the other end closes before it judged (not listening yet, too busy).
+Status connect_and_prove(const std::string& host, int port, const TcpAuth& auth, const HandshakeClaim& claim,
+                         Deadline deadline, Socket* out) {
+  const std::string key = handshake_key(auth.secret);
+  for (;;) {
+    Status s = connect_to(host, port, deadline, out);
+    if (!s.is_ok()) return s;
+    bool refused = false;
+    s = prove_connection(out->fd(), key, claim, deadline, &refused);
+    if (s.is_ok() || refused || Clock::now() >= deadline) return s;
+    out->reset();
+    std::this_thread::sleep_for(kRetryPause);
+  }
+}
+
+Status join(const TcpJobSpec& spec, double timeout_seconds, Deadline deadline, int own_port, const TcpAuth& auth,
+            TcpWorld* world) {
   const Clock::duration timeout = seconds_duration(timeout_seconds);
   const std::string rank0 = spec.master_addr + ":" + std::to_string(spec.master_port);
   Socket link;
-  Status s = connect_to(spec.master_addr, spec.master_port, deadline, &link);
+  const HandshakeClaim claim{HandshakePurpose::kRendezvous, spec.size, spec.rank, 0, 0, spec.job_id};
+  Status s = connect_and_prove(spec.master_addr, spec.master_port, auth, claim, deadline, &link);
+  if (s.code() == StatusCode::kPreconditionError) {  // judged by rank 0
+    return Status::aborted("rank " + std::to_string(spec.rank) + " reached rank 0 at " + rank0 + ", but " +
+                           s.message());
+  }
   if (!s.is_ok()) {
     return Status::aborted("rank " + std::to_string(spec.rank) + " could not reach rank 0 at " + rank0 + " (" +
                            spec.addr_var + ", " + spec.port_var + ") within " + seconds_text(timeout_seconds) +
@@ -209,36 +242,39 @@ std::string this_host_id() {
   return std::string(name) + "/" + boot;
 }
 
-Status tcp_rendezvous(const TcpJobSpec& spec, double timeout_seconds, TcpWorld* out) {
+Status tcp_rendezvous(const TcpJobSpec& spec, double timeout_seconds, TcpWorld* out, const TcpAuth& auth) {
   const Deadline deadline = Clock::now() + seconds_duration(timeout_seconds);
   TcpWorld world;
+  world.job_id = spec.job_id;
   int own_port = 0;
   Status s = listen_on("", 0, &world.listener, &own_port);
   if (!s.is_ok()) return s;
   if (spec.rank == 0) {
     world.peers.push_back({this_host_id(), spec.master_addr, own_port});
-    s = serve(spec, timeout_seconds, deadline, &world);
+    s = serve(spec, timeout_seconds, deadline, auth, &world);
   } else {
-    s = join(spec, timeout_seconds, deadline, own_port, &world);
+    s = join(spec, timeout_seconds, deadline, own_port, auth, &world);
   }
   // The mesh gets its own bound from when the world was agreed: a rank that
   // arrived just before the rendezvous deadline still has time to connect.
   const Deadline mesh_deadline = Clock::now() + seconds_duration(timeout_seconds);
-  if (s.is_ok()) s = connect_mesh(spec.rank, world.peers, world.listener, world.key, mesh_deadline, &world.links);
+  if (s.is_ok()) s = connect_mesh(spec.rank, world, auth, mesh_deadline, &world.links);
   if (!s.is_ok()) return s;
   *out = std::move(world);
   return Status::ok();
 }
 
-Status connect_mesh(int rank, const std::vector<TcpPeerInfo>& peers, const Socket& listener, uint64_t key,
-                    Deadline deadline, std::vector<Socket>* links) {
+Status connect_mesh(int rank, const TcpWorld& world, const TcpAuth& auth, Deadline deadline,
+                    std::vector<Socket>* links) {
+  const std::vector<TcpPeerInfo>& peers = world.peers;
+  const auto size = static_cast<int32_t>(peers.size());
   links->resize(peers.size());
   for (int i = 0; i < rank; ++i) {
     Socket& l = (*links)[static_cast<size_t>(i)];
     if (l.valid()) continue;
     const TcpPeerInfo& p = peers[static_cast<size_t>(i)];
-    Status s = connect_to(p.address, p.port, deadline, &l);
-    if (s.is_ok()) s = send_mesh_hello(l.fd(), kMeshMagic, rank, key, deadline);
+    const HandshakeClaim claim{HandshakePurpose::kMesh, size, rank, i, world.key, world.job_id};
+    Status s = connect_and_prove(p.address, p.port, auth, claim, deadline, &l);
     if (!s.is_ok()) {
       return Status::aborted("rank " + std::to_string(rank) + " could not connect to rank " + std::to_string(i) +
                              " at " + p.address + ":" + std::to_string(p.port) + ": " + s.message());
@@ -251,17 +287,19 @@ Status connect_mesh(int rank, const std::vector<TcpPeerInfo>& peers, const Socke
     }
     return out;
   };
+  HandshakeAcceptor acceptor(world.listener, auth, HandshakePurpose::kMesh, rank, world.key);
   for (std::vector<int> left = missing(); !left.empty(); left = missing()) {
-    Socket c;
-    Status s = accept_before(listener, deadline, &c);
+    ProvenConnection c;
+    Status s = acceptor.next(deadline, &c);
     if (!s.is_ok()) {
       return Status::aborted("rank " + std::to_string(rank) + ": " + rank_list(left) +
                              " never connected to it (" + s.message() + ")");
     }
-    int from = -1;
-    if (!recv_mesh_hello(c.fd(), kMeshMagic, key, Clock::now() + kHelloBound, &from).is_ok()) continue;  // a stranger
-    if (from <= rank || from >= static_cast<int>(peers.size()) || (*links)[static_cast<size_t>(from)].valid()) continue;
-    (*links)[static_cast<size_t>(from)] = std::move(c);
+    const int from = c.claim.from;
+    // Proven, so a rank of this job: a clash is a bug, not a stranger; the first stays.
+    if (c.claim.size != size || c.claim.job_id != world.job_id || from <= rank || from >= size) continue;
+    if ((*links)[static_cast<size_t>(from)].valid()) continue;
+    (*links)[static_cast<size_t>(from)] = std::move(c.socket);
   }
   return Status::ok();
 }

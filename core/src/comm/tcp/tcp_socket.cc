@@ -126,26 +126,6 @@ Status connect_to(const std::string& host, int port, Deadline deadline, Socket* 
   return Status::timeout("cannot connect to " + host + ":" + std::to_string(port) + " (" + last + ")");
 }
 
-Status accept_before(const Socket& listener, Deadline deadline, Socket* out) {
-  for (;;) {
-    pollfd p{listener.fd(), POLLIN, 0};
-    const int rc = ::poll(&p, 1, millis_until(deadline));
-    if (rc > 0) {
-      Socket sock(::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC));
-      if (sock.valid()) {
-        *out = std::move(sock);
-        return Status::ok();
-      }
-      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
-        return Status::unknown_error("accept(): " + errno_text(errno));
-      }
-    } else if (rc < 0 && errno != EINTR) {
-      return Status::unknown_error("poll(): " + errno_text(errno));
-    }
-    if (Clock::now() >= deadline) return Status::timeout("no connection came in time");
-  }
-}
-
 Status send_exactly(int fd, const void* data, size_t n, Deadline deadline) {
   const char* p = static_cast<const char*>(data);
   while (n > 0) {

@@ -38,8 +38,6 @@ class Socket {
 Status listen_on(const std::string& host, int port, Socket* out, int* bound_port);
 /// Connects to host:port, retrying while nobody listens there yet, until `deadline`.
 Status connect_to(const std::string& host, int port, Deadline deadline, Socket* out);
-/// Accepts one connection; a timeout status when none came before `deadline`.
-Status accept_before(const Socket& listener, Deadline deadline, Socket* out);
 /// Sends or receives exactly `n` bytes before `deadline` (the socket may be
 /// blocking or not). A closed connection or the deadline is an error.
 Status send_exactly(int fd, const void* data, size_t n, Deadline deadline);
