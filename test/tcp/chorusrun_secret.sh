@@ -5,9 +5,10 @@
 # in their environment), not a remote rank's agent nor its shell (stdin),
 # not mpirun (-x by name). The "remote" rank runs here through an agent
 # that plays ssh; the job passing proves it got the secret.
-#   chorusrun_secret.sh CHORUSRUN RANK_REPORT
+#   chorusrun_secret.sh CHORUSRUN RANK_REPORT [WITH_MPI]   (WITH_MPI 0: a build
+#   without the MPI transport, whose ranks cannot run under mpirun)
 set -uo pipefail
-chorusrun=$1 report=$2
+chorusrun=$1 report=$2 with_mpi=${3:-1}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 failures=0
@@ -57,7 +58,7 @@ run() {  # run NAME CHORUSRUN-ARGS...: the job in the background, scanned while 
 
 run tcp_local --tcp -np 2
 run tcp_remote --tcp -np 2 -H localhost:1,192.0.2.1:1 --agent "$dir/agent"
-if command -v mpirun > /dev/null; then
+if [[ $with_mpi == 1 ]] && command -v mpirun > /dev/null; then
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 run mpirun -np 2
 fi
 [[ $(sort -u "$dir/secrets" | wc -l) -eq $(wc -l < "$dir/secrets") ]] || fail "two jobs had the same secret"

@@ -36,7 +36,10 @@ def claim_bytes(size, rank, job):
 
 
 def connect(port):
-    return socket.create_connection(("127.0.0.1", port), timeout=10)
+    # The job's host: STRANGER_HOST (another network namespace's address in
+    # tcp_strangers.sh --hosts), else this one.
+    host = os.environ.get("STRANGER_HOST", "127.0.0.1")
+    return socket.create_connection((host, port), timeout=10)
 
 
 def recv_exactly(s, n):
@@ -150,7 +153,7 @@ def relay(src, dst, record=None):
 def proxy(port, target, record_path):
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", int(port)))
+    listener.bind(("0.0.0.0", int(port)))  # reached at its host's address (--hosts: another namespace's)
     listener.listen()
     client, _ = listener.accept()
     server = connect(int(target))

@@ -7,14 +7,21 @@
 # must be refused or closed within the handshake timeout, the job's result
 # must be what it is without them, its start-up at most 1 s slower than the
 # same job's alone, and rank 0 must report the strangers' address once.
-#   tcp_strangers.sh RANK_REPORT
+# With --hosts (root, `ip`): rank 0 on one network-namespace host, ranks 1
+# and 2 and every stranger on another, rank 0 reached at its own address.
+#   tcp_strangers.sh RANK_REPORT [--hosts]
 set -uo pipefail
 report=$1
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-stranger=("python3" "$here/stranger.py")
 dir=$(mktemp -d)
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$dir"' EXIT
+master=127.0.0.1 stranger_host=127.0.0.1 on_a=() on_b=()
+if [[ ${2:-} == --hosts ]]; then
+  source "$here/../common/netns_pair.sh" chorus_s 10.233
+  master=$ha stranger_host=$hb on_a=(ip netns exec "$nsa") on_b=(ip netns exec "$nsb")
+fi
+stranger=("${on_b[@]}" env STRANGER_HOST="$master" python3 "$here/stranger.py")
+trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$dir"; [[ -n ${nsa:-} ]] && netns_pair_cleanup' EXIT
 failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -25,9 +32,13 @@ secret=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
 job=(CHORUS_TRANSPORT=tcp WORLD_SIZE=3 CHORUS_SECRET="$secret" CHORUS_JOB_ID=strangers CHORUS_LOG_LEVEL=warning
      CHORUS_HANDSHAKE_TIMEOUT_SECONDS=1)
 
-# rank NAME RANK PORT: one rank in the background, its output in $dir/NAME.
+# rank NAME RANK PORT [MASTER]: one rank in the background (rank 0 on host
+# a, the others on host b), its output in $dir/NAME.
 rank() {
-  (env "${job[@]}" MASTER_ADDR=127.0.0.1 MASTER_PORT="$3" RANK="$2" timeout -k 2 60 "$report" > "$dir/$1" 2>&1
+  local on=("${on_b[@]}")
+  [[ $2 == 0 ]] && on=("${on_a[@]}")
+  ("${on[@]}" env "${job[@]}" MASTER_ADDR="${4:-$master}" MASTER_PORT="$3" RANK="$2" timeout -k 2 60 "$report" \
+     > "$dir/$1" 2>&1
    echo "exit $?" >> "$dir/$1") &
   pids+=($!)
 }
@@ -60,7 +71,7 @@ sleep 0.7  # the slow one after them: the oldest unproven connections are the fi
 sleep 0.5
 # The real rank 1 through the relay, which records its handshake; then the replay.
 "${stranger[@]}" proxy "$relay" "$port" "$dir/recorded" > "$dir/proxy" & relay_pid=$!
-rank with_1 1 "$relay"
+rank with_1 1 "$relay" "$stranger_host"  # the relay runs beside rank 1
 for _ in $(seq 100); do [[ -f "$dir/recorded" ]] && break; sleep 0.05; done
 "${stranger[@]}" replay "$port" "$dir/recorded" > "$dir/replay"
 sleep 1
@@ -83,7 +94,7 @@ expect replay "replay: refused"
 expect garbage "garbage: closed after"
 expect slowloris "slowloris: closed after [12]\."
 expect silent "silent: 200 of 200 closed within [0-2]\."
-refusals=$(grep -c "refused a connection from 127.0.0.1" "$dir/with_0")
+refusals=$(grep -c "refused a connection from $stranger_host" "$dir/with_0")
 [[ $refusals -eq 1 ]] || fail "rank 0 reported the strangers' address $refusals times, not once:"
 grep "refused a connection" "$dir/with_0" | head -3 | sed 's/^/    | /'
 
