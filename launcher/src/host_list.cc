@@ -93,6 +93,10 @@ std::string parse_hostfile(const std::string& text, const std::string& origin, s
   return "";
 }
 
+bool is_valid_host_name(const std::string& host) { return valid_host_name(host); }
+
+bool parse_slot_count(const std::string& text, int* out) { return parse_slots(text, out); }
+
 bool is_local_host(const std::string& host, const std::vector<std::string>& local_names) {
   if (host == "localhost" || host == "127.0.0.1" || host.rfind("127.", 0) == 0) return true;
   return std::find(local_names.begin(), local_names.end(), host) != local_names.end();

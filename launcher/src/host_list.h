@@ -22,6 +22,13 @@ std::string parse_host_spec(const std::string& spec, std::vector<HostSlots>* out
 /// in errors. Returns "" or an error naming the line.
 std::string parse_hostfile(const std::string& text, const std::string& origin, std::vector<HostSlots>* out);
 
+/// The host names -H and hostfiles accept: dot-separated labels of letters,
+/// digits, '-' and '_' (so also IPv4 addresses). For other host lists
+/// (host_discovery.h), so that every list takes the same names.
+bool is_valid_host_name(const std::string& host);
+/// A slot count: a whole number > 0, digits only.
+bool parse_slot_count(const std::string& text, int* out);
+
 /// Host names that mean "this machine".
 bool is_local_host(const std::string& host, const std::vector<std::string>& local_names);
 

@@ -11,8 +11,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace po = boost::program_options;
@@ -36,6 +39,33 @@ bool quotes_balanced(const std::string& text) {
     }
   }
   return quote == 0;
+}
+
+// An option of exactly two values, as argparse's nargs=2 (Boost has no such
+// count of its own): --blacklist-cooldown-range LO HI.
+class TwoValues : public po::typed_value<std::vector<std::string>> {
+ public:
+  TwoValues() : po::typed_value<std::vector<std::string>>(nullptr) {}
+  unsigned min_tokens() const override { return 2; }
+  unsigned max_tokens() const override { return 2; }
+};
+
+// horovodrun's elastic flags, under its names.
+void add_elastic_flags(po::options_description* d) {
+  // A table, one flag a line, as describe_options' own.
+  // clang-format off
+  d->add_options()
+      ("min-np", po::value<int>(), "elastic: the fewest ranks to train with (default -np; -np defaults to it)")
+      ("max-np", po::value<int>(), "elastic: the most ranks to run (default: no limit)")
+      ("host-discovery-script", po::value<std::string>(),
+       "elastic: a program that prints the hosts available now, one 'host' or 'host:slots' a line")
+      ("slots-per-host", po::value<int>(), "elastic: the slots of a discovered host printed without a count (default 1)")
+      ("elastic-timeout", po::value<double>(), "elastic: seconds to wait for enough ranks after the hosts changed (default 600)")
+      ("reset-limit", po::value<int>(), "elastic: end the job after this many changes of its ranks (default: no limit)")
+      ("blacklist-cooldown-range", new TwoValues,
+       "elastic: LO HI: a host whose worker failed stays out LO seconds, about twice as long each time, at most HI (default: for good)")
+      ("discovery-interval", po::value<double>(), "elastic: seconds between runs of the discovery script (default 1)");
+  // clang-format on
 }
 
 po::options_description describe_options() {
@@ -64,6 +94,7 @@ po::options_description describe_options() {
       ("agent", po::value<std::string>(), "with --tcp: the program that starts a remote rank as AGENT HOST COMMAND (default ssh)")
       ("verbose", po::bool_switch(), "print the mpirun command (--tcp: each rank's) before running it")
       ("dry-run", po::bool_switch(), "print the mpirun command (--tcp: each rank's) and run nothing");
+  add_elastic_flags(&d);
   add_tuning_flags(&d);
   return d;
 }
@@ -112,6 +143,20 @@ bool takes_next(const po::option_description* o, const std::vector<std::string>&
   return o->semantic()->min_tokens() > 0 || switch_value(args[i + 1]);  // a switch: only a value
 }
 
+// How many words after the option at args[i] are its values: one, or two
+// for --blacklist-cooldown-range LO HI (one more when LO is attached:
+// --blacklist-cooldown-range=LO HI), or none.
+size_t value_words(const std::vector<std::string>& args, size_t i, const po::options_description& desc) {
+  const std::string& a = args[i];
+  const size_t eq = a.find('=');
+  if (eq != std::string::npos && a.rfind("--", 0) == 0) {
+    const po::option_description* o = desc.find_nothrow(a.substr(2, eq - 2), false, false, false);
+    return o != nullptr && o->semantic()->min_tokens() > 1 ? o->semantic()->min_tokens() - 1 : 0;
+  }
+  const po::option_description* o = option_named(a, desc);
+  return takes_next(o, args, i) ? std::max(1u, o->semantic()->min_tokens()) : 0;
+}
+
 // Where PROGRAM starts: the first word that is neither an option nor the
 // value of one. Returns args.size() when there is none.
 size_t find_program(const std::vector<std::string>& args, const po::options_description& desc) {
@@ -119,7 +164,7 @@ size_t find_program(const std::vector<std::string>& args, const po::options_desc
     const std::string& a = args[i];
     if (a == "--") return i + 1;
     if (a.size() < 2 || a[0] != '-') return i;
-    if (takes_next(option_named(a, desc), args, i)) ++i;  // skip its value
+    i += value_words(args, i, desc);  // skip its values
   }
   return args.size();
 }
@@ -165,8 +210,13 @@ std::string parse_into(const std::vector<std::string>& ours, const po::options_d
 
 // -np and the hosts (-H or --hostfile).
 std::string read_ranks_and_hosts(const po::variables_map& vm, LaunchOptions* o) {
-  if (!vm.count("num-proc")) return "missing -np N (the number of ranks)";
-  o->num_proc = vm["num-proc"].as<int>();
+  if (vm.count("num-proc")) {
+    o->num_proc = vm["num-proc"].as<int>();
+  } else if (o->elastic && vm.count("min-np")) {
+    o->num_proc = o->elastic->min_np;  // as horovodrun: an elastic job starts with --min-np ranks
+  } else {
+    return "missing -np N (the number of ranks)";
+  }
   if (o->num_proc <= 0) return "-np " + std::to_string(o->num_proc) + ": the number of ranks must be at least 1";
   if (vm.count("hosts") && vm.count("hostfile")) return "give either -H or --hostfile, not both";
   o->hosts_given = vm.count("hosts") || vm.count("hostfile");
@@ -245,6 +295,123 @@ std::string read_remote(const po::variables_map& vm, LaunchOptions* o) {
   return "";
 }
 
+// The flags that mean elastic training, and those that only it takes.
+constexpr const char* kElasticFlags[] = {"min-np", "max-np", "host-discovery-script"};
+constexpr const char* kElasticOnlyFlags[] = {"slots-per-host", "elastic-timeout", "reset-limit",
+                                             "blacklist-cooldown-range", "discovery-interval"};
+
+bool is_elastic(const po::variables_map& vm) {
+  return std::any_of(std::begin(kElasticFlags), std::end(kElasticFlags), [&](const char* f) { return vm.count(f); });
+}
+
+// A number of seconds: finite and > 0 (>= 0 when `zero_ok`).
+bool parse_seconds(const std::string& text, bool zero_ok, double* out) {
+  char* end = nullptr;
+  errno = 0;
+  *out = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(*out)) return false;
+  return zero_ok ? *out >= 0 : *out > 0;
+}
+
+// --blacklist-cooldown-range LO HI (in a config file one value, "LO HI").
+std::string read_cooldown(const po::variables_map& vm, ElasticOptions* e) {
+  std::vector<std::string> words;
+  for (const std::string& value : vm["blacklist-cooldown-range"].as<std::vector<std::string>>()) {
+    std::istringstream in(value);
+    for (std::string w; in >> w;) words.push_back(w);
+  }
+  std::string given = "--blacklist-cooldown-range";
+  for (const std::string& w : words) given += " " + w;
+  CooldownRange r;
+  if (words.size() != 2 || !parse_seconds(words[0], true, &r.lo) || !parse_seconds(words[1], true, &r.hi)) {
+    return given + ": expected two numbers of seconds >= 0, LO HI (e.g. 60 300)";
+  }
+  if (r.lo > r.hi) return given + ": LO must not be more than HI";
+  e->blacklist_cooldown = r;
+  return "";
+}
+
+// The counts: --min-np, --max-np, --slots-per-host, --reset-limit.
+std::string read_elastic_counts(const po::variables_map& vm, ElasticOptions* e) {
+  if (vm.count("min-np")) {
+    e->min_np = vm["min-np"].as<int>();
+    if (e->min_np < 1) return "--min-np " + std::to_string(e->min_np) + ": the fewest ranks must be at least 1";
+  }
+  if (vm.count("max-np")) {
+    e->max_np = vm["max-np"].as<int>();
+    if (*e->max_np < 1) return "--max-np " + std::to_string(*e->max_np) + ": the most ranks must be at least 1";
+  }
+  if (vm.count("slots-per-host")) {
+    e->slots_per_host = vm["slots-per-host"].as<int>();
+    if (e->slots_per_host < 1) return "--slots-per-host " + std::to_string(e->slots_per_host) + ": must be at least 1";
+  }
+  if (vm.count("reset-limit")) {
+    e->reset_limit = vm["reset-limit"].as<int>();
+    if (*e->reset_limit < 0) return "--reset-limit " + std::to_string(*e->reset_limit) + ": must be 0 or more";
+  }
+  return "";
+}
+
+// --elastic-timeout, --discovery-interval, --blacklist-cooldown-range.
+std::string read_elastic_times(const po::variables_map& vm, ElasticOptions* e) {
+  for (auto [flag, value] : {std::pair{"elastic-timeout", &e->elastic_timeout_seconds},
+                             std::pair{"discovery-interval", &e->discovery_interval_seconds}}) {
+    if (!vm.count(flag)) continue;
+    *value = vm[flag].as<double>();
+    if (!std::isfinite(*value) || *value <= 0) {
+      std::ostringstream text;
+      text << "--" << flag << " " << *value << ": must be a number of seconds > 0";
+      return text.str();
+    }
+  }
+  return vm.count("blacklist-cooldown-range") ? read_cooldown(vm, e) : "";
+}
+
+// horovodrun's elastic flags (before -np: -np defaults to --min-np).
+std::string read_elastic(const po::variables_map& vm, LaunchOptions* o) {
+  if (!is_elastic(vm)) {
+    for (const char* flag : kElasticOnlyFlags) {
+      if (vm.count(flag)) {
+        return std::string("--") + flag +
+               " only applies to elastic training (--min-np, --max-np or --host-discovery-script)";
+      }
+    }
+    return "";
+  }
+  if (vm.count("mpi-args")) {
+    return "elastic training runs over the TCP transport: --mpi-args cannot be used with "
+           "--min-np/--max-np/--host-discovery-script";
+  }
+  ElasticOptions& e = o->elastic.emplace();
+  if (vm.count("host-discovery-script")) {
+    e.discovery_script = vm["host-discovery-script"].as<std::string>();
+    if (e.discovery_script.empty()) return "--host-discovery-script: empty path";
+    if (vm.count("hosts") || vm.count("hostfile")) {
+      return std::string("give either ") + (vm.count("hosts") ? "-H" : "--hostfile") +
+             " or --host-discovery-script, not both (the script says which hosts there are)";
+    }
+  } else if (vm.count("slots-per-host")) {
+    return "--slots-per-host gives the slots of the hosts --host-discovery-script prints without a count; "
+           "there is no such script (with -H, give host:slots)";
+  }
+  const std::string error = read_elastic_counts(vm, &e);
+  return error.empty() ? read_elastic_times(vm, &e) : error;
+}
+
+// An elastic job's sizes, once -np is known: min-np <= np <= max-np.
+std::string check_elastic_sizes(const po::variables_map& vm, LaunchOptions* o) {
+  if (!o->elastic) return "";
+  ElasticOptions& e = *o->elastic;
+  if (!vm.count("min-np")) e.min_np = o->num_proc;  // horovodrun's default
+  const std::string np = "-np " + std::to_string(o->num_proc);
+  if (vm.count("min-np") && e.max_np && *e.max_np < e.min_np) {
+    return "--max-np " + std::to_string(*e.max_np) + " is less than --min-np " + std::to_string(e.min_np);
+  }
+  if (o->num_proc < e.min_np) return np + " is less than --min-np " + std::to_string(e.min_np);
+  if (e.max_np && o->num_proc > *e.max_np) return np + " is more than --max-np " + std::to_string(*e.max_np);
+  return "";
+}
+
 // What only one of the two ways to start a job understands.
 std::string check_tcp_combinations(const po::variables_map& vm, LaunchOptions* o) {
   if (!o->tcp) {
@@ -288,11 +455,11 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
   o.dry_run = vm["dry-run"].as<bool>();
   o.tune_malloc = !vm["no-malloc-tuning"].as<bool>();
   o.rank_exit_report = !vm["no-exit-report"].as<bool>();
-  o.tcp = vm["tcp"].as<bool>() || vm["gloo"].as<bool>();
+  o.tcp = vm["tcp"].as<bool>() || vm["gloo"].as<bool>() || is_elastic(vm);  // elastic: TCP only
   if (vm.count("agent")) o.agent = vm["agent"].as<std::string>();
   if (o.check_build) return r;
-  for (auto read :
-       {read_ranks_and_hosts, read_knobs, read_exports, read_mpi_args, read_remote, check_tcp_combinations}) {
+  for (auto read : {read_elastic, read_ranks_and_hosts, check_elastic_sizes, read_knobs, read_exports, read_mpi_args,
+                    read_remote, check_tcp_combinations}) {
     r.error = read(vm, &o);
     if (!r.error.empty()) return r;
   }

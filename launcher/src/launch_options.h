@@ -9,9 +9,23 @@
 #include <utility>
 #include <vector>
 
+#include "host_blacklist.h"
 #include "host_list.h"
 
 namespace chorus::launcher {
+
+/// Elastic training: horovodrun's elastic flags. Workers come and go as hosts
+/// do; the job runs over the TCP transport.
+struct ElasticOptions {
+  int min_np = 1;                                   ///< --min-np (default: -np)
+  std::optional<int> max_np;                        ///< --max-np (default: no limit)
+  std::string discovery_script;                     ///< --host-discovery-script ("": the fixed hosts of LaunchOptions)
+  int slots_per_host = 1;                           ///< --slots-per-host: of a discovered host printed without a count
+  double elastic_timeout_seconds = 600;             ///< --elastic-timeout
+  std::optional<int> reset_limit;                   ///< --reset-limit (default: no limit)
+  std::optional<CooldownRange> blacklist_cooldown;  ///< --blacklist-cooldown-range (default: out for good)
+  double discovery_interval_seconds = 1;            ///< --discovery-interval
+};
 
 struct LaunchOptions {
   int num_proc = 0;                        ///< -np
@@ -34,6 +48,9 @@ struct LaunchOptions {
   bool tcp = false;                        ///< --tcp: no mpirun, the TCP transport
   std::string agent;                       ///< --agent: starts remote ranks with --tcp (default ssh)
   std::vector<std::string> command;        ///< PROGRAM [ARGS...]
+  /// Set when --min-np, --max-np or --host-discovery-script is given (then
+  /// tcp is true; num_proc is the ranks to start with, min_np..max_np).
+  std::optional<ElasticOptions> elastic;
 };
 
 /// Result of parsing: options, or an error line, or "show this help text".

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "check_build.h"
+#include "elastic_driver.h"
 #include "exit_record_dir.h"
 #include "host_machines.h"
 #include "job_secret.h"
@@ -106,21 +107,43 @@ void print_rank_commands(const std::vector<RankCommand>& ranks) {
   }
 }
 
+// What every process of a job without mpirun shares: this machine, the
+// job's id and secret (an error line when no secret could be made).
+std::string tcp_context(const LaunchContext& context, TcpLaunchContext* tcp) {
+  tcp->local_host_names = context.local_host_names;
+  tcp->local_addresses = local_addresses();
+  tcp->resolve = resolve_host;
+  tcp->program_path = context.program_path;
+  char cwd[4096] = {0};
+  tcp->cwd = getcwd(cwd, sizeof cwd - 1) ? cwd : ".";
+  tcp->master_port = free_port();
+  tcp->job_id = "chorusrun-" + std::to_string(getpid()) + "-" + std::to_string(std::time(nullptr));
+  tcp->user_set_glibc_tunables = context.user_set_glibc_tunables;
+  std::string error;
+  tcp->secret = make_job_secret(&error);
+  return error;
+}
+
+// Elastic mode: workers come and go (elastic_driver.h).
+int launch_elastic(const LaunchOptions& options, const LaunchContext& context) {
+  TcpLaunchContext tcp;
+  if (std::string error = tcp_context(context, &tcp); !error.empty()) return fail(error);
+  if (context.program_path.empty()) {
+    return fail("program '" + options.command.front() + "' was not found (not an executable file, nor on the PATH)");
+  }
+  if (options.dry_run) {
+    std::cout << "elastic job: workers start as hosts are found; each runs " << quote_command(options.command)
+              << std::endl;
+    return 0;
+  }
+  return run_elastic_job(options, tcp);
+}
+
 // --tcp: one process per rank, no mpirun; the job's code is the first
 // failing rank's (by the code it chose when the exit hook saw it).
 int launch_tcp(const LaunchOptions& options, const LaunchContext& context) {
   TcpLaunchContext tcp;
-  tcp.local_host_names = context.local_host_names;
-  tcp.local_addresses = local_addresses();
-  tcp.resolve = resolve_host;
-  tcp.program_path = context.program_path;
-  char cwd[4096] = {0};
-  tcp.cwd = getcwd(cwd, sizeof cwd - 1) ? cwd : ".";
-  tcp.master_port = free_port();
-  tcp.job_id = "chorusrun-" + std::to_string(getpid()) + "-" + std::to_string(std::time(nullptr));
-  tcp.user_set_glibc_tunables = context.user_set_glibc_tunables;
-  std::string error;
-  tcp.secret = make_job_secret(&error);
+  std::string error = tcp_context(context, &tcp);
   if (!error.empty()) return fail(error);
   if (options.rank_exit_report) {
     tcp.exit_hook_path = find_exit_hook(this_executable());
@@ -211,6 +234,7 @@ int main(int argc, char** argv) {
   context.program_path = resolve_executable(options.command.front());
   context.user_set_glibc_tunables = std::getenv("GLIBC_TUNABLES") != nullptr;
   context.local_cores = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  if (options.elastic) return launch_elastic(options, context);
   if (options.tcp) return launch_tcp(options, context);
   return launch(options, context);
 }

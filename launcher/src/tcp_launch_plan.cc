@@ -13,16 +13,11 @@ namespace chorus::launcher {
 
 namespace {
 
-// The variables every rank gets besides its own position.
-std::vector<std::pair<std::string, std::string>> common_env(const LaunchOptions& options,
-                                                            const TcpLaunchContext& context,
-                                                            const std::string& master, int size) {
-  std::vector<std::pair<std::string, std::string>> env = {
-      {"CHORUS_TRANSPORT", "tcp"},
-      {"MASTER_ADDR", master},
-      {"MASTER_PORT", std::to_string(context.master_port)},
-      {"WORLD_SIZE", std::to_string(size)},
-      {"CHORUS_JOB_ID", context.job_id}};
+// The variables every process of the job gets: the job's, not a rank's.
+std::vector<std::pair<std::string, std::string>> job_env(const LaunchOptions& options,
+                                                         const TcpLaunchContext& context) {
+  std::vector<std::pair<std::string, std::string>> env = {{"CHORUS_TRANSPORT", "tcp"},
+                                                          {"CHORUS_JOB_ID", context.job_id}};
   if (!context.secret.empty()) env.emplace_back(kSecretVariable, context.secret);
   for (const auto& knob : options.knobs) env.push_back(knob);
   // --start-timeout: the ranks that started must meet within it.
@@ -38,6 +33,19 @@ std::vector<std::pair<std::string, std::string>> common_env(const LaunchOptions&
       env.emplace_back(x, value);
     }
   }
+  return env;
+}
+
+// The variables every rank gets besides its own position.
+std::vector<std::pair<std::string, std::string>> common_env(const LaunchOptions& options,
+                                                            const TcpLaunchContext& context, const std::string& master,
+                                                            int size) {
+  std::vector<std::pair<std::string, std::string>> env = {{"MASTER_ADDR", master},
+                                                          {"MASTER_PORT", std::to_string(context.master_port)},
+                                                          {"WORLD_SIZE", std::to_string(size)}};
+  const auto job = job_env(options, context);
+  env.insert(env.begin(), job.begin(), job.begin() + 1);  // CHORUS_TRANSPORT first, as before
+  env.insert(env.end(), job.begin() + 1, job.end());
   return env;
 }
 
@@ -168,6 +176,18 @@ std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext
     }
   }
   return "";
+}
+
+std::string make_elastic_worker(const LaunchOptions& options, const TcpLaunchContext& context, const Machine& machine,
+                                const std::vector<std::pair<std::string, std::string>>& member_env, RankCommand* out) {
+  if (std::string why = check_start_timeout(options); !why.empty()) return why;
+  *out = RankCommand{};
+  out->rank = -1;
+  out->host = machine.host;
+  out->local = machine.local;
+  out->env = job_env(options, context);
+  out->env.insert(out->env.end(), member_env.begin(), member_env.end());
+  return complete_command(options, context, out);
 }
 
 }  // namespace chorus::launcher

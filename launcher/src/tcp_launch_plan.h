@@ -53,4 +53,11 @@ struct RankCommand {
 std::string make_tcp_launch(const LaunchOptions& options, const TcpLaunchContext& context,
                             std::vector<RankCommand>* out);
 
+/// One worker of an elastic job on `machine`: the job's variables (no rank:
+/// the elastic rendezvous gives it one per world) and `member_env` (the
+/// rendezvous's address, the member's id); its program, or the agent's
+/// command for a remote machine, as for a rank. An error line, or "".
+std::string make_elastic_worker(const LaunchOptions& options, const TcpLaunchContext& context, const Machine& machine,
+                                const std::vector<std::pair<std::string, std::string>>& member_env, RankCommand* out);
+
 }  // namespace chorus::launcher

@@ -8,7 +8,7 @@ Collectives take NumPy arrays or any CPU array with __dlpack__ and return
 NumPy arrays; chorus.torch has horovod.torch's API on torch tensors.
 docs/python.md has the whole API.
 """
-from . import errors
+from . import elastic, errors  # chorus.elastic: horovod.common.elastic's State, ObjectState, run
 from ._library import ABI_VERSION, lib as _lib, path as library_path
 from .api import barrier, collective_functions, join, poll, start_timeline, stop_timeline, synchronize
 from .arrays import _front
@@ -24,7 +24,7 @@ from .process_sets import ProcessSet, add_process_set, global_process_set, remov
 
 globals().update(collective_functions(_front))
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def abi_version():

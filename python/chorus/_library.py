@@ -13,7 +13,7 @@ import sysconfig
 
 # The C ABI version this package was written against; the library loaded
 # must be at least as new (c_api.h: chorus_abi_version).
-ABI_VERSION = 13
+ABI_VERSION = 14  # 14: chorus_elastic_enabled, chorus_elastic_host_updates
 
 _c_int64_p = ctypes.POINTER(ctypes.c_int64)
 
@@ -87,6 +87,8 @@ _PROTOTYPES = {
     "chorus_wait_completed": (_int, [_i64, _dbl]),
     "chorus_last_error": (_str, []),
     "chorus_abi_version": (_int, []),
+    "chorus_elastic_enabled": (_int, []),
+    "chorus_elastic_host_updates": (_int, [_c_int64_p, _ints]),
 }
 
 

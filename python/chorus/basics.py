@@ -28,8 +28,10 @@ def init(comm=None, process_sets=None):
 def shutdown():
     """Stops Chorus on this rank; pending operations fail. init() may follow."""
     from . import process_sets as ps
-    check(lib.chorus_shutdown())
-    ps._after_shutdown()
+    try:
+        check(lib.chorus_shutdown())
+    finally:  # the sets end with the runtime, also one that already shut itself down (a lost rank)
+        ps._after_shutdown()
 
 
 def is_initialized():

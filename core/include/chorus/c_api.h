@@ -21,7 +21,8 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION 13 /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+#define CHORUS_ABI_VERSION \
+  14 /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
                                 4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL;
                                 6: device buffers (*_on_device); 7: grouped allgather and reducescatter;
                                 8: chorus_start_timeline, chorus_stop_timeline; 9: CHORUS_ADASUM;
@@ -32,7 +33,8 @@ extern "C" {
                                     chorus_nccl_built, chorus_mpi_enabled, chorus_tcp_enabled;
                                 13: chorus_wait_timeout, chorus_wait_completed,
                                     chorus_allreduce_shaped_async, chorus_grouped_allreduce_async,
-                                    chorus_refuse_async, chorus_refuse_group_async */
+                                    chorus_refuse_async, chorus_refuse_group_async;
+                                14: chorus_elastic_enabled, chorus_elastic_host_updates */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -104,6 +106,16 @@ CHORUS_API int chorus_is_homogeneous(void);
 CHORUS_API int chorus_mpi_built(void);
 CHORUS_API int chorus_cuda_built(void);
 CHORUS_API int chorus_nccl_built(void);
+
+/* Elastic jobs (docs/elastic.md). chorus_elastic_enabled: 1 when this
+ * process is a member of an elastic job (chorusrun's elastic mode sets
+ * CHORUS_ELASTIC_ADDR), else 0; any time. chorus_elastic_host_updates: what
+ * the job's rendezvous said about the hosts since this process's world
+ * formed, on this rank only: *generation (0: nothing) and *kinds (1: hosts
+ * added, 2: removed); never waits. A reset is chorus_shutdown() then
+ * chorus_init(): init joins the next world. */
+CHORUS_API int chorus_elastic_enabled(void);
+CHORUS_API int chorus_elastic_host_updates(int64_t* generation, int* kinds);
 CHORUS_API int chorus_mpi_enabled(void);
 CHORUS_API int chorus_tcp_enabled(void);
 

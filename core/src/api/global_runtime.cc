@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "api/runtime_access.h"
 #include "chorus/chorus.h"
 #include "comm/backend_choice.h"
 #include "common/env_params.h"
@@ -19,6 +20,7 @@ struct ProcessRuntime {
   std::mutex lifecycle;  // held through a whole init() or shutdown(): they never overlap
   std::mutex mu;         // held only to read or swap the pointer: calls never wait behind a join
   std::shared_ptr<Runtime> runtime;
+  RuntimeOptions last_options;  // of the last init(): an elastic reset starts with them again
 };
 
 // Leaked on purpose: it must outlive every static destructor that could
@@ -65,6 +67,7 @@ void init(const RuntimeOptions& options) {
   std::lock_guard<std::mutex> lock(p.mu);
   if (p.runtime && p.runtime->is_running()) return;
   p.runtime.reset();  // a runtime another rank shut down: replace it
+  p.last_options = options;
   p.runtime = std::make_shared<Runtime>(options);
   // Registered after the runtime initialized MPI, so it runs before MPI's
   // own exit hook: the background thread stops before MPI_Finalize.
@@ -80,6 +83,17 @@ std::vector<ProcessSet> init(const RuntimeOptions& options, const std::vector<st
 }
 
 void shutdown() { stop_process_runtime(); }
+
+void detail::restart_process_runtime() {
+  stop_process_runtime();
+  RuntimeOptions options;
+  {
+    ProcessRuntime& p = process_runtime();
+    std::lock_guard<std::mutex> lock(p.mu);
+    options = p.last_options;
+  }
+  init(options);
+}
 
 bool is_initialized() {
   ProcessRuntime& p = process_runtime();

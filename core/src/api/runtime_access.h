@@ -27,4 +27,8 @@ class RuntimeAccess {
   static InternalStats stats(const Runtime& runtime);
 };
 
+/// Stops the process-wide runtime and starts a new one with the options of
+/// the last init() (an elastic job's reset: chorus::elastic::reset).
+void restart_process_runtime();
+
 }  // namespace chorus::detail

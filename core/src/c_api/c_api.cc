@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "chorus/elastic.h"
 #include "c_api/c_arguments.h"
 #include "c_api/c_guard.h"
 #include "c_api/c_handles.h"
@@ -122,6 +123,21 @@ int chorus_cuda_built(void) { return chorus::cuda_built() ? 1 : 0; }
 int chorus_nccl_built(void) { return chorus::nccl_built(); }
 int chorus_mpi_enabled(void) { return chorus::mpi_enabled() ? 1 : 0; }
 int chorus_tcp_enabled(void) { return chorus::tcp_enabled() ? 1 : 0; }
+
+int chorus_elastic_enabled(void) { return chorus::elastic::enabled() ? 1 : 0; }
+
+int chorus_elastic_host_updates(int64_t* generation, int* kinds) {
+  return guarded([&]() -> int {
+    if (!generation || !kinds) {
+      throw chorus::InvalidArgumentError(
+          chorus::Status::invalid_argument("chorus_elastic_host_updates: generation and kinds must not be NULL"));
+    }
+    const chorus::elastic::HostUpdates u = chorus::elastic::host_updates();
+    *generation = u.generation;
+    *kinds = u.kinds;
+    return CHORUS_OK;
+  });
+}
 
 int chorus_allreduce_async(const char* name, const void* input, void* output, int64_t count,
                            chorus_dtype dtype, chorus_reduce_op op, double prescale,

@@ -1,6 +1,7 @@
 #include "comm/backend_choice.h"
 
 #include "chorus/error.h"
+#include "comm/tcp/elastic_member.h"
 #include "comm/tcp/tcp_backend.h"
 #include "comm/tcp/tcp_job_env.h"
 
@@ -20,13 +21,18 @@ bool built_with_mpi() {
 
 Transport chosen_transport(const RuntimeOptions& options) {
   if (options.transport != Transport::kAuto) return options.transport;
-  if (!built_with_mpi()) return Transport::kTcp;
+  if (!built_with_mpi() || elastic_requested()) return Transport::kTcp;
   if (started_by_mpi_launcher()) return Transport::kMpi;
   return tcp_rendezvous_requested() ? Transport::kTcp : Transport::kMpi;
 }
 
 std::unique_ptr<Backend> make_backend(const RuntimeOptions& options) {
   if (chosen_transport(options) == Transport::kTcp) return make_tcp_backend(options);
+  if (elastic_requested()) {
+    throw PreconditionError(Status::precondition_error(
+        "CHORUS_ELASTIC_ADDR is set (a member of an elastic job), but CHORUS_TRANSPORT=mpi: elastic training runs "
+        "over the TCP transport (docs/elastic.md)"));
+  }
 #if CHORUS_HAVE_MPI
   return make_mpi_backend(options);
 #else

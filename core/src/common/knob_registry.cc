@@ -177,6 +177,22 @@ std::vector<Knob> security_knobs() {
   };
 }
 
+// Set by chorusrun's elastic mode for each worker (docs/elastic.md).
+std::vector<Knob> elastic_knobs() {
+  Knob grace = checked_row("ELASTIC_JOIN_GRACE_SECONDS", "10", KnobKind::kDecimal, "seconds", 3600,
+                           "elastic jobs, read by chorusrun: a worker still in its old world this long after another "
+                           "left it (stopped, stuck) is ended and its host blacklisted");
+  grace.launcher_flag = false;  // chorusrun's own setting, from its environment
+  return {
+      grace,
+      checked_row("ELASTIC_ADDR", "(none)", KnobKind::kText, "host:port", 0,
+                  "elastic jobs: where this process reaches its job's rendezvous (chorusrun sets it); set, `init()` "
+                  "joins the next world there instead of reading a rank ([elastic.md](elastic.md))"),
+      checked_row("ELASTIC_MEMBER", "(none)", KnobKind::kText, "any text", 0,
+                  "elastic jobs: this process's name in its job (chorusrun sets it: host, slot and a count)"),
+  };
+}
+
 std::string power_text(int64_t v) {
   if (v == INT64_MAX) return "2^63-1";
   for (int b = 20; b < 63; ++b) {
@@ -333,6 +349,7 @@ std::vector<Knob> make_knobs() {
   for (Knob& k : data_plane_knobs()) knobs.push_back(std::move(k));
   for (Knob& k : autotune_knobs()) knobs.push_back(std::move(k));
   for (Knob& k : security_knobs()) knobs.push_back(std::move(k));
+  for (Knob& k : elastic_knobs()) knobs.push_back(std::move(k));
   return knobs;
 }
 

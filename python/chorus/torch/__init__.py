@@ -9,6 +9,7 @@ from ..basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, 
 from ..errors import ChorusError, HorovodInternalError, InvalidArgumentError, TimeoutError
 from ..ops import Adasum, Average, Max, Min, Product, Sum
 from ..process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from . import elastic  # hvd.elastic: TorchState, ElasticSampler, run
 from .compression import Compression
 from .functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
 from .mpi_ops import (allgather, allgather_async, allreduce, allreduce_, allreduce_async, allreduce_async_, alltoall,

@@ -11,6 +11,7 @@ import torch
 
 from .. import ops as O
 from ..basics import size
+from ..elastic import enabled as elastic_job
 from ..process_sets import global_process_set
 from .compression import Compression
 from .flat_gradients import flatten
@@ -67,7 +68,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._flat = compression is Compression.none
         self._hook_order = []
         self._flat_buffers = None
-        if process_set.included() and (size() > 1 or os.environ.get("HOROVOD_ELASTIC") == "1"):
+        # An elastic job registers its hooks at one rank too: the world may grow.
+        if process_set.included() and (size() > 1 or os.environ.get("HOROVOD_ELASTIC") == "1" or elastic_job()):
             self._register_hooks()
 
     # --- groups ----------------------------------------------------------------

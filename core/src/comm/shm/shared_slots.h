@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "comm/shm/shared_arena.h"
@@ -22,6 +23,11 @@ constexpr int64_t kZeroCopyMaxPieces = 1024;
 constexpr int64_t kExchangeAreaBytes = (64 + 24 * kZeroCopyMaxPieces + 63) / 64 * 64;
 
 /// The shared memory of one group of ranks, as this rank sees it.
+/// Thrown by SharedSlots::while_waiting to give up a wait for a dead rank.
+struct SharedWaitAbandoned : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 struct SharedSlots {
   int rank = 0, size = 1;
   /// Bytes of one staging block, a multiple of 64 (element and cache-line
@@ -41,8 +47,9 @@ struct SharedSlots {
   /// Called by a barrier that has waited long for another rank (between its
   /// 1 ms sleeps), on the thread that owns the transport: the transport's
   /// chance to notice that the rank is dead and end this process, which
-  /// could otherwise wait for it forever. Empty: none (MPI's launcher ends
-  /// the job; in-process ranks cannot die alone).
+  /// could otherwise wait for it forever, or to give up the wait by
+  /// throwing SharedWaitAbandoned (the allreduce then fails). Empty: none
+  /// (MPI's launcher ends the job; in-process ranks cannot die alone).
   std::function<void()> while_waiting;
 };
 

@@ -10,6 +10,7 @@
 #include "comm/settings_check.h"
 #include "comm/shm/shared_memory_start.h"
 #include "comm/shm/shm_control_channel.h"
+#include "comm/tcp/elastic_member.h"
 #include "comm/tcp/tcp_collectives.h"
 #include "comm/tcp/tcp_control_channel.h"
 #include "comm/tcp/tcp_peer_link.h"
@@ -74,8 +75,11 @@ class TcpBackend final : public Backend {
   }
 
   // Ending this process closes its connections: every other rank notices at
-  // once and stops with an error naming this rank.
+  // once and stops with an error naming this rank. A member of an elastic
+  // job lives on instead: its runtime has stopped, its handles failed, and
+  // it may join the next world (docs/elastic.md).
   void end_job(int exit_code) override {
+    if (elastic_) return;
     std::fflush(stdout);
     std::fflush(stderr);
     std::_Exit(exit_code);
@@ -95,6 +99,9 @@ class TcpBackend final : public Backend {
 
  private:
   Status meet() {
+    Status made;
+    if (ElasticMember* member = meeting_ ? nullptr : elastic_member(&made)) return meet_elastic(*member);
+    if (!made.is_ok()) return made;
     TcpJobSpec spec;
     if (meeting_) {
       spec.rank = meeting_->rank;
@@ -115,6 +122,24 @@ class TcpBackend final : public Backend {
     }
     Status s = start_auth(spec);
     return s.is_ok() ? tcp_rendezvous(spec, options_.rendezvous_timeout_seconds, &world_, auth_) : s;
+  }
+
+  // The world the elastic rendezvous formed: every member already knows
+  // every other's address, so the mesh is all that is left to connect.
+  Status meet_elastic(ElasticMember& member) {
+    elastic_ = true;
+    TcpJobSpec spec;  // for the secret's variables: a member is never alone
+    spec.rank = 1;
+    spec.size = 2;
+    Status s = start_auth(spec);
+    if (s.is_ok()) s = member.join(options_.rendezvous_timeout_seconds, &world_, &rank_);
+    if (!s.is_ok() || world_.peers.size() <= 1) {
+      world_.links.resize(world_.peers.size());
+      return s;
+    }
+    const Deadline deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double>(options_.rendezvous_timeout_seconds));
+    return connect_mesh(rank_, world_, auth_, deadline, &world_.links);
   }
 
   // The job's secret (comm/tcp/tcp_secret.h); strangers refused are logged
@@ -153,9 +178,11 @@ class TcpBackend final : public Backend {
 
   // A shared-memory barrier waits for a rank that may be dead: the mesh
   // says so (its connection closed), and no later step could run without
-  // it, so this process ends, naming it.
+  // it, so this process ends, naming it; a member of an elastic job gives
+  // up the wait instead (the allreduce fails, and with it the runtime).
   void end_if_peer_lost() {
     if (mesh_->progress(0).is_ok()) return;
+    if (elastic_) throw SharedWaitAbandoned(mesh_->failure().message());
     Logger logger(options_.log_level);
     logger.set_rank(topo_.rank);
     CHORUS_LOG(logger, kError) << mesh_->failure().message() << "; a shared-memory allreduce waits for it, so rank "
@@ -169,6 +196,7 @@ class TcpBackend final : public Backend {
   int rank_ = 0;
   SetScope scope_;
   bool connected_ = false;
+  bool elastic_ = false;  // a member of an elastic job: never ends the process
   TcpAuth auth_;  // the job's secret, kept for process sets' meshes
   uint64_t splits_ = 0;
   Topology topo_;

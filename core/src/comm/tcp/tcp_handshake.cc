@@ -73,7 +73,8 @@ Decoded decode_hello(const std::string& bytes, Nonce* nc, HandshakeClaim* claim)
   p += kNonceBytes;
   const auto purpose = get_int<uint32_t>(p);
   if (purpose != static_cast<uint32_t>(HandshakePurpose::kRendezvous) &&
-      purpose != static_cast<uint32_t>(HandshakePurpose::kMesh)) {
+      purpose != static_cast<uint32_t>(HandshakePurpose::kMesh) &&
+      purpose != static_cast<uint32_t>(HandshakePurpose::kElastic)) {
     return Decoded::kBad;
   }
   claim->purpose = static_cast<HandshakePurpose>(purpose);

@@ -32,7 +32,8 @@ constexpr size_t kMaxJobIdBytes = 1024;
 using Nonce = std::array<uint8_t, kNonceBytes>;
 using Mac = std::array<uint8_t, kMacBytes>;
 
-enum class HandshakePurpose : uint32_t { kRendezvous = 1, kMesh = 2 };
+/// kElastic: a member of an elastic job reaching its rendezvous (comm/tcp/elastic_member.h).
+enum class HandshakePurpose : uint32_t { kRendezvous = 1, kMesh = 2, kElastic = 3 };
 /// The acceptor's first byte: a challenge follows, or a refusal ends it.
 enum HandshakeReply : uint8_t { kRefused = 0, kChallenge = 1, kAccepted = 2 };
 

@@ -176,8 +176,19 @@ void SharedMemoryAllreduce::run_staged_phases(StagedCall& call, int64_t first_ph
 // every rank reads the same publications and takes the same path. Back on
 // the staged path, the ranks that skipped block 0's copy make it up before
 // one more barrier.
+// A wait given up for a dead rank (SharedSlots::while_waiting) fails the
+// call; the transport is broken, so no later call follows on this group.
 Status SharedMemoryAllreduce::allreduce(const std::vector<ReducePiece>& pieces, DataType dtype, ReduceOp op,
                                         double prescale, PostScale scale, bool single_copy) {
+  try {
+    return allreduce_waiting(pieces, dtype, op, prescale, scale, single_copy);
+  } catch (const SharedWaitAbandoned& e) {
+    return Status::aborted(std::string("shared-memory allreduce: ") + e.what());
+  }
+}
+
+Status SharedMemoryAllreduce::allreduce_waiting(const std::vector<ReducePiece>& pieces, DataType dtype, ReduceOp op,
+                                                double prescale, PostScale scale, bool single_copy) {
   last_path_ = SharedPath::kStaged;
   const int me = slots_.rank;
   if (slots_.size <= 1) {

@@ -78,6 +78,8 @@ class SharedMemoryAllreduce {
   const std::string& single_copy_refusal() const { return refusal_; }
 
  private:
+  Status allreduce_waiting(const std::vector<ReducePiece>& pieces, DataType dtype, ReduceOp op, double prescale,
+                           PostScale scale, bool single_copy);
   void barrier();
   char* exchange_area(int rank) const;
   SharedPath agreed_path(bool single_copy, int64_t count);

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# chorusrun's elastic mode on this machine, four "hosts" being four names
+# of it (127.0.0.1..127.0.0.4, each its own blacklist entry): the worker
+# (elastic_counter) trains, committing every step.
+#  1. kill -9 one worker mid-training: the 3 others go on, every FINAL line
+#     is OK (no committed step lost or doubled), the models agree.
+#  2. kill -9 rank 0 (the rendezvous renumbers; the new rank 0 syncs).
+#  3. kill -9 two at once.
+#  4. SIGSTOP rank 1: the others give up on it after the stall shutdown,
+#     the driver ends it after the join grace, 3 go on.
+#  5. a host added to the discovery script mid-job joins and gets the state.
+#  6. below --min-np: the job fails with a message naming --min-np.
+#  7. bad discovery scripts: missing, not executable, failing, garbage.
+# usage: elastic_local.sh CHORUSRUN ELASTIC_COUNTER
+set -uo pipefail
+chorusrun="$1" counter="$2"
+work="$(mktemp -d)"
+trap 'pkill -9 -f "^$counter" 2>/dev/null; rm -rf "$work"' EXIT
+ok=1
+fail() { echo "FAIL: $*"; ok=0; }
+
+hosts_script() {  # hosts_script FILE HOST...: a discovery script printing HOST:1 lines
+  local f="$1"; shift
+  { echo '#!/bin/sh'; for h in "$@"; do echo "echo $h:1"; done; } > "$f"
+  chmod +x "$f"
+}
+
+# run_job NAME STEPS [chorusrun flags...] -- starts the job in the background
+run_job() {
+  local name="$1" steps="$2"; shift 2
+  "$chorusrun" "$@" "$counter" --steps "$steps" --step-seconds 0.05 \
+    > "$work/$name.out" 2>&1 &
+  job_pid=$!
+}
+
+wait_steps() {  # wait_steps NAME N: until some rank printed step N (30 s at most)
+  for _ in $(seq 300); do
+    grep -q "^\[[0-9]*\] STEP $2 " "$work/$1.out" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+worker_pids() { pgrep -f "^$counter --steps" | sort -n; }
+
+# check_final NAME SIZE: the job succeeded, SIZE FINAL lines, all OK and equal.
+check_final() {
+  local name="$1" size="$2"
+  wait "$job_pid"; local code=$?
+  local finals; finals="$(grep -c 'FINAL .* OK' "$work/$name.out")"
+  if [[ $code -ne 0 || "$finals" -ne "$size" ]] || grep -q "WRONG" "$work/$name.out"; then
+    tail -40 "$work/$name.out"; fail "$name: exit $code, $finals OK FINAL lines (want $size)"
+    return
+  fi
+  local sums; sums="$(grep -o 'steps=[0-9]* checksum=[0-9.]*' "$work/$name.out" | sort -u | wc -l)"
+  [[ "$sums" -eq 1 ]] || fail "$name: the ranks ended with different models"
+  echo "$name: passed ($(grep -c '^\[[0-9]*\] RESET rank=0' "$work/$name.out") resets)"
+}
+
+hosts_script "$work/four" 127.0.0.1 127.0.0.2 127.0.0.3 127.0.0.4
+flags=(--min-np 2 --max-np 4 --host-discovery-script "$work/four")
+
+# 1. one worker killed
+run_job kill_one 120 "${flags[@]}"
+wait_steps kill_one 20 || fail "kill_one: no step 20"
+victim="$(worker_pids | sed -n 3p)"; kill -9 "$victim"
+check_final kill_one 3
+
+# 2. rank 0 killed: the first worker started is rank 0 of the first world
+run_job kill_rank0 120 "${flags[@]}"
+wait_steps kill_rank0 20 || fail "kill_rank0: no step 20"
+kill -9 "$(worker_pids | sed -n 1p)"
+check_final kill_rank0 3
+
+# 3. two at once
+run_job kill_two 120 "${flags[@]}"
+wait_steps kill_two 20 || fail "kill_two: no step 20"
+kill -9 $(worker_pids | sed -n '2p;4p')
+check_final kill_two 2
+
+# 4. rank 1 stopped: a hang the stall shutdown turns into an error on the
+#    others; the driver ends it after the join grace. Worker N is the N-th pid.
+CHORUS_STALL_SHUTDOWN_TIME_SECONDS=3 CHORUS_ELASTIC_JOIN_GRACE_SECONDS=2 run_job stopped 150 "${flags[@]}"
+wait_steps stopped 20 || fail "stopped: no step 20"
+n="$(grep -m1 -o '^\[[0-9]*\] STEP [0-9]* rank=1 ' "$work/stopped.out" | sed 's/^\[\([0-9]*\)\].*/\1/')"
+kill -STOP "$(worker_pids | sed -n "${n}p")"
+check_final stopped 3
+
+# 5. a host added mid-job
+hosts_script "$work/growing" 127.0.0.1 127.0.0.2
+run_job added 150 --min-np 2 --max-np 4 --host-discovery-script "$work/growing"
+wait_steps added 20 || fail "added: no step 20"
+hosts_script "$work/growing" 127.0.0.1 127.0.0.2 127.0.0.3
+check_final added 3
+grep -q "size=3" "$work/added.out" || fail "added: the world never grew to 3"
+
+# 6. below --min-np past the timeout
+run_job below 400 --min-np 3 --max-np 4 --elastic-timeout 3 --host-discovery-script "$work/four"
+wait_steps below 10 || fail "below: no step 10"
+kill -9 $(worker_pids | sed -n '1p;2p')
+wait "$job_pid"; code=$?
+[[ $code -ne 0 ]] && grep -q -- "--min-np" "$work/below.out" || { tail -20 "$work/below.out"; fail "below: exit $code without naming --min-np"; }
+
+# 7. bad discovery scripts: a clear error, never a hang
+printf '#!/bin/sh\necho "not a host line!"\n' > "$work/garbage"; chmod +x "$work/garbage"
+printf '#!/bin/sh\necho oops >&2; exit 3\n' > "$work/failing"; chmod +x "$work/failing"
+printf 'echo 127.0.0.1:1\n' > "$work/not_executable"
+for s in missing garbage failing not_executable; do
+  timeout 20 "$chorusrun" --min-np 1 --host-discovery-script "$work/$s" "$counter" > "$work/bad_$s.out" 2>&1
+  code=$?
+  if [[ $code -eq 0 || $code -eq 124 ]] || ! grep -q "$work/$s" "$work/bad_$s.out"; then
+    cat "$work/bad_$s.out"; fail "discovery script '$s': exit $code, the script not named"
+  fi
+done
+
+((ok)) && echo "elastic_local: all checks passed" || exit 1
