@@ -23,6 +23,7 @@ packages=(
   python3                        # scripts/check_code_shape.py (ctest code_shape), standard library only
   clang-14 libclang-rt-14-dev    # clang++ with libFuzzer: the decoders' fuzz tests (test/fuzz); the main build stays g++
   clang-format                   # scripts/check_format.sh: the changed lines against .clang-format (run_tests.sh)
+  etcd-server                    # etcd: the elastic rendezvous without chorusrun, against a real server (test/elastic/elastic_etcd.sh)
 )
 
 missing=()

@@ -109,7 +109,7 @@ CHORUS_API int chorus_nccl_built(void);
 
 /* Elastic jobs (docs/elastic.md). chorus_elastic_enabled: 1 when this
  * process is a member of an elastic job (chorusrun's elastic mode sets
- * CHORUS_ELASTIC_ADDR), else 0; any time. chorus_elastic_host_updates: what
+ * CHORUS_ELASTIC_ADDR; without it, CHORUS_RDZV_BACKEND=etcd), else 0; any time. chorus_elastic_host_updates: what
  * the job's rendezvous said about the hosts since this process's world
  * formed, on this rank only: *generation (0: nothing) and *kinds (1: hosts
  * added, 2: removed); never waits. A reset is chorus_shutdown() then

@@ -48,7 +48,8 @@ class CHORUS_API HostsUpdatedInterrupt : public std::runtime_error {
 };
 
 /// Whether this process is a member of an elastic job (chorusrun started it
-/// in elastic mode: CHORUS_ELASTIC_ADDR is set). Callable before init().
+/// in elastic mode: CHORUS_ELASTIC_ADDR is set; or it meets through etcd:
+/// CHORUS_RDZV_BACKEND is set). Callable before init().
 CHORUS_API bool enabled();
 
 /// What the job's rendezvous said about the hosts since this world formed,

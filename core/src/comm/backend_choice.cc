@@ -30,8 +30,8 @@ std::unique_ptr<Backend> make_backend(const RuntimeOptions& options) {
   if (chosen_transport(options) == Transport::kTcp) return make_tcp_backend(options);
   if (elastic_requested()) {
     throw PreconditionError(Status::precondition_error(
-        "CHORUS_ELASTIC_ADDR is set (a member of an elastic job), but CHORUS_TRANSPORT=mpi: elastic training runs "
-        "over the TCP transport (docs/elastic.md)"));
+        "CHORUS_ELASTIC_ADDR or CHORUS_RDZV_BACKEND is set (a member of an elastic job), but CHORUS_TRANSPORT=mpi: "
+        "elastic training runs over the TCP transport (docs/elastic.md)"));
   }
 #if CHORUS_HAVE_MPI
   return make_mpi_backend(options);

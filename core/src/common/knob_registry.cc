@@ -150,6 +150,11 @@ Knob checked_row(const char* name, const char* def, KnobKind kind, const char* u
       bool on = false;
       return parse_switch(t, &on);
     };
+  } else if (kind == KnobKind::kWhole) {
+    k.apply = [](const Knob& k, const std::string& t, RuntimeOptions*) {
+      int64_t v = 0;
+      return parse_whole(k, t, &v);
+    };
   } else {
     k.apply = [](const Knob& k, const std::string& t, RuntimeOptions*) {
       double v = 0;
@@ -181,7 +186,8 @@ std::vector<Knob> security_knobs() {
 std::vector<Knob> elastic_knobs() {
   Knob grace = checked_row("ELASTIC_JOIN_GRACE_SECONDS", "10", KnobKind::kDecimal, "seconds", 3600,
                            "elastic jobs, read by chorusrun: a worker still in its old world this long after another "
-                           "left it (stopped, stuck) is ended and its host blacklisted");
+                           "left it (stopped, stuck) is ended and its host blacklisted; through etcd, it is left out "
+                           "of the next world");
   grace.launcher_flag = false;  // chorusrun's own setting, from its environment
   return {
       grace,
@@ -191,6 +197,41 @@ std::vector<Knob> elastic_knobs() {
       checked_row("ELASTIC_MEMBER", "(none)", KnobKind::kText, "any text", 0,
                   "elastic jobs: this process's name in its job (chorusrun sets it: host, slot and a count)"),
   };
+}
+
+// An elastic job without chorusrun, its rendezvous in etcd (docs/elastic.md,
+// comm/tcp/etcd_rendezvous.h): torchrun's --rdzv-* and --nnodes as variables.
+// chorusrun has its own flags for the numbers (--min-np, ...), so none here.
+std::vector<Knob> rendezvous_knobs() {
+  std::vector<Knob> rows = {
+      checked_row("RDZV_BACKEND", "(none)", KnobKind::kText, "etcd", 0,
+                  "elastic jobs without chorusrun: `etcd` makes `init()` join a world through etcd (torchrun's "
+                  "`--rdzv-backend`); needs `CHORUS_RDZV_ENDPOINT` and `CHORUS_RDZV_ID` "
+                  "([elastic.md](elastic.md#without-chorusrun-etcd))"),
+      checked_row("RDZV_ENDPOINT", "(none)", KnobKind::kText, "host:port", 0,
+                  "elastic jobs through etcd: etcd's client address, `host`, `host:port` (port 2379 when left out) or "
+                  "`http://host:port`; plain HTTP (torchrun's `--rdzv-endpoint`)"),
+      checked_row("RDZV_ID", "(none)", KnobKind::kText, "any text without / or blanks", 0,
+                  "elastic jobs through etcd: the job's name; its keys are `/chorus/<id>/...` (torchrun's "
+                  "`--rdzv-id`)"),
+      checked_row("RDZV_USER", "(none)", KnobKind::kText, "any text", 0,
+                  "elastic jobs through etcd: the etcd user to authenticate as (with `CHORUS_RDZV_PASSWORD`), when "
+                  "etcd's authentication is on"),
+      checked_row("RDZV_PASSWORD", "(none)", KnobKind::kText, "any text", 0,
+                  "elastic jobs through etcd: that user's password; no chorusrun flag (a command line is public)"),
+      checked_row("ELASTIC_MIN_NP", "1", KnobKind::kWhole, "workers", 1 << 20,
+                  "elastic jobs through etcd: fewer workers than this for `CHORUS_ELASTIC_TIMEOUT`: no world forms "
+                  "and every waiting worker fails, naming both (chorusrun: `--min-np`)"),
+      checked_row("ELASTIC_MAX_NP", "0", KnobKind::kWhole, "workers", 1 << 20,
+                  "elastic jobs through etcd: never more workers in a world, the others wait (chorusrun: "
+                  "`--max-np`); 0: no limit"),
+      checked_row("ELASTIC_TIMEOUT", "600", KnobKind::kDecimal, "seconds", 604800,
+                  "elastic jobs through etcd: how long fewer than `CHORUS_ELASTIC_MIN_NP` workers may wait for a "
+                  "world (chorusrun: `--elastic-timeout`)"),
+  };
+  for (Knob& k : rows) k.launcher_flag = false;
+  rows[6].lo = 0;  // ELASTIC_MAX_NP: 0 is no limit
+  return rows;
 }
 
 std::string power_text(int64_t v) {
@@ -350,6 +391,7 @@ std::vector<Knob> make_knobs() {
   for (Knob& k : autotune_knobs()) knobs.push_back(std::move(k));
   for (Knob& k : security_knobs()) knobs.push_back(std::move(k));
   for (Knob& k : elastic_knobs()) knobs.push_back(std::move(k));
+  for (Knob& k : rendezvous_knobs()) knobs.push_back(std::move(k));
   return knobs;
 }
 

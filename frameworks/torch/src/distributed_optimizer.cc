@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include "chorus/chorus.h"
+#include "chorus/elastic.h"
 #include "chorus/torch/ops.h"
 #include "chorus/torch/shared_host_tensor.h"
 #include "device_buffers.h"
@@ -141,6 +142,7 @@ class DistributedOptimizer::State : public std::enable_shared_from_this<Distribu
   void zero_grad(torch::optim::Optimizer& optimizer);
   std::vector<std::string> pending() const;
   std::vector<std::string> names() const;
+  void forget_world();
 
  private:
   void start_allreduce(Param& p);
@@ -479,7 +481,10 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimiz
     }
     std::rethrow_exception(local_error);
   }
-  torch_adapter::check_same_on_all_ranks(signature, what, options_.process_set);
+  // A rank that joins an elastic job builds its optimizer while the others
+  // train (they built theirs long ago): no comparison then (horovod#2652),
+  // the allreduces' own negotiation still refuses a mismatch by name.
+  if (!elastic::enabled()) torch_adapter::check_same_on_all_ranks(signature, what, options_.process_set);
   state_ = std::make_shared<State>(options_);
   for (const auto& [name, tensor] : params) state_->add(name, tensor);
 }
@@ -498,6 +503,25 @@ DistributedOptimizer::~DistributedOptimizer() {
 void DistributedOptimizer::synchronize() { state_->synchronize(); }
 
 void DistributedOptimizer::skip_synchronize() { skip_next_synchronize_ = true; }
+
+// The handles of a runtime that stopped are done (failed): dropped, as the
+// counts of this step; the layout is agreed again with the new world's ranks.
+void DistributedOptimizer::State::forget_world() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Param& p : params_) {
+    p.handle = Handle();
+    p.wire.reset();
+    p.sparse_gather = {};
+    p.passes = 0;
+  }
+  layout_agreed_ = false;
+  synchronized_ = false;
+}
+
+void DistributedOptimizer::reset() {
+  state_->forget_world();
+  skip_next_synchronize_ = false;
+}
 
 torch::Tensor DistributedOptimizer::step(torch::optim::Optimizer::LossClosure closure) {
   if (!skip_next_synchronize_) synchronize();

@@ -1,124 +1,42 @@
+// comm/tcp/elastic_member.h: the member, and which rendezvous the
+// environment asks for.
 #include "comm/tcp/elastic_member.h"
 
-#include <poll.h>
-
-#include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <utility>
 
 #include "common/env_params.h"
+#include "comm/tcp/elastic_launcher_client.h"
+#include "comm/tcp/etcd_rendezvous.h"
 #include "comm/tcp/tcp_secret.h"
-#include "comm/tcp/tcp_wire.h"
 
 namespace chorus::detail {
 
-namespace {
-
-constexpr uint32_t kMaxMessageBytes = 1u << 26;          // a world of many ranks fits
-constexpr auto kMessageBound = std::chrono::seconds(5);  // the rest of a message that began to arrive
-
-Clock::duration seconds_duration(double s) {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-}
-
-}  // namespace
+ElasticMember::ElasticMember(std::string member_id, std::unique_ptr<RendezvousClient> client)
+    : member_id_(std::move(member_id)), client_(std::move(client)) {}
 
 ElasticMember::ElasticMember(std::string address, int port, std::string member_id, std::string job_id, TcpAuth auth)
-    : address_(std::move(address)),
-      member_id_(std::move(member_id)),
-      job_id_(std::move(job_id)),
-      port_(port),
-      auth_(std::move(auth)) {}
+    : member_id_(member_id),
+      client_(std::make_unique<LauncherRendezvousClient>(std::move(address), port, std::move(member_id),
+                                                         std::move(job_id), std::move(auth))) {}
 
-Status ElasticMember::connect(Deadline deadline) {
-  if (connection_.valid()) return Status::ok();
-  if (!broken_.empty()) return Status::aborted(broken_);
-  const std::string where = address_ + ":" + std::to_string(port_);
-  Status s = connect_to(address_, port_, deadline, &connection_);
-  bool refused = false;
-  const HandshakeClaim claim{kElasticPurpose, 0, -1, 0, 0, job_id_};
-  if (s.is_ok()) s = prove_connection(connection_.fd(), handshake_key(auth_.secret), claim, deadline, &refused);
-  if (s.is_ok()) return s;
-  connection_.reset();
-  return Status::aborted("elastic member " + member_id_ + " could not reach the job's rendezvous at " + where +
-                         " (CHORUS_ELASTIC_ADDR): " + s.message());
-}
-
-Status ElasticMember::read_one(Deadline deadline, ElasticMessage* out) {
-  std::string text;
-  Status s = recv_text(connection_.fd(), kMaxMessageBytes, deadline, &text);
-  if (s.is_ok()) s = decode_message(text, out);
-  if (s.is_ok() || s.code() == StatusCode::kTimeout) return s;
-  broken_ = "elastic member " + member_id_ + " lost the job's rendezvous (the launcher ended?): " + s.message();
-  connection_.reset();
-  return Status::aborted(broken_);
-}
-
-Status ElasticMember::join(double timeout_seconds, TcpWorld* world, int* rank) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const Deadline deadline = Clock::now() + seconds_duration(timeout_seconds);
-  Status s = connect(deadline);
-  TcpWorld w;
-  int port = 0;
-  if (s.is_ok()) s = listen_on("", 0, &w.listener, &port);
-  if (s.is_ok()) s = send_text(connection_.fd(), encode_join({member_id_, this_host_id(), port}), deadline);
-  while (s.is_ok()) {
-    ElasticMessage m;
-    s = read_one(deadline, &m);
-    if (!s.is_ok()) break;
-    if (m.kind == ElasticMessage::Kind::kHosts) continue;  // about the world this process already left
-    if (m.kind == ElasticMessage::Kind::kError) return Status::aborted(m.error);
-    notice_ = {};
-    baseline_ = m.world.hosts_generation;
-    w.peers = std::move(m.world.peers);
-    w.key = m.world.key;
-    w.job_id = m.world.job_id;
-    *rank = m.world.rank;
-    *world = std::move(w);
-    return Status::ok();
-  }
-  if (s.code() == StatusCode::kTimeout) {
-    return Status::timeout("elastic member " + member_id_ + ": no world formed within " +
-                           std::to_string(timeout_seconds) + " s");
-  }
-  return s;
-}
-
-void ElasticMember::read_arrived() {
-  while (connection_.valid()) {
-    pollfd p{connection_.fd(), POLLIN, 0};
-    if (poll(&p, 1, 0) <= 0) return;
-    ElasticMessage m;
-    if (!read_one(Clock::now() + kMessageBound, &m).is_ok()) return;
-    if (m.kind != ElasticMessage::Kind::kHosts || m.hosts.generation <= baseline_) continue;
-    notice_.generation = std::max(notice_.generation, m.hosts.generation);
-    notice_.kinds |= m.hosts.kinds;
-  }
-}
-
-ElasticHostsNotice ElasticMember::latest_notice() {
-  std::lock_guard<std::mutex> lock(mu_);
-  read_arrived();
-  return notice_;
-}
-
-bool elastic_requested() { return read_env("ELASTIC_ADDR").has_value(); }
+bool elastic_requested() { return read_env("ELASTIC_ADDR").has_value() || read_env("RDZV_BACKEND").has_value(); }
 
 namespace {
 
-Status member_from_environment(std::unique_ptr<ElasticMember>* out) {
-  const std::optional<std::string> addr = read_env("ELASTIC_ADDR");
-  if (!addr) return Status::ok();
-  const size_t colon = addr->rfind(':');
-  const int port = colon == std::string::npos ? 0 : std::atoi(addr->c_str() + colon + 1);
+Status launcher_member_from_environment(const std::string& addr, std::unique_ptr<ElasticMember>* out) {
+  const size_t colon = addr.rfind(':');
+  const int port = colon == std::string::npos ? 0 : std::atoi(addr.c_str() + colon + 1);
   if (colon == std::string::npos || colon == 0 || port <= 0 || port > 65535) {
-    return Status::invalid_argument("CHORUS_ELASTIC_ADDR='" + *addr + "' is not host:port");
+    return Status::invalid_argument("CHORUS_ELASTIC_ADDR='" + addr + "' is not host:port");
   }
   const std::optional<std::string> member = read_env("ELASTIC_MEMBER");
   if (!member || member->empty()) {
     return Status::invalid_argument(
         "CHORUS_ELASTIC_ADDR is set but CHORUS_ELASTIC_MEMBER (this process's id in "
-        "the elastic job) is not; start elastic jobs with chorusrun");
+        "the elastic job) is not; start elastic jobs with chorusrun, or without it through etcd "
+        "(CHORUS_RDZV_BACKEND=etcd)");
   }
   TcpJobSpec spec;  // the secret's variables only: a member is never alone
   spec.size = 2;
@@ -127,25 +45,42 @@ Status member_from_environment(std::unique_ptr<ElasticMember>* out) {
   std::string warning;
   Status s = tcp_auth_from_environment(spec, &auth, &warning);
   if (!s.is_ok()) return s;
-  *out = std::make_unique<ElasticMember>(addr->substr(0, colon), port, *member, read_env("JOB_ID").value_or(""),
+  *out = std::make_unique<ElasticMember>(addr.substr(0, colon), port, *member, read_env("JOB_ID").value_or(""),
                                          std::move(auth));
   return Status::ok();
+}
+
+Status member_from_environment(std::unique_ptr<ElasticMember>* out) {
+  if (const std::optional<std::string> addr = read_env("ELASTIC_ADDR")) {
+    return launcher_member_from_environment(*addr, out);
+  }
+  std::string member_id;
+  std::unique_ptr<RendezvousClient> client;
+  Status s = etcd_client_from_environment(&member_id, &client);
+  if (s.is_ok()) *out = std::make_unique<ElasticMember>(std::move(member_id), std::move(client));
+  return s;
+}
+
+ElasticMember* the_member = nullptr;  // leaked on purpose: lives as long as the process
+
+void leave_at_exit() {
+  if (the_member) the_member->leave();
 }
 
 }  // namespace
 
 ElasticMember* elastic_member(Status* status) {
   static std::mutex mu;
-  static ElasticMember* member = nullptr;  // leaked on purpose: lives as long as the process
   static Status made;
   std::lock_guard<std::mutex> lock(mu);
-  if (!member && made.is_ok() && elastic_requested()) {
+  if (!the_member && made.is_ok() && elastic_requested()) {
     std::unique_ptr<ElasticMember> m;
     made = member_from_environment(&m);
-    member = m.release();
+    the_member = m.release();
+    if (the_member) std::atexit(leave_at_exit);
   }
   if (status) *status = made;
-  return member;
+  return the_member;
 }
 
 }  // namespace chorus::detail

@@ -1,15 +1,16 @@
 #pragma once
-// This process as a member of an elastic job (docs/elastic.md): one
-// connection to the job's rendezvous (the launcher's, comm/tcp/
-// elastic_rendezvous.h), kept for the process's whole life across the
-// worlds it takes part in. Each init() asks it for a new world (join); in
-// between, the rendezvous may say the hosts changed, which commit() reads
-// without waiting (latest_notice). Started by CHORUS_ELASTIC_ADDR
-// (host:port) and CHORUS_ELASTIC_MEMBER (this process's id), which the
-// launcher sets; the connection proves the job's secret like every other.
+// This process as a member of an elastic job (docs/elastic.md), kept for
+// the process's whole life across the worlds it takes part in. Each init()
+// asks its rendezvous for a new world (join); in between, the rendezvous
+// may say the hosts changed, which commit() reads without waiting
+// (latest_notice). Two rendezvous behind one small interface:
+// - chorusrun's (comm/tcp/elastic_launcher_client.h), when the launcher
+//   set CHORUS_ELASTIC_ADDR and CHORUS_ELASTIC_MEMBER;
+// - etcd, without a launcher (comm/tcp/etcd_rendezvous.h), with
+//   CHORUS_RDZV_BACKEND=etcd, CHORUS_RDZV_ENDPOINT and CHORUS_RDZV_ID.
+// The launcher's wins when both are set: its driver waits for its workers.
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "chorus/status.h"
@@ -21,44 +22,47 @@ namespace chorus::detail {
 
 constexpr HandshakePurpose kElasticPurpose = HandshakePurpose::kElastic;
 
-class ElasticMember {
+/// Where an elastic member gets its worlds.
+class RendezvousClient {
  public:
-  ElasticMember(std::string address, int port, std::string member_id, std::string job_id, TcpAuth auth);
-
-  /// Asks for the next world and waits for it (`timeout_seconds` at most):
+  virtual ~RendezvousClient() = default;
+  /// Asks for the next world and waits for it (`timeout_seconds` at least):
   /// `*world` gets its peers, key, job id and a listener of its own, `*rank`
   /// this process's rank. An error when the rendezvous says no world will
   /// form (it names why) or cannot be reached.
-  Status join(double timeout_seconds, TcpWorld* world, int* rank);
+  virtual Status join(double timeout_seconds, TcpWorld* world, int* rank) = 0;
+  /// The hosts' changes since this process's world formed, without waiting:
+  /// the latest generation (0: none) and every kind of change since.
+  virtual ElasticHostsNotice latest_notice() = 0;
+  /// The process ends: leave the job at once rather than when the
+  /// rendezvous notices (etcd: the lease is revoked).
+  virtual void leave() {}
+};
 
-  /// The hosts' changes since this process's world formed, reading what
-  /// has arrived without waiting: the latest generation (0: none) and every
-  /// kind of change since.
-  ElasticHostsNotice latest_notice();
+class ElasticMember {
+ public:
+  ElasticMember(std::string member_id, std::unique_ptr<RendezvousClient> client);
+  /// A member of chorusrun's rendezvous at address:port.
+  ElasticMember(std::string address, int port, std::string member_id, std::string job_id, TcpAuth auth);
 
+  Status join(double timeout_seconds, TcpWorld* world, int* rank) {
+    return client_->join(timeout_seconds, world, rank);
+  }
+  ElasticHostsNotice latest_notice() { return client_->latest_notice(); }
+  void leave() { client_->leave(); }
   const std::string& member_id() const { return member_id_; }
 
  private:
-  Status connect(Deadline deadline);
-  void read_arrived();  // mu_ held
-  Status read_one(Deadline deadline, ElasticMessage* out);
-
-  const std::string address_, member_id_, job_id_;
-  const int port_;
-  const TcpAuth auth_;
-  std::mutex mu_;
-  Socket connection_;
-  std::string broken_;  // why the connection failed ("" while it works)
-  ElasticHostsNotice notice_;
-  int64_t baseline_ = 0;  // the generation the current world formed at
+  const std::string member_id_;
+  const std::unique_ptr<RendezvousClient> client_;
 };
 
 /// This process's membership, made on first use from the environment;
-/// nullptr when CHORUS_ELASTIC_ADDR is not set (not an elastic job). An
-/// error in the variables is returned in `*status`.
+/// nullptr when neither CHORUS_ELASTIC_ADDR nor CHORUS_RDZV_BACKEND is set
+/// (not an elastic job). An error in the variables is returned in `*status`.
 ElasticMember* elastic_member(Status* status = nullptr);
 
-/// Whether CHORUS_ELASTIC_ADDR is set.
+/// Whether CHORUS_ELASTIC_ADDR or CHORUS_RDZV_BACKEND is set.
 bool elastic_requested();
 
 }  // namespace chorus::detail

@@ -122,4 +122,42 @@ Status decode_message(const std::string& text, ElasticMessage* out) {
   return garbage("'" + kind.substr(0, 32) + "'");
 }
 
+std::string encode_etcd_member(const EtcdMemberValue& member) {
+  return encode_join(member.join) + "\n" + member.address + "\n" + std::to_string(member.after);
+}
+
+// The join's four lines, then the address and the version.
+Status decode_etcd_member(const std::string& text, EtcdMemberValue* out) {
+  const size_t last = text.rfind('\n');
+  const size_t address = last == std::string::npos || last == 0 ? std::string::npos : text.rfind('\n', last - 1);
+  const Status bad = Status::invalid_argument("not an elastic member's value in etcd");
+  if (address == std::string::npos || !to_int64(text.substr(last + 1), &out->after) || out->after < 0) return bad;
+  out->address = text.substr(address + 1, last - address - 1);
+  if (out->address.empty() || !decode_join(text.substr(0, address), &out->join).is_ok()) return bad;
+  return Status::ok();
+}
+
+std::string encode_etcd_world(const ElasticWorld& world, const std::vector<std::string>& member_ids) {
+  std::string out = "members";
+  for (const std::string& id : member_ids) out += "\t" + id;
+  ElasticWorld w = world;
+  w.rank = 0;
+  return out + "\n" + encode_world(w);
+}
+
+Status decode_etcd_world(const std::string& text, ElasticWorld* world, std::vector<std::string>* member_ids) {
+  const size_t eol = text.find('\n');
+  std::istringstream ids(text.substr(0, eol));
+  std::string field;
+  member_ids->clear();
+  if (eol == std::string::npos || !std::getline(ids, field, '\t') || field != "members") return garbage("world");
+  while (std::getline(ids, field, '\t')) member_ids->push_back(field);
+  ElasticMessage m;
+  Status s = decode_message(text.substr(eol + 1), &m);
+  if (!s.is_ok()) return s;
+  if (m.kind != ElasticMessage::Kind::kWorld || m.world.peers.size() != member_ids->size()) return garbage("world");
+  *world = std::move(m.world);
+  return Status::ok();
+}
+
 }  // namespace chorus::detail

@@ -10,6 +10,12 @@
 //                         port, the mesh's key and job id (one per world)
 //                         error: no world will form (the reason)
 //                         hosts: the hosts changed (a generation, what changed)
+//
+// Without a launcher, the same messages are the values of the job's keys
+// in etcd (comm/tcp/etcd_rendezvous.h): a member's key holds its join, the
+// address it is reached at and the last world it was in; the world key
+// holds a world (rank 0's view) after the members' ids in rank order; the
+// hosts key a hosts message; the failure key an error message.
 
 #include <cstdint>
 #include <string>
@@ -59,5 +65,19 @@ struct ElasticMessage {
 };
 /// Decodes any rendezvous -> member message; garbage is an error naming it.
 Status decode_message(const std::string& text, ElasticMessage* out);
+
+/// A member's key in etcd: its join, its address, and the version of the
+/// last world it was in (0: none); it waits for a world later than that one.
+struct EtcdMemberValue {
+  ElasticJoin join;
+  std::string address;
+  int64_t after = 0;
+};
+std::string encode_etcd_member(const EtcdMemberValue& member);
+Status decode_etcd_member(const std::string& text, EtcdMemberValue* out);
+/// The world key in etcd: the world (its rank field unused) and the
+/// members' ids, both in rank order.
+std::string encode_etcd_world(const ElasticWorld& world, const std::vector<std::string>& member_ids);
+Status decode_etcd_world(const std::string& text, ElasticWorld* world, std::vector<std::string>* member_ids);
 
 }  // namespace chorus::detail

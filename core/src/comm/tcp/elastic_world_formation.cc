@@ -20,6 +20,15 @@ void WorldFormation::gone(const std::string& id) {
   order_.erase(id);
 }
 
+void WorldFormation::adopt(int64_t version, const std::vector<std::string>& ids) {
+  version_ = version;
+  for (size_t r = 0; r < ids.size(); ++r) {
+    Member& m = members_[ids[r]];
+    m.state = State::kActive;
+    m.rank = static_cast<int>(r);
+  }
+}
+
 int WorldFormation::waiting_count() const {
   int n = 0;
   for (const auto& [id, m] : members_) n += m.state == State::kWaiting ? 1 : 0;
@@ -67,7 +76,8 @@ WorldFormation::Step WorldFormation::step(double now) {
     if (now - below_min_since_ >= settings_.elastic_timeout_seconds) {
       std::ostringstream why;
       why << "only " << waiting << " worker" << (waiting == 1 ? "" : "s") << " of the at least " << settings_.min_np
-          << " asked (--min-np) remained for " << settings_.elastic_timeout_seconds << " s (--elastic-timeout)";
+          << " asked (" << settings_.min_np_name << ") remained for " << settings_.elastic_timeout_seconds << " s ("
+          << settings_.timeout_name << ")";
       out.failure = why.str();
     }
     return out;

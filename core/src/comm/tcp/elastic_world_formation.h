@@ -33,6 +33,10 @@ struct FormationSettings {
   int max_np = std::numeric_limits<int>::max();
   double join_grace_seconds = 10.0;
   double elastic_timeout_seconds = 600.0;
+  // How the failure names the two settings: chorusrun's flags, or the
+  // variables of a job without a launcher.
+  std::string min_np_name = "--min-np";
+  std::string timeout_name = "--elastic-timeout";
 };
 
 class WorldFormation {
@@ -45,6 +49,9 @@ class WorldFormation {
   void joined(const std::string& id, double now);
   /// Member `id` ended (its process exited, or its connection closed).
   void gone(const std::string& id);
+  /// A rendezvous taken over (etcd: a new leader): world `version` is the
+  /// current one, `ids` its members in rank order, all active.
+  void adopt(int64_t version, const std::vector<std::string>& ids);
 
   struct Step {
     std::vector<std::string> world;  ///< non-empty: form it (ids in rank order)

@@ -185,17 +185,32 @@ void tune_peer_socket(int fd, double peer_timeout_seconds) {
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
+namespace {
+
+std::string address_text(const sockaddr_storage& addr) {
+  char text[INET6_ADDRSTRLEN] = {0};
+  if (addr.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr, text, sizeof text);
+  } else {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr, text, sizeof text);
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string peer_address(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  char text[INET6_ADDRSTRLEN] = {0};
-  if (addr.ss_family == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, text, sizeof text);
-  } else {
-    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, text, sizeof text);
-  }
-  return text;
+  return address_text(addr);
+}
+
+std::string local_address(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return address_text(addr);
 }
 
 }  // namespace chorus::detail

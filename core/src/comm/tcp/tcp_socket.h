@@ -49,5 +49,7 @@ Status recv_exactly(int fd, void* data, size_t n, Deadline deadline);
 void tune_peer_socket(int fd, double peer_timeout_seconds);
 /// The address of the other end of a connected socket.
 std::string peer_address(int fd);
+/// The address of this end of a connected socket (the interface it leaves by).
+std::string local_address(int fd);
 
 }  // namespace chorus::detail

@@ -18,6 +18,7 @@
 #include "chorus/torch/broadcast_state.h"
 #include "chorus/torch/compression.h"
 #include "chorus/torch/distributed_optimizer.h"
+#include "chorus/torch/elastic.h"
 #include "chorus/torch/loss_scaler.h"
 #include "chorus/torch/ops.h"
 #include "chorus/torch/shared_host_tensor.h"

@@ -66,7 +66,8 @@ struct DistributedOptimizerOptions {
 };
 
 /// Every rank constructs it (the parameter lists are compared across ranks
-/// there, and a mismatch throws on every rank). The gradient of each
+/// there, and a mismatch throws on every rank; not in an elastic job, where
+/// a rank that joins builds its optimizer while the others train). The gradient of each
 /// parameter is allreduced as soon as autograd has accumulated it, so the
 /// communication overlaps the rest of backward; step() waits for all of
 /// them, then runs the wrapped optimizer.
@@ -120,6 +121,12 @@ class DistributedOptimizer {
   /// chorus::PreconditionError while allreduces of this step are still
   /// pending (call step() or synchronize() first).
   void zero_grad();
+  /// Forgets what it agreed with the current world's ranks: the allreduces
+  /// of this step (done or failed) and the gradients' layout, agreed again
+  /// at the next step with the ranks of the next world (a new optimizer, on
+  /// a rank that joined, has agreed nothing yet either). Every survivor of an
+  /// elastic reset calls it: TorchState does (chorus/torch/elastic.h).
+  void reset();
 
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
   const DistributedOptimizerOptions& options() const { return options_; }
