@@ -176,7 +176,7 @@ void relay(Stream& s, int rank) {
 
 }  // namespace
 
-int relay_ready(const std::vector<Child*>& children) {
+int relay_ready(const std::vector<Child*>& children, int wait_ms) {
   std::vector<pollfd> fds;
   std::vector<std::pair<Stream*, int>> owners;
   for (Child* c : children) {
@@ -186,7 +186,7 @@ int relay_ready(const std::vector<Child*>& children) {
       owners.emplace_back(s, c->rank);
     }
   }
-  if (poll(fds.data(), fds.size(), 100) > 0) {
+  if (poll(fds.data(), fds.size(), wait_ms) > 0) {
     for (size_t i = 0; i < fds.size(); ++i) {
       if (fds[i].revents != 0) relay(*owners[i].first, owners[i].second);
     }

@@ -42,9 +42,9 @@ struct Child {
 /// Starts `c` with its output into two pipes; false (and errno) when pipe2
 /// or fork fails.
 bool start_child(const RankCommand& c, Child* child);
-/// Waits up to 100 ms for output of `children` and relays what came; how
+/// Waits up to `wait_ms` for output of `children` and relays what came; how
 /// many pipes are open.
-int relay_ready(const std::vector<Child*>& children);
+int relay_ready(const std::vector<Child*>& children, int wait_ms = 100);
 /// Relays what is left of a child's unended lines and closes its pipes and logs.
 void close_child_streams(Child& c, bool flush_partial);
 /// To the child's process group (and what it started), even after it ended.

@@ -310,7 +310,7 @@ int ElasticDriver::run() {
       last_discovery_ = now;
       plan_and_apply(now);
     }
-    relay_ready(children());
+    relay_ready(children(), 10);  // then the rendezvous's 20 ms: a join waits 30 ms at most
     note_ends(now);
     if (!drive_rendezvous(now)) return finish(kElasticFailureExitCode, failure_);
     const bool any_running =

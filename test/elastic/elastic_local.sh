@@ -6,11 +6,12 @@
 #     is OK (no committed step lost or doubled), the models agree.
 #  2. kill -9 rank 0 (the rendezvous renumbers; the new rank 0 syncs).
 #  3. kill -9 two at once.
-#  4. SIGSTOP rank 1: the others give up on it after the stall shutdown,
-#     the driver ends it after the join grace, 3 go on.
+#  4. SIGSTOP rank 1, then rank 0: the others give up on it after the stall
+#     shutdown, the driver ends it after the join grace, 3 go on.
 #  5. a host added to the discovery script mid-job joins and gets the state.
 #  6. below --min-np: the job fails with a message naming --min-np.
 #  7. bad discovery scripts: missing, not executable, failing, garbage.
+#  8. below --min-np, then a host added: the world forms again, all sync.
 # usage: elastic_local.sh CHORUSRUN ELASTIC_COUNTER
 set -uo pipefail
 chorusrun="$1" counter="$2"
@@ -78,13 +79,16 @@ wait_steps kill_two 20 || fail "kill_two: no step 20"
 kill -9 $(worker_pids | sed -n '2p;4p')
 check_final kill_two 2
 
-# 4. rank 1 stopped: a hang the stall shutdown turns into an error on the
-#    others; the driver ends it after the join grace. Worker N is the N-th pid.
-CHORUS_STALL_SHUTDOWN_TIME_SECONDS=3 CHORUS_ELASTIC_JOIN_GRACE_SECONDS=2 run_job stopped 150 "${flags[@]}"
-wait_steps stopped 20 || fail "stopped: no step 20"
-n="$(grep -m1 -o '^\[[0-9]*\] STEP [0-9]* rank=1 ' "$work/stopped.out" | sed 's/^\[\([0-9]*\)\].*/\1/')"
-kill -STOP "$(worker_pids | sed -n "${n}p")"
-check_final stopped 3
+# 4. rank 1, then rank 0 stopped: a hang the stall shutdown turns into an
+#    error on the others; the driver ends it after the join grace. Worker N
+#    is the N-th pid.
+for r in 1 0; do  # rank 0 too: the others hear nothing from it
+  CHORUS_STALL_SHUTDOWN_TIME_SECONDS=3 CHORUS_ELASTIC_JOIN_GRACE_SECONDS=2 run_job stopped$r 150 "${flags[@]}"
+  wait_steps stopped$r 20 || fail "stopped$r: no step 20"
+  n="$(grep -m1 -o "^\[[0-9]*\] STEP [0-9]* rank=$r " "$work/stopped$r.out" | sed 's/^\[\([0-9]*\)\].*/\1/')"
+  kill -STOP "$(worker_pids | sed -n "${n}p")"
+  check_final stopped$r 3
+done
 
 # 5. a host added mid-job
 hosts_script "$work/growing" 127.0.0.1 127.0.0.2
@@ -100,6 +104,16 @@ wait_steps below 10 || fail "below: no step 10"
 kill -9 $(worker_pids | sed -n '1p;2p')
 wait "$job_pid"; code=$?
 [[ $code -ne 0 ]] && grep -q -- "--min-np" "$work/below.out" || { tail -20 "$work/below.out"; fail "below: exit $code without naming --min-np"; }
+
+# 8. below --min-np, then a new host: the world forms again with it and every
+#    rank syncs (horovod#3494 deadlocks here: one side skips the sync)
+hosts_script "$work/regrow" 127.0.0.1 127.0.0.2 127.0.0.3
+run_job regrow 150 --min-np 3 --max-np 3 --host-discovery-script "$work/regrow"
+wait_steps regrow 20 || fail "regrow: no step 20"
+kill -9 "$(worker_pids | sed -n 2p)"
+sleep 2  # two workers wait, below --min-np
+hosts_script "$work/regrow" 127.0.0.1 127.0.0.2 127.0.0.3 127.0.0.5
+check_final regrow 3
 
 # 7. bad discovery scripts: a clear error, never a hang
 printf '#!/bin/sh\necho "not a host line!"\n' > "$work/garbage"; chmod +x "$work/garbage"

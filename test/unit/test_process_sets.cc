@@ -235,6 +235,12 @@ TEST_CASE("Removing a process set ends its pending operations on every member", 
     RANK_CHECK(contains(error_of([&] { rt.allreduce_async("gone", view(v), view(v), {}, in(set)); }),
                         "process set 1 is not registered"));
     RANK_CHECK(contains(error_of([&] { rt.remove_process_set(ProcessSet()); }), "cannot be removed"));
+    // A set whose id now names other ranks (one kept across an elastic reset) is refused.
+    const ProcessSet now = rt.add_process_set({0, 1});
+    const ProcessSet stale(now.id(), {0, 2});
+    RANK_CHECK(contains(error_of([&] { rt.allreduce_async("stale", view(v), view(v), {}, in(stale)); }),
+                        "this process set's ranks differ from"));
+    rt.remove_process_set(now);
     // The global set is untouched.
     rt.allreduce_async("still", view(v), view(v), sum()).wait();
     RANK_CHECK(v[0] == 3.0f);

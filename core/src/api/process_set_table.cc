@@ -31,7 +31,9 @@ void ProcessSetTable::add(const ProcessSet& set, std::shared_ptr<Engine> engine)
 const ProcessSetTable::Registered& ProcessSetTable::lookup(int32_t id, const std::string& what) const {
   auto it = sets_.find(id);
   if (it == sets_.end()) {
-    invalid(what + "process set " + std::to_string(id) + " is not registered (never added, or removed)");
+    invalid(what + "process set " + std::to_string(id) +
+            " is not registered (never added, removed, or made before an elastic reset: register it again after "
+            "each reset)");
   }
   return it->second;
 }
@@ -39,6 +41,12 @@ const ProcessSetTable::Registered& ProcessSetTable::lookup(int32_t id, const std
 std::shared_ptr<Engine> ProcessSetTable::engine(const ProcessSet& set, int global_rank, const std::string& what) const {
   std::lock_guard<std::mutex> lock(mu_);
   const Registered& r = lookup(set.id(), what);
+  // Ids count from 1 in every world: a set of an earlier world (elastic)
+  // may name an id now registered for other ranks (horovod#4021).
+  if (!set.is_global() && !set.ranks().empty() && set.ranks() != r.set.ranks()) {
+    invalid(what + "this process set's ranks differ from " + describe(r.set) +
+            ", registered under its id now: a set made before an elastic reset? register it again after each reset");
+  }
   if (!r.engine) {
     invalid(what + "rank " + std::to_string(global_rank) + " is not a member of " + describe(r.set) +
             "; only members may run its collectives");

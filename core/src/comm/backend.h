@@ -71,6 +71,9 @@ class Backend {
   /// on MPI_COMM_WORLD, which does not return. The loopback backend, whose
   /// ranks are threads of one test process, records the code and returns.
   virtual void end_job(int exit_code) = 0;
+  /// Whether end_job() leaves this process alive: a member of an elastic
+  /// job only leaves its world (its runtime stops; it may join the next).
+  virtual bool outlives_job_end() const { return false; }
 };
 
 }  // namespace chorus::detail

@@ -78,6 +78,7 @@ class TcpBackend final : public Backend {
   // once and stops with an error naming this rank. A member of an elastic
   // job lives on instead: its runtime has stopped, its handles failed, and
   // it may join the next world (docs/elastic.md).
+  bool outlives_job_end() const override { return elastic_; }
   void end_job(int exit_code) override {
     if (elastic_) return;
     std::fflush(stdout);
