@@ -63,6 +63,7 @@ class ElasticDriver {
   void start_worker(const WorkerSlot& slot);
   void stop_worker(Worker& w, int sig, double now);
   void note_ends(double now);
+  void stop_host(const std::string& host, double now);
   bool drive_rendezvous(double now);
   std::string machine_of(const std::string& host, Machine* out);
   std::string advertised_address();
@@ -244,6 +245,17 @@ void ElasticDriver::note_ends(double now) {
     }
     const bool out = blacklist_.record_failure(w->slot.host, now);
     std::cerr << (out ? "; its host is blacklisted" : "") << "\n";
+    if (out) stop_host(w->slot.host, now);
+  }
+}
+
+// The other workers of a host just blacklisted go now, with the failed one,
+// so the survivors form one new world, not one per worker of that host.
+void ElasticDriver::stop_host(const std::string& host, double now) {
+  for (auto& w : workers_) {
+    if (w->slot.host != host || w->stopping || w->child.exited) continue;
+    std::cerr << "chorusrun: stopping worker " << w->child.rank << " on " << host << " (its host is blacklisted)\n";
+    stop_worker(*w, SIGTERM, now);
   }
 }
 
@@ -265,8 +277,8 @@ bool ElasticDriver::drive_rendezvous(double now) {
   }
   const int64_t resets = std::max<int64_t>(0, ev.worlds_formed - 1);
   if (elastic_.reset_limit && resets > *elastic_.reset_limit) {
-    failure_ = "the job was reset " + std::to_string(resets) + " times, more than --reset-limit " +
-               std::to_string(*elastic_.reset_limit);
+    failure_ = "the job was reset " + std::to_string(resets) + (resets == 1 ? " time" : " times") +
+               ", more than --reset-limit " + std::to_string(*elastic_.reset_limit);
     return false;
   }
   return true;

@@ -12,6 +12,7 @@
 #  6. below --min-np: the job fails with a message naming --min-np.
 #  7. bad discovery scripts: missing, not executable, failing, garbage.
 #  8. below --min-np, then a host added: the world forms again, all sync.
+#  9. --reset-limit 0: the first reset fails the job, naming the flag.
 # usage: elastic_local.sh CHORUSRUN ELASTIC_COUNTER
 set -uo pipefail
 chorusrun="$1" counter="$2"
@@ -114,6 +115,14 @@ kill -9 "$(worker_pids | sed -n 2p)"
 sleep 2  # two workers wait, below --min-np
 hosts_script "$work/regrow" 127.0.0.1 127.0.0.2 127.0.0.3 127.0.0.5
 check_final regrow 3
+
+# 9. --reset-limit 0: the first reset fails the job, saying so
+run_job limit 400 --reset-limit 0 "${flags[@]}"
+wait_steps limit 10 || fail "limit: no step 10"
+kill -9 "$(worker_pids | sed -n 2p)"
+wait "$job_pid"; code=$?
+[[ $code -ne 0 ]] && grep -q -- "more than --reset-limit 0" "$work/limit.out" ||
+  { tail -20 "$work/limit.out"; fail "limit: exit $code without naming --reset-limit"; }
 
 # 7. bad discovery scripts: a clear error, never a hang
 printf '#!/bin/sh\necho "not a host line!"\n' > "$work/garbage"; chmod +x "$work/garbage"
