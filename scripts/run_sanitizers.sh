@@ -52,8 +52,10 @@ run_asan() {
   # sanitized library, the two-host launcher test only repeats
   # launcher_launch's code paths in network namespaces, and the fuzz tests
   # (fuzz_*) build their own ASan+UBSan binaries with clang in the main
-  # suite already.
-  (cd "$dir" && ctest --output-on-failure --timeout 900 -E '^(install_consumer|launcher_two_hosts_netns|fuzz_.*)$')
+  # suite already; elastic_local and elastic_netns repeat, process by
+  # process, what the unit test's elastic cases and elastic_etcd run here.
+  (cd "$dir" && ctest --output-on-failure --timeout 900 \
+    -E '^(install_consumer|launcher_two_hosts_netns|fuzz_.*|elastic_local|elastic_netns)$')
 }
 
 run_tsan() {
