@@ -16,6 +16,8 @@
 
 #include "child_process.h"
 #include "comm/tcp/elastic_rendezvous.h"
+#include "common/env_params.h"
+#include "common/knob_registry.h"
 #include "elastic_plan.h"
 #include "host_blacklist.h"
 #include "host_discovery.h"
@@ -34,11 +36,21 @@ double now_seconds() {
 }
 
 // How long a member may stay in its old world after another left it
-// (stopped, or stuck): CHORUS_ELASTIC_JOIN_GRACE_SECONDS, default 10.
-double join_grace_seconds() {
-  const char* v = std::getenv("CHORUS_ELASTIC_JOIN_GRACE_SECONDS");
-  const double s = v ? std::strtod(v, nullptr) : 10.0;
-  return s > 0 ? s : 10.0;
+// (stopped, or stuck): CHORUS_ELASTIC_JOIN_GRACE_SECONDS (its knob's check,
+// the HOROVOD_ fallback), default 10. A bad value is an error naming it.
+std::string join_grace_seconds(double* out) {
+  *out = 10.0;
+  std::string source;
+  const std::optional<std::string> text = detail::read_env("ELASTIC_JOIN_GRACE_SECONDS", &source);
+  if (!text) return "";
+  for (const detail::Knob& k : detail::knobs()) {
+    if (k.variable() != "CHORUS_ELASTIC_JOIN_GRACE_SECONDS") continue;
+    RuntimeOptions scratch;
+    const Status s = k.apply(k, *text, &scratch);
+    if (!s.is_ok()) return source + "='" + *text + "': " + s.message();
+  }
+  *out = std::strtod(text->c_str(), nullptr);
+  return "";
 }
 
 struct Worker {
@@ -82,6 +94,7 @@ class ElasticDriver {
   std::map<std::string, Machine> machines_;
   int next_worker_ = 0;
   double last_discovery_ = -1e9;
+  double grace_seconds_ = 10.0;  // CHORUS_ELASTIC_JOIN_GRACE_SECONDS, for the message
   double no_workers_since_ = -1;
   bool finishing_ = false;  // a worker ended with 0: the job is done once the others end
   int exit_code_ = 0;
@@ -124,10 +137,11 @@ std::string ElasticDriver::start_rendezvous() {
   s.formation.min_np = elastic_.min_np;
   s.formation.max_np = elastic_.max_np.value_or(std::numeric_limits<int>::max());
   s.formation.elastic_timeout_seconds = elastic_.elastic_timeout_seconds;
-  s.formation.join_grace_seconds = join_grace_seconds();
+  if (std::string why = join_grace_seconds(&s.formation.join_grace_seconds); !why.empty()) return why;
   s.address = advertised_address();
   s.job_id = context_.job_id;
   s.auth.secret = context_.secret;
+  grace_seconds_ = s.formation.join_grace_seconds;
   Status st = detail::ElasticRendezvous::start(std::move(s), &rendezvous_);
   return st.is_ok() ? "" : "cannot start the elastic rendezvous: " + st.message();
 }
@@ -265,7 +279,7 @@ bool ElasticDriver::drive_rendezvous(double now) {
     for (auto& w : workers_) {
       if (w->member_id != id || w->stopping) continue;
       std::cerr << "chorusrun: worker " << w->child.rank << " on " << w->slot.host
-                << " did not leave its old world within " << join_grace_seconds()
+                << " did not leave its old world within " << grace_seconds_
                 << " s after the others (stopped or stuck): ending it\n";
       blacklist_.record_failure(w->slot.host, now);
       stop_worker(*w, SIGKILL, now);

@@ -136,4 +136,11 @@ for s in missing garbage failing not_executable; do
   fi
 done
 
+# a bad join grace: an error naming the variable, before any worker starts
+CHORUS_ELASTIC_JOIN_GRACE_SECONDS=abc timeout 20 "$chorusrun" --min-np 1 --host-discovery-script "$work/four" \
+  "$counter" > "$work/bad_grace.out" 2>&1
+code=$?
+[[ $code -eq 2 ]] && grep -q "CHORUS_ELASTIC_JOIN_GRACE_SECONDS='abc'" "$work/bad_grace.out" ||
+  { cat "$work/bad_grace.out"; fail "bad join grace: exit $code without naming the variable"; }
+
 ((ok)) && echo "elastic_local: all checks passed" || exit 1

@@ -94,8 +94,11 @@ void ElasticRendezvous::form(const std::vector<std::string>& ids) {
   world.hosts_generation = generation_;
   world.job_id = settings_.job_id + "#" + std::to_string(world.version);
   Nonce random{};
-  fresh_nonce(&random);
-  std::memcpy(&world.key, random.data(), sizeof world.key);
+  if (fresh_nonce(&random).is_ok()) {
+    std::memcpy(&world.key, random.data(), sizeof world.key);
+  } else {
+    world.key = static_cast<uint64_t>(world.version);  // still one per world; the job id differs too
+  }
   std::vector<Connection*> by_rank;
   for (const std::string& id : ids) {
     for (auto& c : connections_) {
