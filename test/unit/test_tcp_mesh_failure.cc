@@ -94,3 +94,32 @@ TEST_CASE("A mesh's close names the ranks whose close never came", "[tcp][mesh]"
   REQUIRE(missing[0] == std::vector<int>{2});
   REQUIRE(missing[1] == std::vector<int>{2});
 }
+
+TEST_CASE("A receive whose bytes came just before its peer closed completes", "[tcp][mesh]") {
+  int to_1[2], to_2[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to_1) == 0);
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to_2) == 0);
+  std::vector<Socket> links(3);
+  links[1] = Socket(to_1[0]);
+  links[2] = Socket(to_2[0]);
+  Socket far_2(to_2[1]);
+  TcpMesh mesh(0, std::move(links), 30);
+  std::vector<char> got(1024, 0);
+  TcpMesh::Ticket t = 0;
+  REQUIRE(mesh.receive(1, TcpChannel::kCollective, 5, got.data(), static_cast<int64_t>(got.size()), &t).is_ok());
+  // Rank 1's last frame and its end of stream in the socket together, as
+  // when a peer that finished its part closes at once.
+  std::string frame(16 + got.size(), '\x33');
+  const uint32_t channel = static_cast<uint32_t>(TcpChannel::kCollective), tag = 5;
+  const uint64_t n = got.size();
+  std::memcpy(&frame[0], &channel, 4);
+  std::memcpy(&frame[4], &tag, 4);
+  std::memcpy(&frame[8], &n, 8);
+  REQUIRE(::write(to_1[1], frame.data(), frame.size()) == static_cast<ssize_t>(frame.size()));
+  ::close(to_1[1]);
+  REQUIRE(mesh.wait(t).is_ok());  // the transfer had all its bytes
+  CHECK(got == std::vector<char>(got.size(), '\x33'));
+  TcpMesh::Ticket next = 0;
+  // The loss fails what follows.
+  CHECK_FALSE(mesh.receive(1, TcpChannel::kCollective, 6, got.data(), 4, &next).is_ok());
+}

@@ -11,6 +11,7 @@
 
 #include "common/rank_text.h"
 #include "engine/collective_watchdog.h"
+#include "engine/job_end.h"
 #include "device/device_timeline.h"
 #include "engine/operation_executor.h"
 #include "engine/rank_flags.h"
@@ -90,6 +91,7 @@ class StagedDeviceOperations final : public DeviceOperations {
   }
 
   void worker_main();
+  void close_transport();
   void run_job(StagedJob& job, OperationExecutor* host, const Status& unusable);
   Status copied_in(const StagedJob& job, const std::string& what, const Status& unusable);
   std::vector<Status> host_collective(StagedJob& job, OperationExecutor* host, const Status& in,
@@ -160,7 +162,20 @@ void StagedDeviceOperations::worker_main() {
   // A copy that never finished may still target a staging buffer, and
   // cudaFreeHost can block on a hung device: such buffers are leaked.
   if (!ended_status().is_ok()) pool_.leak_buffers();
-  if (started.is_ok()) backend_->stop();
+  if (started.is_ok()) close_transport();
+}
+
+// The other ranks' workers may still be inside the last host collective,
+// reading what this rank sent: its connections close only once every rank's
+// worker got here too (within the engine's close bound), as the engine's own
+// do. Closed at once, a peer that had not yet read its last bytes found the
+// connection gone and failed a collective that had all its data.
+void StagedDeviceOperations::close_transport() {
+  if (!backend_->control().close(kCloseBound)) {
+    CHORUS_LOG(logger_, kWarning) << "the staged path's transport: not every rank's worker got to the close within "
+                                  << kCloseBound.count() / 1000.0 << " s; closing anyway";
+  }
+  backend_->stop();
 }
 
 // Polls the marks, yielding then sleeping a little longer each time, until
