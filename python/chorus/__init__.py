@@ -13,7 +13,7 @@ from ._library import ABI_VERSION, lib as _lib, path as library_path
 from .api import barrier, collective_functions, join, poll, start_timeline, stop_timeline, synchronize
 from .arrays import _front
 from .basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built, gloo_enabled, init,
-                     is_homogeneous, is_initialized, local_rank, local_size, mpi_built, mpi_enabled,
+                     is_homogeneous, is_initialized, is_running, local_rank, local_size, mpi_built, mpi_enabled,
                      mpi_threads_supported, nccl_built, rank, rocm_built, shutdown, size, tcp_enabled)
 from .errors import (AbortedError, ChorusError, HorovodInternalError, InternalError, InvalidArgumentError,
                      PreconditionError, TimeoutError, UnknownHandleError)

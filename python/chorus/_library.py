@@ -13,7 +13,7 @@ import sysconfig
 
 # The C ABI version this package was written against; the library loaded
 # must be at least as new (c_api.h: chorus_abi_version).
-ABI_VERSION = 14  # 14: chorus_elastic_enabled, chorus_elastic_host_updates
+ABI_VERSION = 15  # 14: chorus_elastic_enabled, chorus_elastic_host_updates; 15: chorus_is_running
 
 _c_int64_p = ctypes.POINTER(ctypes.c_int64)
 
@@ -31,6 +31,7 @@ _PROTOTYPES = {
     "chorus_init": (_int, []),
     "chorus_shutdown": (_int, []),
     "chorus_is_initialized": (_int, []),
+    "chorus_is_running": (_int, []),
     "chorus_rank": (_int, []),
     "chorus_size": (_int, []),
     "chorus_local_rank": (_int, []),

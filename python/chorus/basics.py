@@ -15,7 +15,7 @@ def init(comm=None, process_sets=None):
     if comm is not None:
         raise ValueError("chorus.init: comm (an MPI communicator) is not supported; Chorus starts its own world "
                          "(use process sets for a subset of the ranks)")
-    if lib.chorus_is_initialized() != 1:
+    if lib.chorus_is_running() != 1:  # a new runtime starts (after this rank's shutdown or another's)
         from . import naming
         naming.reset()  # unnamed collectives are numbered from 0 again, on every rank alike
     check(lib.chorus_init())
@@ -35,7 +35,16 @@ def shutdown():
 
 
 def is_initialized():
+    """True from this rank's init() until its own shutdown(), as Horovod's:
+    another rank's shutdown() does not change it (collectives then fail,
+    naming that rank)."""
     return lib.chorus_is_initialized() == 1
+
+
+def is_running():
+    """True while the runtime runs: no rank has shut it down. init() after
+    that starts a new one."""
+    return lib.chorus_is_running() == 1
 
 
 def rank():

@@ -23,7 +23,7 @@ import numpy as np
 from . import ops
 from ._library import lib
 from .arrays import _front
-from .basics import init, is_initialized, mpi_enabled, shutdown
+from .basics import init, is_initialized, is_running, mpi_enabled, shutdown
 from .errors import AbortedError, HorovodInternalError, PreconditionError
 from .handles import check
 from .process_sets import global_process_set
@@ -175,7 +175,7 @@ def _reset():
 def _world_lost(error):
     """A collective failed because a rank stopped: the runtime shut itself
     down (AbortedError; a topology query in between gets PreconditionError)."""
-    return isinstance(error, AbortedError) or (isinstance(error, PreconditionError) and not is_initialized())
+    return isinstance(error, AbortedError) or (isinstance(error, PreconditionError) and not is_running())
 
 
 def _check_can_run():

@@ -34,6 +34,7 @@ static void* g_shared_block = NULL;  /* allocated before shutdown, freed after *
 
 static void test_before_init(void) {
   CHECK(chorus_is_initialized() == 0);
+  CHECK(chorus_is_running() == 0);
   CHECK(chorus_rank() == CHORUS_ERR_PRECONDITION);
   CHECK(strstr(chorus_last_error(), "not initialized") != NULL);
   CHECK(chorus_abi_version() == CHORUS_ABI_VERSION);
@@ -650,6 +651,7 @@ int main(void) {
   test_before_init();
   CHECK(chorus_init() == 0);
   CHECK(chorus_is_initialized() == 1);
+  CHECK(chorus_is_running() == 1);
   g_rank = chorus_rank();
   test_topology();
   test_allreduce();
@@ -666,6 +668,7 @@ int main(void) {
 
   CHECK(chorus_shutdown() == 0);
   CHECK(chorus_is_initialized() == 0);
+  CHECK(chorus_is_running() == 0);
   ((float*)g_shared_block)[0] = 1.0f;  /* still valid after shutdown */
   CHECK(chorus_free_shared_host(g_shared_block) == 0);
   { void* p = NULL; CHECK(chorus_allocate_shared_host(8, &p) == CHORUS_ERR_PRECONDITION); }

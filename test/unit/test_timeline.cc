@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/env_params.h"
+#include "env_guard.h"
 #include "loopback_job.h"
 #include "timeline/timeline.h"
 
@@ -86,4 +88,38 @@ TEST_CASE("A timeline started at run time: once at a time, closed as JSON, reope
   REQUIRE_THAT(one, !Catch::Contains("after stop"));
   REQUIRE_THAT(two, Catch::Contains("\"name\":\"row\"") && Catch::Contains("second file"));  // rows named again
   REQUIRE(two.substr(two.size() - 4) == "{}]\n");
+}
+
+// Horovod's HOROVOD_TIMELINE=DYNAMIC (its test_torch.py sets it at import):
+// no file until the program starts one, and then the one it names.
+TEST_CASE("HOROVOD_TIMELINE=DYNAMIC starts no timeline; start_timeline() does", "[timeline][env]") {
+  for (const char* var : {"HOROVOD_TIMELINE", "CHORUS_TIMELINE"}) {
+    chorus::test::EnvGuard env;
+    env.set(var, "DYNAMIC");
+    RuntimeOptions options = chorus::test::quiet_options();
+    REQUIRE(detail::options_from_environment(&options).is_ok());
+    REQUIRE(options.timeline_path.empty());
+    const std::string path = "chorus_test_timeline_dynamic.json";
+    auto ranks_body = [&](Runtime& rt, int rank) {
+      std::vector<float> a(8, float(rank));
+      auto t = std::make_shared<HostTensorView>(a.data(), DataType::kFloat32, TensorShape{8});
+      rt.allreduce_async("before.start", t, t).wait();
+      rt.start_timeline(path);  // not "already being written to 'DYNAMIC'"
+      rt.allreduce_async("after.start", t, t).wait();
+      REQUIRE(rt.stop_timeline());
+    };
+    run_ranks(2, ranks_body, options);
+    for (const std::string& f : {std::string("DYNAMIC"), std::string("DYNAMIC.rank1")}) {
+      REQUIRE_FALSE(std::ifstream(f).good());
+    }
+    const std::string trace = slurp(path);
+    std::remove(path.c_str());
+    std::remove((path + ".rank1").c_str());
+    REQUIRE_THAT(trace, Catch::Contains("after.start") && !Catch::Contains("before.start"));
+  }
+  chorus::test::EnvGuard env;
+  env.set("HOROVOD_TIMELINE", "dynamic.json");  // any other value is a file path
+  RuntimeOptions options;
+  REQUIRE(detail::options_from_environment(&options).is_ok());
+  REQUIRE(options.timeline_path == "dynamic.json");
 }

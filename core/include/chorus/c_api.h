@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 #define CHORUS_ABI_VERSION \
-  14 /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
+  15 /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
                                 4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL;
                                 6: device buffers (*_on_device); 7: grouped allgather and reducescatter;
                                 8: chorus_start_timeline, chorus_stop_timeline; 9: CHORUS_ADASUM;
@@ -34,7 +34,8 @@ extern "C" {
                                 13: chorus_wait_timeout, chorus_wait_completed,
                                     chorus_allreduce_shaped_async, chorus_grouped_allreduce_async,
                                     chorus_refuse_async, chorus_refuse_group_async;
-                                14: chorus_elastic_enabled, chorus_elastic_host_updates */
+                                14: chorus_elastic_enabled, chorus_elastic_host_updates;
+                                15: chorus_is_running; chorus_is_initialized as Horovod's */
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -85,7 +86,13 @@ typedef enum {
 /* Lifecycle. chorus_init() reads settings from the environment. */
 CHORUS_API int chorus_init(void);
 CHORUS_API int chorus_shutdown(void);
-CHORUS_API int chorus_is_initialized(void); /* 1 or 0 */
+/* 1 from this process's chorus_init() until its own chorus_shutdown(), as Horovod's
+ * horovod_is_initialized: another rank's shutdown does not change it (calls then fail
+ * naming that rank). ABI 15; before, it turned 0 when any rank shut down. */
+CHORUS_API int chorus_is_initialized(void);
+/* 1 while the runtime runs (no rank has shut it down); chorus_init() after that starts
+ * a new one. ABI 15. */
+CHORUS_API int chorus_is_running(void);
 
 /* Place in the job (>= 0), or a negative error code before init. */
 CHORUS_API int chorus_rank(void);

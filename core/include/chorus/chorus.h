@@ -43,8 +43,13 @@ CHORUS_API std::vector<ProcessSet> init(const RuntimeOptions& options,
 /// Stops Chorus on this process; pending operations everywhere fail with
 /// AbortedError. Safe to call when not initialized.
 CHORUS_API void shutdown();
-/// True between init() and shutdown() while the runtime is running.
+/// True from this process's init() until its own shutdown(), as Horovod's:
+/// another rank's shutdown() does not change it (calls then fail, naming
+/// that rank); is_running() says whether the runtime still runs.
 CHORUS_API bool is_initialized();
+/// True while the runtime runs: initialized here, and no rank has shut it
+/// down (or lost its connection). init() after that starts a new one.
+CHORUS_API bool is_running();
 
 /// This process's place in the job. Throw PreconditionError before init().
 CHORUS_API int rank();

@@ -95,7 +95,14 @@ void detail::restart_process_runtime() {
   init(options);
 }
 
+// Horovod's meaning: this process's init() and not yet its shutdown().
 bool is_initialized() {
+  ProcessRuntime& p = process_runtime();
+  std::lock_guard<std::mutex> lock(p.mu);
+  return p.runtime != nullptr;
+}
+
+bool is_running() {
   ProcessRuntime& p = process_runtime();
   std::lock_guard<std::mutex> lock(p.mu);
   return p.runtime && p.runtime->is_running();

@@ -111,6 +111,10 @@ int chorus_is_initialized(void) {
   return guarded([]() -> int { return chorus::is_initialized() ? 1 : 0; });
 }
 
+int chorus_is_running(void) {
+  return guarded([]() -> int { return chorus::is_running() ? 1 : 0; });
+}
+
 int chorus_rank(void) { return topology_value([] { return chorus::rank(); }); }
 int chorus_size(void) { return topology_value([] { return chorus::size(); }); }
 int chorus_local_rank(void) { return topology_value([] { return chorus::local_rank(); }); }

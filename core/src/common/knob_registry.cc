@@ -127,6 +127,20 @@ Knob text(const char* name, const char* def, const char* what, const char* flag,
   return k;
 }
 
+// A file path, or Horovod's `DYNAMIC`: no file until the program calls
+// start_timeline() (Horovod's own test_torch.py sets it at import).
+Knob timeline_file() {
+  Knob k = text<&RuntimeOptions::timeline_path>(
+      "TIMELINE", "(off)", "a file path", "timeline-filename",
+      "write a Chrome trace of every tensor to this file (rank r > 0: `FILE.rank<r>`); "
+      "`DYNAMIC` (Horovod's value): none until the program calls `start_timeline()`");
+  k.apply = [](const Knob&, const std::string& t, RuntimeOptions* o) {
+    o->timeline_path = t == "DYNAMIC" ? std::string() : t;
+    return Status::ok();
+  };
+  return k;
+}
+
 Knob with_flag(Knob k, const char* flag, int64_t scale = 1, const char* unit = nullptr) {
   k.flag = flag;
   k.flag_scale = scale;
@@ -288,38 +302,49 @@ std::vector<Knob> autotune_knobs() {
 std::vector<Knob> background_knobs() {
   return {
       with_flag(whole<&O::fusion_threshold_bytes>("FUSION_THRESHOLD", "134217728", 0, INT64_MAX, "bytes", kRank,
-                "largest fused allreduce buffer in bytes; 0 turns fusion off"), "fusion-threshold-mb", kMiB, "MiB"),
-      decimal<&O::fusion_wait_us>("FUSION_WAIT_US", "200", 0, kMaxFusionWaitMicroseconds, "microseconds",
-                "the coordinator holds tensors that are ready everywhere this long while other tensors are still "
-                "half-submitted, so a burst fuses into one response; a lone tensor goes out at once"),
+                                                  "largest fused allreduce buffer in bytes; 0 turns fusion off"),
+                "fusion-threshold-mb", kMiB, "MiB"),
+      decimal<&O::fusion_wait_us>(
+          "FUSION_WAIT_US", "200", 0, kMaxFusionWaitMicroseconds, "microseconds",
+          "the coordinator holds tensors that are ready everywhere this long while other tensors are still "
+          "half-submitted, so a burst fuses into one response; a lone tensor goes out at once"),
       with_flag(decimal<&O::cycle_time_ms>("CYCLE_TIME", "1", 0, kMaxCycleMs, "milliseconds",
-                "longest sleep of the background thread between polls"), "cycle-time-ms"),
-      on_off<&O::wake_on_enqueue>("WAKE_ON_ENQUEUE", "1",
-                "1: an enqueue wakes the background thread at once; 0: only every cycle (Horovod's behaviour)"),
-      decimal<&O::spin_time_us>("SPIN_TIME_US", "50", 0, kMaxMicroseconds, "microseconds",
-                "the background thread busy-polls this long after the last event before sleeping, when nothing "
-                "is in flight"),
-      decimal<&O::pending_spin_time_us>("PENDING_SPIN_TIME_US", "5000", 0, kMaxMicroseconds, "microseconds",
-                "the same while operations are in flight (an answer from other ranks is due); the polling "
-                "yields the core to any runnable thread"),
-      whole<&O::cache_capacity>("CACHE_CAPACITY", "1024", 0, int64_t{1} << 24, "entries", kJob,
-                "entries of the response cache (tensors negotiated by one bit each once their signature is "
-                "cached on every rank); 0 turns it off"),
-      text<&O::timeline_path>("TIMELINE", "(off)", "a file path", "timeline-filename",
-                "write a Chrome trace of every tensor to this file (rank r > 0: `FILE.rank<r>`)"),
-      on_off<&O::timeline_mark_cycles>("TIMELINE_MARK_CYCLES", "0",
-                "with a timeline: mark each cycle of the background thread that did work (an instant event "
-                "on a `cycles` row)"),
-      with_flag(decimal<&O::stall_check_seconds>("STALL_CHECK_TIME_SECONDS", "60", 0, kMaxStallSeconds, "seconds",
-                "warn about tensors some ranks submitted and others did not, naming both, when the wait reaches "
-                "this long (and at each multiple); workers warn the same way about a silent rank 0; 0 disables "
-                "([troubleshooting.md](troubleshooting.md))"), "stall-check-warning-time-seconds"),
-      with_flag(decimal<&O::stall_shutdown_seconds>("STALL_SHUTDOWN_TIME_SECONDS", "0", 0, kMaxStallSeconds,
-                "seconds", "after this long, end the job with that message and exit code 75, even when a rank "
-                "never answers again ([troubleshooting.md](troubleshooting.md)); 0 disables"),
+                                           "longest sleep of the background thread between polls"),
+                "cycle-time-ms"),
+      on_off<&O::wake_on_enqueue>(
+          "WAKE_ON_ENQUEUE", "1",
+          "1: an enqueue wakes the background thread at once; 0: only every cycle (Horovod's behaviour)"),
+      decimal<&O::spin_time_us>(
+          "SPIN_TIME_US", "50", 0, kMaxMicroseconds, "microseconds",
+          "the background thread busy-polls this long after the last event before sleeping, when nothing "
+          "is in flight"),
+      decimal<&O::pending_spin_time_us>(
+          "PENDING_SPIN_TIME_US", "5000", 0, kMaxMicroseconds, "microseconds",
+          "the same while operations are in flight (an answer from other ranks is due); the polling "
+          "yields the core to any runnable thread"),
+      whole<&O::cache_capacity>(
+          "CACHE_CAPACITY", "1024", 0, int64_t{1} << 24, "entries", kJob,
+          "entries of the response cache (tensors negotiated by one bit each once their signature is "
+          "cached on every rank); 0 turns it off"),
+      timeline_file(),
+      on_off<&O::timeline_mark_cycles>(
+          "TIMELINE_MARK_CYCLES", "0",
+          "with a timeline: mark each cycle of the background thread that did work (an instant event "
+          "on a `cycles` row)"),
+      with_flag(decimal<&O::stall_check_seconds>(
+                    "STALL_CHECK_TIME_SECONDS", "60", 0, kMaxStallSeconds, "seconds",
+                    "warn about tensors some ranks submitted and others did not, naming both, when the wait reaches "
+                    "this long (and at each multiple); workers warn the same way about a silent rank 0; 0 disables "
+                    "([troubleshooting.md](troubleshooting.md))"),
+                "stall-check-warning-time-seconds"),
+      with_flag(decimal<&O::stall_shutdown_seconds>(
+                    "STALL_SHUTDOWN_TIME_SECONDS", "0", 0, kMaxStallSeconds, "seconds",
+                    "after this long, end the job with that message and exit code 75, even when a rank "
+                    "never answers again ([troubleshooting.md](troubleshooting.md)); 0 disables"),
                 "stall-check-shutdown-time-seconds"),
-      choice<LogLevel, &O::log_level>("LOG_LEVEL", "warning", kLogLevels, kRank,
-                "the least severe messages written (`warn` is `warning`); each line is prefixed with the rank"),
+      choice<LogLevel, &O::log_level>(
+          "LOG_LEVEL", "warning", kLogLevels, kRank,
+          "the least severe messages written (`warn` is `warning`); each line is prefixed with the rank"),
   };
 }
 

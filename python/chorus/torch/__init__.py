@@ -4,7 +4,7 @@ compiled against torch, so one install serves every torch version.
 docs/python.md lists every call, with Horovod's name where ours differs."""
 from ..api import barrier, join, poll, start_timeline, stop_timeline, synchronize
 from ..basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built, gloo_enabled, init,
-                      is_homogeneous, is_initialized, local_rank, local_size, mpi_built, mpi_enabled,
+                      is_homogeneous, is_initialized, is_running, local_rank, local_size, mpi_built, mpi_enabled,
                       mpi_threads_supported, nccl_built, rank, rocm_built, shutdown, size, tcp_enabled)
 from ..errors import ChorusError, HorovodInternalError, InvalidArgumentError, TimeoutError
 from ..ops import Adasum, Average, Max, Min, Product, Sum

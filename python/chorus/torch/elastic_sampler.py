@@ -64,7 +64,7 @@ class ElasticSampler(torch.utils.data.Sampler):
         """(rank, size) now. Between a lost rank and the next init (TorchState's
         restore) there is no world: the old partition stands until the sync
         after the reset loads the state again."""
-        if basics.is_initialized():
+        if basics.is_running():
             return basics.rank(), basics.size()
         return self.rank, max(self.num_replicas, 1)
 
