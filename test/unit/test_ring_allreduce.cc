@@ -65,7 +65,7 @@ TEST_CASE("Ring chunks cover the count, larger ones first", "[ring]") {
   REQUIRE(ring_scratch_bytes(10, DataType::kFloat32, 1) == 0);
 }
 
-TEST_CASE("Ring allreduce: world sizes 1..8, counts around n, primes and large", "[ring]") {
+TEST_CASE("Ring allreduce: world sizes 1..8, counts around n, primes and large", "[ring][matrix]") {
   for (int size = 1; size <= 8; ++size) {
     for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{size - 1}, int64_t{size}, int64_t{size + 1},
                           int64_t{13}, int64_t{101}, int64_t{100003}}) {

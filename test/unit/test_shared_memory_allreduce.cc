@@ -17,7 +17,7 @@ using namespace chorus::detail;
 using namespace chorus::test;
 using namespace chorus::test::shm_cases;
 
-TEST_CASE("Shared-memory allreduce: world sizes 1..8, counts around n, primes and large", "[shm]") {
+TEST_CASE("Shared-memory allreduce: world sizes 1..8, counts around n, primes and large", "[shm][matrix]") {
   sizes_and_counts(Placement::kHeap, {64, 4096, 1 << 20});
 }
 
@@ -109,7 +109,8 @@ TEST_CASE("Shared-memory allreduce refuses blocks too small for one element", "[
   }
 }
 
-TEST_CASE("Shared-memory allreduce, zero-copy: world sizes 1..8, counts around n, primes and large", "[shm][arena]") {
+TEST_CASE("Shared-memory allreduce, zero-copy: world sizes 1..8, counts around n, primes and large",
+          "[shm][arena][matrix]") {
   sizes_and_counts(Placement::kArenas, {4096});
   sizes_and_counts(Placement::kArenasButRank0, {4096});
 }

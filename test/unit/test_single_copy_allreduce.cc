@@ -24,7 +24,7 @@ constexpr int64_t kSeveralChunks = 5 * kSingleCopyChunkBytes / 4 * 2 + 13;
 
 }  // namespace
 
-TEST_CASE("Single-copy allreduce: world sizes 1..8, counts around n, primes and large", "[shm][cma]") {
+TEST_CASE("Single-copy allreduce: world sizes 1..8, counts around n, primes and large", "[shm][cma][matrix]") {
   sizes_and_counts(Placement::kHeap, {4096}, true);
 }
 

@@ -2,6 +2,7 @@
 // each executed response's pack / allreduce / unpack.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -100,15 +101,17 @@ TEST_CASE("HOROVOD_TIMELINE=DYNAMIC starts no timeline; start_timeline() does", 
     REQUIRE(detail::options_from_environment(&options).is_ok());
     REQUIRE(options.timeline_path.empty());
     const std::string path = "chorus_test_timeline_dynamic.json";
+    std::atomic<int> stopped{0};  // Catch's assertions are for the main thread
     auto ranks_body = [&](Runtime& rt, int rank) {
       std::vector<float> a(8, float(rank));
       auto t = std::make_shared<HostTensorView>(a.data(), DataType::kFloat32, TensorShape{8});
       rt.allreduce_async("before.start", t, t).wait();
       rt.start_timeline(path);  // not "already being written to 'DYNAMIC'"
       rt.allreduce_async("after.start", t, t).wait();
-      REQUIRE(rt.stop_timeline());
+      stopped += rt.stop_timeline() ? 1 : 0;
     };
     run_ranks(2, ranks_body, options);
+    REQUIRE(stopped == 2);
     for (const std::string& f : {std::string("DYNAMIC"), std::string("DYNAMIC.rank1")}) {
       REQUIRE_FALSE(std::ifstream(f).good());
     }
