@@ -6,8 +6,9 @@
 #     is OK (no committed step lost or doubled), the models agree.
 #  2. kill -9 rank 0 (the rendezvous renumbers; the new rank 0 syncs).
 #  3. kill -9 two at once.
-#  4. SIGSTOP rank 1, then rank 0: the others give up on it after the stall
-#     shutdown, the driver ends it after the join grace, 3 go on.
+#  4. SIGSTOP rank 1, then rank 0: the others name it through the heartbeat
+#     and reset without it within its timeout and 2 s; the driver ends it
+#     after the join grace, 3 go on.
 #  5. a host added to the discovery script mid-job joins and gets the state.
 #  6. below --min-np: the job fails with a message naming --min-np.
 #  7. bad discovery scripts: missing, not executable, failing, garbage.
@@ -80,15 +81,21 @@ wait_steps kill_two 20 || fail "kill_two: no step 20"
 kill -9 $(worker_pids | sed -n '2p;4p')
 check_final kill_two 2
 
-# 4. rank 1, then rank 0 stopped: a hang the stall shutdown turns into an
-#    error on the others; the driver ends it after the join grace. Worker N
+# 4. rank 1, then rank 0 stopped: the heartbeat (no stall shutdown) turns
+#    the hang into an error on the others, which reset without it within
+#    its timeout and 2 s; the driver ends it after the join grace. Worker N
 #    is the N-th pid.
 for r in 1 0; do  # rank 0 too: the others hear nothing from it
-  CHORUS_STALL_SHUTDOWN_TIME_SECONDS=3 CHORUS_ELASTIC_JOIN_GRACE_SECONDS=2 run_job stopped$r 150 "${flags[@]}"
+  CHORUS_HEARTBEAT_TIMEOUT_SECONDS=3 CHORUS_ELASTIC_JOIN_GRACE_SECONDS=1 run_job stopped$r 150 "${flags[@]}"
   wait_steps stopped$r 20 || fail "stopped$r: no step 20"
   n="$(grep -m1 -o "^\[[0-9]*\] STEP [0-9]* rank=$r " "$work/stopped$r.out" | sed 's/^\[\([0-9]*\)\].*/\1/')"
   kill -STOP "$(worker_pids | sed -n "${n}p")"
+  stopped_at=$EPOCHREALTIME
   check_final stopped$r 3
+  reset_at="$(sed -n 's/^\[[0-9]*\] RESET rank=0 size=3 t=\([0-9.]*\)$/\1/p' "$work/stopped$r.out" | head -1)"
+  took="$(awk -v a="$stopped_at" -v b="${reset_at:-0}" 'BEGIN { printf "%.1f", b - a }')"
+  echo "stopped$r: the others reset without it ${took} s after it stopped (heartbeat timeout 3 s)"
+  awk -v t="$took" 'BEGIN { exit !(t > 0 && t <= 5) }' || fail "stopped$r: reset ${took} s after the stop (limit 5 s)"
 done
 
 # 5. a host added mid-job

@@ -127,6 +127,22 @@ Knob text(const char* name, const char* def, const char* what, const char* flag,
   return k;
 }
 
+// Job-wide: a rank that expects heartbeats sooner than another sends them
+// would name it lost (ranks compare it in milliseconds).
+Knob heartbeat_timeout() {
+  Knob k = decimal<&RuntimeOptions::heartbeat_timeout_seconds>(
+      "HEARTBEAT_TIMEOUT_SECONDS", "30", 0, 3600, "seconds",
+      "TCP: a rank from which nothing arrived for this long is named lost on every other rank, as a closed "
+      "connection is (a stopped process, a frozen host); each rank's background thread sends a heartbeat on every "
+      "link quiet for a quarter of it, so a rank busy or asleep in user code stays alive; 10 in elastic jobs unless "
+      "set; 0: off");
+  k.scope = KnobScope::kJobWide;
+  k.value = [](const RuntimeOptions& o) {
+    return static_cast<int64_t>(std::llround(o.heartbeat_timeout_seconds * 1000));
+  };
+  return k;
+}
+
 // A file path, or Horovod's `DYNAMIC`: no file until the program calls
 // start_timeline() (Horovod's own test_torch.py sets it at import).
 Knob timeline_file() {
@@ -351,62 +367,78 @@ std::vector<Knob> background_knobs() {
 // How the data moves: algorithms, shared memory, transport, GPUs.
 std::vector<Knob> data_plane_knobs() {
   return {
-      choice<AllreduceAlgorithm, &O::allreduce_algorithm>("ALLREDUCE_ALGO", "auto", kAlgorithms, kJob,
-                "`auto`: shared memory when every rank is on one host (from `CHORUS_SHM_THRESHOLD_BYTES`), "
-                "otherwise MPI's own allreduce below `CHORUS_RING_THRESHOLD_BYTES` and the pipelined ring from "
-                "there on; `ring`; `mpi`; `shm` (fails at `init()` when the ranks span hosts)"),
+      choice<AllreduceAlgorithm, &O::allreduce_algorithm>(
+          "ALLREDUCE_ALGO", "auto", kAlgorithms, kJob,
+          "`auto`: shared memory when every rank is on one host (from `CHORUS_SHM_THRESHOLD_BYTES`), "
+          "otherwise MPI's own allreduce below `CHORUS_RING_THRESHOLD_BYTES` and the pipelined ring from "
+          "there on; `ring`; `mpi`; `shm` (fails at `init()` when the ranks span hosts)"),
       whole<&O::ring_threshold_bytes>("RING_THRESHOLD_BYTES", "524288", 0, INT64_MAX, "bytes", kJob,
-                "where `auto` switches to the ring (ranks on several hosts)"),
+                                      "where `auto` switches to the ring (ranks on several hosts)"),
       whole<&O::ring_segment_bytes>("RING_SEGMENT_BYTES", "1048576", 1, int64_t{1} << 30, "bytes", kJob,
-                "bytes per pipelined ring segment"),
-      on_off<&O::hierarchical_allreduce>("HIERARCHICAL_ALLREDUCE", "0",
-                "1: allreduces across hosts run in three steps: a reduce-scatter among the ranks of each host, an "
-                "allreduce of each rank's shard with the ranks at its place on the other hosts, an allgather inside "
-                "the host (host tensors and the staged path: three rings over the peer links; CUDA tensors on NCCL: "
-                "ReduceScatter, AllReduce and AllGather on communicators split from the set's), so fewer bytes cross "
-                "between hosts; needs every host to hold as many ranks (otherwise rank 0 warns once and the usual "
-                "routes run); Adasum keeps its own tree ([tuning.md](tuning.md#hierarchical-allreduce))", kJob),
-      whole<&O::shm_threshold_bytes>("SHM_THRESHOLD_BYTES", "0", 0, INT64_MAX, "bytes", kJob,
-                "with `auto` on one host, allreduces of at least this many bytes go through shared memory (0: "
-                "all of them; measured: [performance.md](performance.md))"),
-      whole<&O::shm_single_copy_threshold_bytes>("SHM_SINGLE_COPY_THRESHOLD_BYTES", "-1", -1, INT64_MAX, "bytes",
-                kJob, "shared-memory allreduces of at least this many bytes read the other ranks' ordinary (non-arena) "
-                "memory with `process_vm_readv` and write their outputs with `process_vm_writev` instead of staging "
-                "(route `cma`; 0: every shared-memory call; -1: never, the default: slower than staging on the "
-                "machine measured, [performance.md](performance.md)); needs the ranks to be allowed to trace each "
-                "other (same user, no seccomp filter refusing the calls, Yama `ptrace_scope` 0, or 1: then each "
-                "rank lets processes of its user trace it, as Open MPI does); the first such call checks it on "
-                "every rank, and if any rank is refused all stage from then on"),
-      whole<&O::shm_block_bytes>("SHM_BLOCK_BYTES", "1048576", 4096, int64_t{1} << 30, "bytes", kJob,
-                "bytes of each of a rank's two shared-memory staging blocks, at least 64 per rank on the host "
-                "(otherwise `auto` goes without shared memory); the segment in `/dev/shm` holds 2 blocks per "
-                "rank (2 MiB per rank by default)", 64),
-      whole<&O::shm_arena_bytes>("SHM_ARENA_BYTES", "17179869184", 0, int64_t{1} << 46, "bytes", kJob,
-                "address space of each rank's shared-memory arena, where `allocate_shared_host()` places tensors "
-                "that the shared-memory allreduce then reduces where they lie (zero-copy); sparse: pages are "
-                "reserved in `/dev/shm` only as tensors are allocated (an allocation that cannot reserve them "
-                "returns ordinary memory, with one warning); 0 turns arenas off"),
-      choice<Transport, &O::transport>("TRANSPORT", "auto", kTransports, kRank,
-                "how the ranks reach each other: `auto` (MPI when an MPI launcher started the process or no "
-                "rendezvous variables are set; TCP when they are: torchrun's, Slurm's or `CHORUS_MASTER_ADDR`), "
-                "`mpi`, or `tcp` ([launcher.md](launcher.md))"),
-      choice<GpuOperations, &O::gpu_operations>("GPU_OPERATIONS", "auto", kGpuOperations, kJob,
-                "what CUDA tensors' collectives run through: `nccl` (on the device), `staged` (pinned host memory and "
-                "the CPU data plane: no NCCL, or several ranks on one GPU), or `auto`: `nccl` where it loads on every "
-                "rank, else `staged`"),
-      decimal<&O::gpu_op_timeout_seconds>("GPU_OP_TIMEOUT_SECONDS", "600", 0, kMaxStallSeconds, "seconds",
-                "a device operation not done after this long fails its tensors and ends the job (in a process set "
-                "too); 0: no limit"),
-      decimal<&O::rendezvous_timeout_seconds>("RENDEZVOUS_TIMEOUT_SECONDS", "300", 1, kMaxStallSeconds, "seconds",
-                "TCP: a rendezvous not complete after this long fails on every rank that came, naming the ranks "
-                "that did not"),
-      decimal<&O::peer_timeout_seconds>("PEER_TIMEOUT_SECONDS", "30", 3, kMaxStallSeconds, "seconds",
-                "TCP: a rank whose host stops answering is reported dead after this long (a closed connection: "
-                "at once)"),
-      on_off<&O::tcp_shm_control>("TCP_SHM_CONTROL", "1",
-                "TCP with every rank on one host: the control messages (requests to rank 0, its responses) go "
-                "through rings in a shared-memory segment instead of loopback TCP (one longer than a ring's free "
-                "space still goes over TCP); the connections stay open to tell of lost peers; 0: all over TCP", kJob),
+                                    "bytes per pipelined ring segment"),
+      on_off<&O::hierarchical_allreduce>(
+          "HIERARCHICAL_ALLREDUCE", "0",
+          "1: allreduces across hosts run in three steps: a reduce-scatter among the ranks of each host, an "
+          "allreduce of each rank's shard with the ranks at its place on the other hosts, an allgather inside "
+          "the host (host tensors and the staged path: three rings over the peer links; CUDA tensors on NCCL: "
+          "ReduceScatter, AllReduce and AllGather on communicators split from the set's), so fewer bytes cross "
+          "between hosts; needs every host to hold as many ranks (otherwise rank 0 warns once and the usual "
+          "routes run); Adasum keeps its own tree ([tuning.md](tuning.md#hierarchical-allreduce))",
+          kJob),
+      whole<&O::shm_threshold_bytes>(
+          "SHM_THRESHOLD_BYTES", "0", 0, INT64_MAX, "bytes", kJob,
+          "with `auto` on one host, allreduces of at least this many bytes go through shared memory (0: "
+          "all of them; measured: [performance.md](performance.md))"),
+      whole<&O::shm_single_copy_threshold_bytes>(
+          "SHM_SINGLE_COPY_THRESHOLD_BYTES", "-1", -1, INT64_MAX, "bytes", kJob,
+          "shared-memory allreduces of at least this many bytes read the other ranks' ordinary (non-arena) "
+          "memory with `process_vm_readv` and write their outputs with `process_vm_writev` instead of staging "
+          "(route `cma`; 0: every shared-memory call; -1: never, the default: slower than staging on the "
+          "machine measured, [performance.md](performance.md)); needs the ranks to be allowed to trace each "
+          "other (same user, no seccomp filter refusing the calls, Yama `ptrace_scope` 0, or 1: then each "
+          "rank lets processes of its user trace it, as Open MPI does); the first such call checks it on "
+          "every rank, and if any rank is refused all stage from then on"),
+      whole<&O::shm_block_bytes>(
+          "SHM_BLOCK_BYTES", "1048576", 4096, int64_t{1} << 30, "bytes", kJob,
+          "bytes of each of a rank's two shared-memory staging blocks, at least 64 per rank on the host "
+          "(otherwise `auto` goes without shared memory); the segment in `/dev/shm` holds 2 blocks per "
+          "rank (2 MiB per rank by default)",
+          64),
+      whole<&O::shm_arena_bytes>(
+          "SHM_ARENA_BYTES", "17179869184", 0, int64_t{1} << 46, "bytes", kJob,
+          "address space of each rank's shared-memory arena, where `allocate_shared_host()` places tensors "
+          "that the shared-memory allreduce then reduces where they lie (zero-copy); sparse: pages are "
+          "reserved in `/dev/shm` only as tensors are allocated (an allocation that cannot reserve them "
+          "returns ordinary memory, with one warning); 0 turns arenas off"),
+      choice<Transport, &O::transport>(
+          "TRANSPORT", "auto", kTransports, kRank,
+          "how the ranks reach each other: `auto` (MPI when an MPI launcher started the process or no "
+          "rendezvous variables are set; TCP when they are: torchrun's, Slurm's or `CHORUS_MASTER_ADDR`), "
+          "`mpi`, or `tcp` ([launcher.md](launcher.md))"),
+      choice<GpuOperations, &O::gpu_operations>(
+          "GPU_OPERATIONS", "auto", kGpuOperations, kJob,
+          "what CUDA tensors' collectives run through: `nccl` (on the device), `staged` (pinned host memory and "
+          "the CPU data plane: no NCCL, or several ranks on one GPU), or `auto`: `nccl` where it loads on every "
+          "rank, else `staged`"),
+      decimal<&O::gpu_op_timeout_seconds>(
+          "GPU_OP_TIMEOUT_SECONDS", "600", 0, kMaxStallSeconds, "seconds",
+          "a device operation not done after this long fails its tensors and ends the job (in a process set "
+          "too); 0: no limit"),
+      decimal<&O::rendezvous_timeout_seconds>(
+          "RENDEZVOUS_TIMEOUT_SECONDS", "300", 1, kMaxStallSeconds, "seconds",
+          "TCP: a rendezvous not complete after this long fails on every rank that came, naming the ranks "
+          "that did not"),
+      decimal<&O::peer_timeout_seconds>(
+          "PEER_TIMEOUT_SECONDS", "30", 3, kMaxStallSeconds, "seconds",
+          "TCP: a rank whose host stops answering is reported dead after this long (a closed connection: "
+          "at once)"),
+      heartbeat_timeout(),
+      on_off<&O::tcp_shm_control>(
+          "TCP_SHM_CONTROL", "1",
+          "TCP with every rank on one host: the control messages (requests to rank 0, its responses) go "
+          "through rings in a shared-memory segment instead of loopback TCP (one longer than a ring's free "
+          "space still goes over TCP); the connections stay open to tell of lost peers; 0: all over TCP",
+          kJob),
   };
 }
 

@@ -16,6 +16,7 @@
 #include "comm/tcp/tcp_peer_link.h"
 #include "comm/tcp/tcp_rendezvous.h"
 #include "comm/tcp/tcp_secret.h"
+#include "common/env_params.h"
 #include "common/logging.h"
 
 namespace chorus::detail {
@@ -23,6 +24,8 @@ namespace chorus::detail {
 namespace {
 
 constexpr int kPeerLostExitCode = 1;
+// A survivor of an elastic job resets soon after a rank hangs (docs/elastic.md).
+constexpr double kElasticHeartbeatTimeoutSeconds = 10;
 
 class TcpBackend final : public Backend {
  public:
@@ -45,6 +48,7 @@ class TcpBackend final : public Backend {
     topo_ = topology_of(rank_, world_.peers);
     topo_.scope = scope_;
     mesh_ = std::make_unique<TcpMesh>(rank_, std::move(world_.links), options_.peer_timeout_seconds);
+    if (!connected_) mesh_->watch_liveness(heartbeat_timeout());
     socket_control_ = std::make_unique<TcpControlChannel>(*mesh_);
     collectives_ = std::make_unique<TcpCollectives>(*mesh_);
     link_ = std::make_unique<TcpPeerLink>(*mesh_);
@@ -141,6 +145,14 @@ class TcpBackend final : public Backend {
     const Deadline deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                  std::chrono::duration<double>(options_.rendezvous_timeout_seconds));
     return connect_mesh(rank_, world_, auth_, deadline, &world_.links);
+  }
+
+  // The world's mesh watches its peers' liveness: the background thread
+  // drives it all the time (a split's may sit idle between uses, as the
+  // staged worker's does; the world's mesh covers the same processes).
+  double heartbeat_timeout() const {
+    if (elastic_ && !read_env("HEARTBEAT_TIMEOUT_SECONDS")) return kElasticHeartbeatTimeoutSeconds;
+    return options_.heartbeat_timeout_seconds;
   }
 
   // The job's secret (comm/tcp/tcp_secret.h); strangers refused are logged

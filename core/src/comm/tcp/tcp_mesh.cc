@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <sstream>
+
 #include "common/rank_text.h"
 
 namespace chorus::detail {
@@ -195,6 +197,7 @@ Status TcpMesh::progress(int wait_ms) {
     if (s.is_ok() && (fds[i].revents & (POLLIN | POLLERR | POLLHUP))) s = read_some(ranks[i]);
     if (!s.is_ok() && lost_.empty()) return s;  // not a lost peer: corrupt or unexpected data
   }
+  if (liveness_timeout_seconds_ > 0) keep_alive();
   return settle_losses();
 }
 
@@ -218,6 +221,7 @@ Status TcpMesh::write_some(int peer) {
       if (p.closing) return Status::ok();
       return errno == EPIPE || errno == ECONNRESET ? peer_error(peer, "") : peer_error(peer, std::strerror(errno));
     }
+    p.sent += static_cast<uint64_t>(k);
     while (!p.out.empty() && static_cast<size_t>(k) >= p.out.front().left) {  // whole pieces sent
       k -= static_cast<ssize_t>(p.out.front().left);
       if (p.out.front().ticket != 0) pending_[p.out.front().ticket] = true;
@@ -258,6 +262,7 @@ Status TcpMesh::read_some(int peer) {
       }
       return errno == ECONNRESET ? peer_error(peer, "") : peer_error(peer, std::strerror(errno));
     }
+    p.heard += static_cast<uint64_t>(k);
     budget -= std::min(budget, static_cast<size_t>(k));
     const bool kept_aside = p.target_ticket == 0;  // the payload under way goes to no posted receive
     bool ended = false;
@@ -289,7 +294,7 @@ Status TcpMesh::begin_frame(int peer) {
   std::memcpy(&p.channel, p.header, 4);
   std::memcpy(&p.tag, p.header + 4, 4);
   std::memcpy(&bytes, p.header + 8, 8);
-  if (p.channel > static_cast<uint32_t>(TcpChannel::kGone) || bytes > kMaxFrameBytes) {
+  if (p.channel > static_cast<uint32_t>(TcpChannel::kHeartbeat) || bytes > kMaxFrameBytes) {
     return fail(Status::unknown_error("rank " + std::to_string(rank_) + " got a corrupt frame from rank " +
                                       std::to_string(peer) + " (channel " + std::to_string(p.channel) + ", " +
                                       std::to_string(bytes) + " bytes)"));
@@ -327,6 +332,8 @@ Status TcpMesh::end_frame(int peer) {
     ++closes_seen_;
   } else if (p.channel == static_cast<uint32_t>(TcpChannel::kGone)) {
     heard_gone(peer, p.inbound);
+  } else if (p.channel == static_cast<uint32_t>(TcpChannel::kHeartbeat)) {
+    // Its bytes said what it had to say: the peer runs.
   } else {
     s = deliver(peer, p.channel, p.tag, std::move(p.inbound));
   }
@@ -432,7 +439,9 @@ Status TcpMesh::settle_losses() {
   std::sort(lost_.begin(), lost_.end());
   std::string text = "rank " + std::to_string(rank_) + " lost its connection" + (lost_.size() > 1 ? "s" : "") + " to " +
                      rank_list(lost_) + ": ";
-  if (!lost_why_.empty()) {
+  if (lost_silent_) {
+    text += lost_why_;
+  } else if (!lost_why_.empty()) {
     text += lost_why_ + " (the rank or its host stopped answering; CHORUS_PEER_TIMEOUT_SECONDS=" +
             std::to_string(static_cast<int>(peer_timeout_seconds_)) + ")";
   } else if (lost_.size() == 1) {
@@ -494,6 +503,64 @@ void TcpMesh::flush_before(Deadline until) {
       }
     }
   }
+}
+
+// ---- Liveness ----
+//
+// A process that is stopped (SIGSTOP, a debugger) or whose host froze keeps
+// its connections open and, while its kernel runs, acknowledged: only the
+// silence of its background thread tells. Heartbeats keep quiet links
+// talking, so silence past the limit means the peer no longer runs.
+
+void TcpMesh::watch_liveness(double timeout_seconds) {
+  liveness_timeout_seconds_ = timeout_seconds;
+  if (timeout_seconds <= 0) return;
+  const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds));
+  silence_limit_ = limit;
+  heartbeat_every_ = limit / 4;
+  const Clock::time_point now = Clock::now();
+  for (Peer& p : peers_) p.last_heard = p.last_sent = now;
+  next_liveness_check_ = now;
+}
+
+// A heartbeat on each link with nothing queued and nothing sent for a
+// quarter of the limit; a peer silent past the limit joins the lost.
+void TcpMesh::keep_alive() {
+  const Clock::time_point now = Clock::now();
+  if (now < next_liveness_check_) return;
+  next_liveness_check_ = now + std::min<Clock::duration>(heartbeat_every_ / 2, std::chrono::milliseconds(100));
+  for (int r = 0; r < size(); ++r) {
+    Peer& p = peers_[static_cast<size_t>(r)];
+    if (r == rank_ || !p.socket.valid() || p.closing) continue;
+    if (p.heard != p.heard_seen) {
+      p.heard_seen = p.heard;
+      p.last_heard = now;
+    }
+    if (p.sent != p.sent_seen) {
+      p.sent_seen = p.sent;
+      p.last_sent = now;
+    }
+    if (now - p.last_heard > silence_limit_) {
+      peer_silent(r);
+    } else if (p.out.empty() && now - p.last_sent >= heartbeat_every_) {
+      enqueue(r, TcpChannel::kHeartbeat, 0, nullptr, nullptr, 0, 0);
+      write_some(r);  // a failure joins the lost
+      p.sent_seen = p.sent;
+      p.last_sent = now;
+    }
+  }
+}
+
+void TcpMesh::peer_silent(int peer) {
+  if (lost_.empty() || lost_silent_) {
+    std::ostringstream limit;
+    limit << liveness_timeout_seconds_;
+    lost_silent_ = true;
+    lost_why_ = "nothing arrived for " + limit.str() +
+                " s (a stopped or hung process, or a frozen host; CHORUS_HEARTBEAT_TIMEOUT_SECONDS=" + limit.str() +
+                ")";
+  }
+  if (std::find(lost_.begin(), lost_.end(), peer) == lost_.end()) lost_.push_back(peer);
 }
 
 }  // namespace chorus::detail

@@ -28,8 +28,9 @@
 namespace chorus::detail {
 
 // kGone: the sender stops because it lost the ranks listed (int32 each);
-// its own connection ends next, which is then no news.
-enum class TcpChannel : uint32_t { kControl = 0, kCollective = 1, kRing = 2, kClose = 3, kGone = 4 };
+// its own connection ends next, which is then no news. kHeartbeat: an empty
+// frame that says "this process still runs" on a link that was quiet.
+enum class TcpChannel : uint32_t { kControl = 0, kCollective = 1, kRing = 2, kClose = 3, kGone = 4, kHeartbeat = 5 };
 
 class TcpMesh {
  public:
@@ -66,6 +67,12 @@ class TcpMesh {
   bool close(std::chrono::milliseconds bound);
   /// The peers whose close frame has not arrived (after close() gave up).
   std::vector<int> not_closed() const;
+  /// Liveness for a mesh that one thread drives all the time (the engine's):
+  /// progress() sends a heartbeat on every link that was quiet for a quarter
+  /// of `timeout_seconds`, and a peer from which nothing at all arrived for
+  /// `timeout_seconds` is lost (a stopped process or a frozen host: the kernel
+  /// still acknowledges TCP for them). 0 turns it off (the default).
+  void watch_liveness(double timeout_seconds);
 
  private:
   struct Outgoing {
@@ -92,6 +99,10 @@ class TcpMesh {
     std::string inbound;
     uint32_t channel = 0, tag = 0;
     bool closing = false;  // its close frame arrived: an end of stream is expected
+    // Liveness: bytes each way (counted on the hot path, no clock read), and
+    // when keep_alive() last saw them grow.
+    uint64_t heard = 0, sent = 0, heard_seen = 0, sent_seen = 0;
+    Clock::time_point last_heard{}, last_sent{};
   };
   using Key = std::tuple<int, uint32_t, uint32_t>;  // peer, channel, tag
 
@@ -113,6 +124,8 @@ class TcpMesh {
   Status end_frame(int peer);
   Status deliver(int peer, uint32_t channel, uint32_t tag, std::string message);
   Status check_size(int peer, uint32_t tag, int64_t expected, uint64_t got);
+  void keep_alive();
+  void peer_silent(int peer);
 
   const int rank_;
   const double peer_timeout_seconds_;
@@ -127,6 +140,10 @@ class TcpMesh {
   int64_t bytes_kept_aside_ = 0;
   std::vector<int> lost_;  // peers whose connections failed, not yet settled
   std::string lost_why_;   // the first socket error ("": closed)
+  bool lost_silent_ = false;             // lost_why_ is the silence of a peer that still holds its connection
+  double liveness_timeout_seconds_ = 0;  // 0: off
+  Clock::duration heartbeat_every_{}, silence_limit_{};
+  Clock::time_point next_liveness_check_{};
 };
 
 }  // namespace chorus::detail
