@@ -49,31 +49,46 @@ std::vector<Frame> frames_of(const std::string& stream) {
   return out;
 }
 
-}  // namespace
+// Rank 0's links of a 3-rank mesh over socket pairs, and the far ends: what
+// ranks 1 and 2 would read and write (rank 1's as a raw descriptor, to close
+// when the test says).
+struct RankZeroLinks {
+  std::vector<Socket> links{3};
+  int far_1 = -1;
+  Socket far_2;
+};
 
-TEST_CASE("A broken mesh sends nothing more from the callers' memory", "[tcp][mesh]") {
+RankZeroLinks rank_zero_links() {
   int to_1[2], to_2[2];
   REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to_1) == 0);
   REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to_2) == 0);
-  std::vector<Socket> links(3);
-  links[1] = Socket(to_1[0]);
-  links[2] = Socket(to_2[0]);
-  Socket far_2(to_2[1]);
-  auto mesh = std::make_unique<TcpMesh>(0, std::move(links), 30);
+  RankZeroLinks out;
+  out.links[1] = Socket(to_1[0]);
+  out.links[2] = Socket(to_2[0]);
+  out.far_1 = to_1[1];
+  out.far_2 = Socket(to_2[1]);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("A broken mesh sends nothing more from the callers' memory", "[tcp][mesh]") {
+  RankZeroLinks ends = rank_zero_links();
+  auto mesh = std::make_unique<TcpMesh>(0, std::move(ends.links), 30);
   // Far more than the socket holds, so it is under way when the mesh breaks;
   // no more than close()'s 500 ms flush can write under a sanitizer.
   std::vector<char> big(8 << 20, 0x11), small(1024, 0x22);
   TcpMesh::Ticket t1 = 0, t2 = 0;
   REQUIRE(mesh->send(2, TcpChannel::kCollective, 7, big.data(), static_cast<int64_t>(big.size()), &t1).is_ok());
   REQUIRE(mesh->send(2, TcpChannel::kCollective, 8, small.data(), static_cast<int64_t>(small.size()), &t2).is_ok());
-  ::close(to_1[1]);  // rank 1 goes: the mesh breaks
+  ::close(ends.far_1);  // rank 1 goes: the mesh breaks
   Status s;
   for (int k = 0; k < 50 && s.is_ok(); ++k) s = mesh->progress(20);
   REQUIRE_FALSE(s.is_ok());
   std::memset(big.data(), 0xEE, big.size());  // as the callers free it
   std::memset(small.data(), 0xEE, small.size());
   std::string stream;
-  std::thread reader([&] { stream = read_all(far_2.fd()); });
+  std::thread reader([&] { stream = read_all(ends.far_2.fd()); });
   mesh->close(std::chrono::milliseconds(2000));
   mesh.reset();
   reader.join();
@@ -102,14 +117,8 @@ TEST_CASE("A mesh's close names the ranks whose close never came", "[tcp][mesh]"
 }
 
 TEST_CASE("A receive whose bytes came just before its peer closed completes", "[tcp][mesh]") {
-  int to_1[2], to_2[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to_1) == 0);
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to_2) == 0);
-  std::vector<Socket> links(3);
-  links[1] = Socket(to_1[0]);
-  links[2] = Socket(to_2[0]);
-  Socket far_2(to_2[1]);
-  TcpMesh mesh(0, std::move(links), 30);
+  RankZeroLinks ends = rank_zero_links();
+  TcpMesh mesh(0, std::move(ends.links), 30);
   std::vector<char> got(1024, 0);
   TcpMesh::Ticket t = 0;
   REQUIRE(mesh.receive(1, TcpChannel::kCollective, 5, got.data(), static_cast<int64_t>(got.size()), &t).is_ok());
@@ -121,8 +130,8 @@ TEST_CASE("A receive whose bytes came just before its peer closed completes", "[
   std::memcpy(&frame[0], &channel, 4);
   std::memcpy(&frame[4], &tag, 4);
   std::memcpy(&frame[8], &n, 8);
-  REQUIRE(::write(to_1[1], frame.data(), frame.size()) == static_cast<ssize_t>(frame.size()));
-  ::close(to_1[1]);
+  REQUIRE(::write(ends.far_1, frame.data(), frame.size()) == static_cast<ssize_t>(frame.size()));
+  ::close(ends.far_1);
   REQUIRE(mesh.wait(t).is_ok());  // the transfer had all its bytes
   CHECK(got == std::vector<char>(got.size(), '\x33'));
   TcpMesh::Ticket next = 0;

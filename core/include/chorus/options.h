@@ -114,12 +114,6 @@ struct CHORUS_API RuntimeOptions {
   /// many seconds (a peer whose process ended: at once).
   /// CHORUS_PEER_TIMEOUT_SECONDS.
   double peer_timeout_seconds = 30.0;
-  /// TCP: a rank from which nothing arrived for this many seconds (its
-  /// background thread sends a heartbeat on every link quiet for a quarter
-  /// of it) is named lost on every other rank: a stopped process or a frozen
-  /// host, which the kernel still acknowledges. 10 in elastic jobs unless
-  /// set; 0 turns it off. Job-wide. CHORUS_HEARTBEAT_TIMEOUT_SECONDS.
-  double heartbeat_timeout_seconds = 30.0;
   /// TCP: when every rank runs on one host, control messages go through
   /// shared memory instead of loopback TCP (the sockets still tell of lost
   /// peers). CHORUS_TCP_SHM_CONTROL.

@@ -19,6 +19,18 @@ std::optional<std::string> read_env(const std::string& name, std::string* source
   return std::nullopt;
 }
 
+Status number_from_environment(const char* name, double fallback, double* out) {
+  *out = fallback;
+  const std::optional<std::string> text = read_env(name);
+  if (!text) return Status::ok();
+  const Knob* k = find_knob(name);
+  RuntimeOptions ignored;
+  Status s = k ? k->apply(*k, *text, &ignored) : Status::ok();
+  if (!s.is_ok()) return Status::invalid_argument("CHORUS_" + std::string(name) + "='" + *text + "': " + s.message());
+  *out = std::strtod(text->c_str(), nullptr);
+  return Status::ok();
+}
+
 namespace {
 // The job's shape for the TCP rendezvous: read and checked, naming the
 // variable, by comm/tcp/tcp_job_env.cc and tcp_rendezvous.cc (which also

@@ -19,6 +19,11 @@ namespace chorus::detail {
 /// goes to `*source` when given.
 std::optional<std::string> read_env(const std::string& name, std::string* source = nullptr);
 
+/// A number knob read where it is used (no RuntimeOptions field): its value,
+/// checked by its registry row, or `fallback` when unset; a bad value is an
+/// error naming the variable.
+Status number_from_environment(const char* name, double fallback, double* out);
+
 /// CHORUS_* variables set in this process that no knob reads (a typo, or a
 /// knob this build does not have). CHORUS_BUILD_* and CHORUS_TEST_* are
 /// left out: they belong to the project's scripts and tests.

@@ -127,18 +127,28 @@ Knob text(const char* name, const char* def, const char* what, const char* flag,
   return k;
 }
 
-// Job-wide: a rank that expects heartbeats sooner than another sends them
-// would name it lost (ranks compare it in milliseconds).
+Knob checked_row(const char* name, const char* def, KnobKind kind, const char* unit, int64_t hi,
+                 const char* description);
+
+// Read where it is used (comm/tcp/tcp_backend.cc), so no RuntimeOptions field
+// (a program built against 0.2.0's header passes the same struct). Job-wide:
+// a rank that expects heartbeats sooner than another sends them would name
+// it lost; ranks compare it in milliseconds.
 Knob heartbeat_timeout() {
-  Knob k = decimal<&RuntimeOptions::heartbeat_timeout_seconds>(
-      "HEARTBEAT_TIMEOUT_SECONDS", "30", 0, 3600, "seconds",
-      "TCP: a rank from which nothing arrived for this long is named lost on every other rank, as a closed "
-      "connection is (a stopped process, a frozen host); each rank's background thread sends a heartbeat on every "
-      "link quiet for a quarter of it, so a rank busy or asleep in user code stays alive; 10 in elastic jobs unless "
-      "set; 0: off");
+  Knob k = checked_row("HEARTBEAT_TIMEOUT_SECONDS", "30", KnobKind::kDecimal, "seconds", 3600,
+                       "TCP: a rank from which nothing arrived for this long is named lost on every other rank, as a "
+                       "closed connection is (a stopped process, a frozen host); each rank's background thread sends "
+                       "a heartbeat on every link quiet for a quarter of it, so a rank busy or asleep in user code "
+                       "stays alive; 10 in elastic jobs unless set; 0: off");
+  k.lo = 0;
   k.scope = KnobScope::kJobWide;
-  k.value = [](const RuntimeOptions& o) {
-    return static_cast<int64_t>(std::llround(o.heartbeat_timeout_seconds * 1000));
+  k.value_per_unit = 1000;
+  // Unset: the default. An elastic job's unset ranks use 10 s: safe beside a
+  // rank set to 30, whose heartbeats (every 7.5 s) still come within 10.
+  k.value = [](const RuntimeOptions&) {
+    const char* text = std::getenv("CHORUS_HEARTBEAT_TIMEOUT_SECONDS");
+    if (text == nullptr) text = std::getenv("HOROVOD_HEARTBEAT_TIMEOUT_SECONDS");
+    return static_cast<int64_t>(std::llround((text ? std::strtod(text, nullptr) : 30.0) * 1000));
   };
   return k;
 }
@@ -494,6 +504,11 @@ std::string knob_accepts(const Knob& k) {
 std::string knob_value_text(const Knob& k, int64_t value) {
   for (size_t i = 0; i < k.choice_count; ++i) {
     if (k.choices[i].value == value) return k.choices[i].text;
+  }
+  if (k.value_per_unit != 1) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", static_cast<double>(value) / static_cast<double>(k.value_per_unit));
+    return text;
   }
   return std::to_string(value);
 }

@@ -63,8 +63,10 @@ struct Knob {
   /// The field's value in `options` as text `apply` takes, so check_options
   /// judges options built in code by the same rules; nullptr for text knobs.
   std::string (*current)(const Knob& knob, const RuntimeOptions& options) = nullptr;
-  /// Job-wide knobs: the value ranks compare (whole numbers; a choice's value).
+  /// Job-wide knobs: the value ranks compare (whole numbers; a choice's value;
+  /// a decimal times `value_per_unit`, e.g. seconds as milliseconds).
   int64_t (*value)(const RuntimeOptions& options) = nullptr;
+  int64_t value_per_unit = 1;
   /// False for a knob no chorusrun flag may carry (a secret has no place
   /// on a command line).
   bool launcher_flag = true;

@@ -262,19 +262,6 @@ void EtcdRendezvous::read_notice() {
 
 namespace {
 
-// A number knob's value (checked by its registry row), or `fallback`.
-Status number_from_environment(const char* name, double fallback, double* out) {
-  *out = fallback;
-  const std::optional<std::string> text = read_env(name);
-  if (!text) return Status::ok();
-  const Knob* k = find_knob(name);
-  RuntimeOptions ignored;
-  Status s = k ? k->apply(*k, *text, &ignored) : Status::ok();
-  if (!s.is_ok()) return Status::invalid_argument("CHORUS_" + std::string(name) + "='" + *text + "': " + s.message());
-  *out = std::strtod(text->c_str(), nullptr);
-  return Status::ok();
-}
-
 Status formation_from_environment(FormationSettings* f) {
   double min_np = 1, max_np = 0;
   Status s = number_from_environment("ELASTIC_MIN_NP", 1, &min_np);

@@ -25,6 +25,7 @@ namespace {
 
 constexpr int kPeerLostExitCode = 1;
 // A survivor of an elastic job resets soon after a rank hangs (docs/elastic.md).
+constexpr double kHeartbeatTimeoutSeconds = 30;  // the registry's default (CHORUS_HEARTBEAT_TIMEOUT_SECONDS)
 constexpr double kElasticHeartbeatTimeoutSeconds = 10;
 
 class TcpBackend final : public Backend {
@@ -47,8 +48,13 @@ class TcpBackend final : public Backend {
     }
     topo_ = topology_of(rank_, world_.peers);
     topo_.scope = scope_;
+    double heartbeat = 0;  // a split's mesh: off
+    if (!connected_) {
+      Status s = heartbeat_timeout(&heartbeat);
+      if (!s.is_ok()) return s;
+    }
     mesh_ = std::make_unique<TcpMesh>(rank_, std::move(world_.links), options_.peer_timeout_seconds);
-    if (!connected_) mesh_->watch_liveness(heartbeat_timeout());
+    mesh_->watch_liveness(heartbeat);
     socket_control_ = std::make_unique<TcpControlChannel>(*mesh_);
     collectives_ = std::make_unique<TcpCollectives>(*mesh_);
     link_ = std::make_unique<TcpPeerLink>(*mesh_);
@@ -150,9 +156,9 @@ class TcpBackend final : public Backend {
   // The world's mesh watches its peers' liveness: the background thread
   // drives it all the time (a split's may sit idle between uses, as the
   // staged worker's does; the world's mesh covers the same processes).
-  double heartbeat_timeout() const {
-    if (elastic_ && !read_env("HEARTBEAT_TIMEOUT_SECONDS")) return kElasticHeartbeatTimeoutSeconds;
-    return options_.heartbeat_timeout_seconds;
+  Status heartbeat_timeout(double* seconds) const {
+    return number_from_environment("HEARTBEAT_TIMEOUT_SECONDS",
+                                   elastic_ ? kElasticHeartbeatTimeoutSeconds : kHeartbeatTimeoutSeconds, seconds);
   }
 
   // The job's secret (comm/tcp/tcp_secret.h); strangers refused are logged
