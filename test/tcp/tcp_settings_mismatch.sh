@@ -35,4 +35,8 @@ mismatch 2 'if [ "$RANK" = 0 ]; then export CHORUS_CACHE_CAPACITY=8; else export
 mismatch 3 'if [ "$RANK" = 2 ]; then export CHORUS_ALLREDUCE_ALGO=mpi; else export CHORUS_ALLREDUCE_ALGO=ring CHORUS_RING_SEGMENT_BYTES=4096; fi' \
   "CHORUS_ALLREDUCE_ALGO is ring on ranks 0, 1 and mpi on rank 2" \
   "CHORUS_RING_SEGMENT_BYTES is 4096 on ranks 0, 1 and 1048576 on rank 2"
+# A rank of another build (CHORUS_TEST_WIRE_FORMAT plays one): named with
+# each build before any setting is compared.
+mismatch 3 'if [ "$RANK" = 1 ]; then export CHORUS_TEST_WIRE_FORMAT=0; fi' \
+  "different Chorus builds" "(wire format 0) on rank 1" "on ranks 0, 2"
 exit "$failed"

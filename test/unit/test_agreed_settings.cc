@@ -2,7 +2,9 @@
 // and each rank's value.
 #include <catch2/catch.hpp>
 
+#include "chorus/version.h"
 #include "comm/agreed_settings.h"
+#include "comm/build_check.h"
 
 using namespace chorus;
 using namespace chorus::detail;
@@ -46,4 +48,26 @@ TEST_CASE("Several differing settings, three values, enums and the thread level 
   REQUIRE_THAT(m, Catch::Contains("CHORUS_RING_SEGMENT_BYTES is 1048576 on ranks 0, 1, 3 and 4096 on rank 2"));
   REQUIRE_THAT(m, Catch::Contains("the MPI thread level is MPI_THREAD_MULTIPLE on ranks 0, 1, 2 and below "
                                   "MPI_THREAD_MULTIPLE on rank 3"));
+}
+
+TEST_CASE("Ranks of different builds are named with each build's version and wire format", "[settings]") {
+  const BuildIdentity mine = this_build();
+  REQUIRE(check_builds({mine}).is_ok());
+  REQUIRE(check_builds({mine, mine, mine}).is_ok());
+  BuildIdentity newer = mine, older = mine;
+  newer.wire_format = mine.wire_format + 1;
+  newer.version = mine.version + 1000;  // the next minor version
+  older.marker = 0;                     // a build from before the identity row
+  const Status s = check_builds({mine, newer, mine, older});
+  REQUIRE(s.code() == StatusCode::kInvalidArgument);
+  const std::string version = std::to_string(CHORUS_VERSION_MAJOR) + "." + std::to_string(CHORUS_VERSION_MINOR) + "." +
+                              std::to_string(CHORUS_VERSION_PATCH);
+  const std::string next = std::to_string(CHORUS_VERSION_MAJOR) + "." + std::to_string(CHORUS_VERSION_MINOR + 1) + "." +
+                           std::to_string(CHORUS_VERSION_PATCH);
+  REQUIRE_THAT(s.message(), Catch::Contains("different Chorus builds") &&
+                                Catch::Contains("Chorus " + version + " (wire format " +
+                                                std::to_string(kWireFormatVersion) + ") on ranks 0, 2") &&
+                                Catch::Contains("Chorus " + next + " (wire format " +
+                                                std::to_string(kWireFormatVersion + 1) + ") on rank 1") &&
+                                Catch::Contains("no Chorus build identity") && Catch::Contains("on rank 3"));
 }

@@ -4,10 +4,14 @@
 #include <vector>
 
 #include "comm/agreed_settings.h"
+#include "comm/build_check.h"
 
 namespace chorus::detail {
 
 Status check_settings_agree(Communicator& comm, int size, const RuntimeOptions& options, bool thread_multiple) {
+  // Builds first, in rows every build sends alike: the settings' rows below
+  // differ in length between builds that differ in their knobs.
+  if (Status builds = check_builds_agree(comm, size); !builds.is_ok()) return builds;
   const std::vector<AgreedSetting> mine = agreed_settings(options, thread_multiple);
   std::vector<int64_t> flat(mine.size());
   for (size_t i = 0; i < mine.size(); ++i) flat[i] = mine[i].value;

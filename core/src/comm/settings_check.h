@@ -1,4 +1,5 @@
 #pragma once
+// Every rank runs the same build (comm/build_check.h), checked first.
 // Settings that change what every rank does on the wire must agree, or
 // ranks would wait on each other forever (comm/agreed_settings.h). Every
 // rank checks the same gathered values, so all fail together, with the same
