@@ -21,21 +21,26 @@
 extern "C" {
 #endif
 
-#define CHORUS_ABI_VERSION \
-  15 /* 2: allgather, reducescatter, alltoall, barrier; 3: process sets;
-                                4: chorus_join, shared-host memory; 5: CHORUS_ERR_INTERNAL;
-                                6: device buffers (*_on_device); 7: grouped allgather and reducescatter;
-                                8: chorus_start_timeline, chorus_stop_timeline; 9: CHORUS_ADASUM;
-                                10: a rank's own bad arguments to a collective return 0 and fail
-                                    at chorus_wait on every rank (before: an error at the call,
-                                    on that rank only); 11: CHORUS_INT16;
-                                12: chorus_is_homogeneous, chorus_mpi_built, chorus_cuda_built,
-                                    chorus_nccl_built, chorus_mpi_enabled, chorus_tcp_enabled;
-                                13: chorus_wait_timeout, chorus_wait_completed,
-                                    chorus_allreduce_shaped_async, chorus_grouped_allreduce_async,
-                                    chorus_refuse_async, chorus_refuse_group_async;
-                                14: chorus_elastic_enabled, chorus_elastic_host_updates;
-                                15: chorus_is_running; chorus_is_initialized as Horovod's */
+/* What each ABI version added:
+ *   2: allgather, reducescatter, alltoall, barrier
+ *   3: process sets
+ *   4: chorus_join, shared-host memory
+ *   5: CHORUS_ERR_INTERNAL
+ *   6: device buffers (*_on_device)
+ *   7: grouped allgather and reducescatter
+ *   8: chorus_start_timeline, chorus_stop_timeline
+ *   9: CHORUS_ADASUM
+ *   10: a rank's own bad arguments to a collective return 0 and fail at chorus_wait on every rank
+ *       (before: an error at the call, on that rank only)
+ *   11: CHORUS_INT16
+ *   12: chorus_is_homogeneous, chorus_mpi_built, chorus_cuda_built, chorus_nccl_built, chorus_mpi_enabled,
+ *       chorus_tcp_enabled
+ *   13: chorus_wait_timeout, chorus_wait_completed, chorus_allreduce_shaped_async,
+ *       chorus_grouped_allreduce_async, chorus_refuse_async, chorus_refuse_group_async
+ *   14: chorus_elastic_enabled, chorus_elastic_host_updates
+ *   15: chorus_is_running; chorus_is_initialized as Horovod's
+ */
+#define CHORUS_ABI_VERSION 15
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
