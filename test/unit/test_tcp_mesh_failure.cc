@@ -170,3 +170,29 @@ TEST_CASE("A quiet peer stays alive through heartbeats; a stopped one is named l
                                                             Catch::Contains("CHORUS_HEARTBEAT_TIMEOUT_SECONDS=1"));
   }
 }
+
+// A rank that learns of a loss from another (kGone) names the lost rank
+// with the reason the other saw: rank 1's limit is half rank 0's, so rank 0
+// hears of rank 2's silence from rank 1 first (its heartbeats, every 1 s,
+// keep it alive at rank 1).
+TEST_CASE("A rank told of a loss names it with the teller's reason", "[tcp][mesh][liveness]") {
+  const int size = 3;
+  std::vector<std::unique_ptr<TcpMesh>> meshes = test::tcp_meshes(size);
+  REQUIRE(meshes.size() == static_cast<size_t>(size));
+  meshes[0]->watch_liveness(4.0);
+  meshes[1]->watch_liveness(2.0);
+  const std::vector<Status> after = test::on_thread_ranks<Status>(size, [&](int r) {
+    if (r == 2) return Status::ok();  // stopped: its connections stay open
+    const auto until = Clock::now() + std::chrono::seconds(8);
+    Status s;
+    while (s.is_ok() && Clock::now() < until) s = meshes[static_cast<size_t>(r)]->progress(5);
+    return s;
+  });
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE_FALSE(after[static_cast<size_t>(r)].is_ok());
+    CHECK_THAT(
+        after[static_cast<size_t>(r)].message(),
+        Catch::StartsWith("rank " + std::to_string(r) + " lost its connection to rank 2: nothing arrived for 2 s") &&
+            Catch::Contains("CHORUS_HEARTBEAT_TIMEOUT_SECONDS=2"));
+  }
+}

@@ -437,31 +437,37 @@ Status TcpMesh::settle_losses() {
     }
   }
   std::sort(lost_.begin(), lost_.end());
-  std::string text = "rank " + std::to_string(rank_) + " lost its connection" + (lost_.size() > 1 ? "s" : "") + " to " +
-                     rank_list(lost_) + ": ";
-  if (lost_silent_) {
-    text += lost_why_;
-  } else if (!lost_why_.empty()) {
-    text += lost_why_ + " (the rank or its host stopped answering; CHORUS_PEER_TIMEOUT_SECONDS=" +
-            std::to_string(static_cast<int>(peer_timeout_seconds_)) + ")";
-  } else if (lost_.size() == 1) {
-    text += "rank " + std::to_string(lost_[0]) + " closed it (its process ended or was killed)";
-  } else {
-    text += "they closed them (their processes ended or were killed; the first to end stops the others)";
-  }
-  tell_the_others();
-  return fail(Status::aborted(text));
+  const std::string why = why_lost();
+  tell_the_others(why);
+  return fail(Status::aborted("rank " + std::to_string(rank_) + " lost its connection" + (lost_.size() > 1 ? "s" : "") +
+                              " to " + rank_list(lost_) + ": " + why));
 }
 
-// The ranks still connected learn which ranks this one lost before its own
-// connection ends, so they name those and not this one (best effort: what
-// the sockets take now, and at close()).
-void TcpMesh::tell_the_others() {
-  std::string payload(lost_.size() * 4, '\0');
+// What this rank saw of the losses, or else what the rank that told it saw.
+std::string TcpMesh::why_lost() const {
+  if (lost_silent_) return lost_why_;
+  if (!lost_why_.empty()) {
+    return lost_why_ + " (the rank or its host stopped answering; CHORUS_PEER_TIMEOUT_SECONDS=" +
+           std::to_string(static_cast<int>(peer_timeout_seconds_)) + ")";
+  }
+  if (!told_why_.empty()) return told_why_;
+  if (lost_.size() == 1) return "rank " + std::to_string(lost_[0]) + " closed it (its process ended or was killed)";
+  return "they closed them (their processes ended or were killed; the first to end stops the others)";
+}
+
+// The ranks still connected learn which ranks this one lost, and why,
+// before its own connection ends, so they name those and not this one
+// (best effort: what the sockets take now, and at close()). Payload: uint32
+// count, that many int32 ranks, then the reason's text.
+void TcpMesh::tell_the_others(const std::string& why) {
+  std::string payload(4 + lost_.size() * 4, '\0');
+  const auto count = static_cast<uint32_t>(lost_.size());
+  std::memcpy(&payload[0], &count, 4);
   for (size_t i = 0; i < lost_.size(); ++i) {
     const auto r = static_cast<int32_t>(lost_[i]);
-    std::memcpy(&payload[i * 4], &r, 4);
+    std::memcpy(&payload[4 + i * 4], &r, 4);
   }
+  payload += why;
   auto shared = std::make_shared<const std::string>(std::move(payload));
   for (int r = 0; r < size(); ++r) {
     if (r == rank_ || !peers_[static_cast<size_t>(r)].socket.valid()) continue;
@@ -471,15 +477,23 @@ void TcpMesh::tell_the_others() {
   }
 }
 
+// A malformed payload (a count past its end) names no rank: the peer's own
+// end of stream, expected now, then tells nothing either.
 void TcpMesh::heard_gone(int peer, const std::string& payload) {
   peers_[static_cast<size_t>(peer)].closing = true;  // it stops: its end of stream is expected
-  for (size_t i = 0; i + 4 <= payload.size(); i += 4) {
+  uint32_t count = 0;
+  if (payload.size() < 4) return;
+  std::memcpy(&count, payload.data(), 4);
+  if (count > (payload.size() - 4) / 4) return;
+  for (size_t i = 0; i < count; ++i) {
     int32_t r = 0;
-    std::memcpy(&r, payload.data() + i, 4);
+    std::memcpy(&r, payload.data() + 4 + i * 4, 4);
     if (r >= 0 && r < size() && r != rank_ && std::find(lost_.begin(), lost_.end(), r) == lost_.end()) {
       lost_.push_back(r);
     }
   }
+  constexpr size_t kLongestReason = 512;
+  if (told_why_.empty() && count > 0) told_why_ = payload.substr(4 + size_t{count} * 4, kLongestReason);
 }
 
 // Writes what is queued to the ranks still connected, until `until`.

@@ -27,8 +27,9 @@
 
 namespace chorus::detail {
 
-// kGone: the sender stops because it lost the ranks listed (int32 each);
-// its own connection ends next, which is then no news. kHeartbeat: an empty
+// kGone: the sender stops because it lost the ranks listed (a uint32 count,
+// int32 each), for the reason that follows as text; its own connection ends
+// next, which is then no news. kHeartbeat: an empty
 // frame that says "this process still runs" on a link that was quiet.
 enum class TcpChannel : uint32_t { kControl = 0, kCollective = 1, kRing = 2, kClose = 3, kGone = 4, kHeartbeat = 5 };
 
@@ -114,7 +115,8 @@ class TcpMesh {
   void drop_borrowed();
   Status peer_error(int peer, const std::string& what);
   Status settle_losses();
-  void tell_the_others();
+  std::string why_lost() const;
+  void tell_the_others(const std::string& why);
   void flush_before(Deadline until);
   void heard_gone(int peer, const std::string& payload);
   Status write_some(int peer);
@@ -141,6 +143,7 @@ class TcpMesh {
   std::vector<int> lost_;  // peers whose connections failed, not yet settled
   std::string lost_why_;   // the first socket error ("": closed)
   bool lost_silent_ = false;             // lost_why_ is the silence of a peer that still holds its connection
+  std::string told_why_;                 // the reason of the first rank that told of its losses (kGone)
   double liveness_timeout_seconds_ = 0;  // 0: off
   Clock::duration heartbeat_every_{}, silence_limit_{};
   Clock::time_point next_liveness_check_{};
