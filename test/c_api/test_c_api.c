@@ -5,10 +5,12 @@
  * on the first failure, naming it. */
 #include <chorus/c_api.h>
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 static int g_rank = -1;
 static void* g_shared_block = NULL;  /* allocated before shutdown, freed after */
@@ -622,6 +624,45 @@ static void test_abi13(void) {
   for (k = 0; k < 3; ++k) CHECK(f[k] == (float)((k + 1) * size));
 }
 
+/* Completion callbacks (ABI 16): one registered while pending runs once,
+ * on the background thread, and may release its handle; one registered
+ * after completion runs at once, on this thread. */
+static atomic_int g_done_calls, g_done_rc;
+static atomic_llong g_done_handle;
+
+static void record_done(void* user_data, int64_t handle) {
+  atomic_store(&g_done_rc, chorus_wait(handle)); /* returns at once, releases */
+  atomic_store(&g_done_handle, (long long)handle);
+  atomic_fetch_add((atomic_int*)user_data, 1);
+}
+
+static void test_on_complete(void) {
+  const int size = chorus_size();
+  float f[2] = {1, 2};
+  int64_t h = 0;
+  int spins = 0;
+  atomic_store(&g_done_calls, 0);
+  /* The last rank calls after a barrier: the others register while pending. */
+  if (g_rank == size - 1) CHECK(chorus_barrier() == 0);
+  CHECK(chorus_allreduce_async("c.callback", f, f, 2, CHORUS_FLOAT32, CHORUS_SUM, 1.0, 1.0, &h) == 0);
+  CHECK(chorus_on_complete(h, NULL, NULL) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_on_complete(h, record_done, (void*)&g_done_calls) == 0);
+  if (g_rank != size - 1) CHECK(chorus_barrier() == 0);
+  while (atomic_load(&g_done_calls) == 0 && spins++ < 30000) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  CHECK(atomic_load(&g_done_calls) == 1 && atomic_load(&g_done_rc) == 0 && atomic_load(&g_done_handle) == h);
+  CHECK(chorus_poll(h) == CHORUS_ERR_UNKNOWN_HANDLE); /* the callback released it */
+  CHECK(f[0] == (float)size && f[1] == (float)(2 * size));
+  CHECK(chorus_on_complete(h, record_done, (void*)&g_done_calls) == CHORUS_ERR_UNKNOWN_HANDLE);
+
+  CHECK(chorus_allreduce_async("c.callback.late", f, f, 2, CHORUS_FLOAT32, CHORUS_SUM, 1.0, 1.0, &h) == 0);
+  CHECK(chorus_wait_completed(h, 30.0) == 1);
+  CHECK(chorus_on_complete(h, record_done, (void*)&g_done_calls) == 0);
+  CHECK(atomic_load(&g_done_calls) == 2 && atomic_load(&g_done_rc) == 0); /* ran at once */
+}
+
 /* Timeline control (ABI 8): one at a time, a stop ends a valid file. */
 static void test_timeline(void) {
   char path[64], file[96];
@@ -659,6 +700,7 @@ int main(void) {
   test_allgather_and_barrier();
   test_grouped();
   test_abi13();
+  test_on_complete();
   test_errors();
   test_device_buffers();
   test_process_sets();

@@ -39,8 +39,9 @@ extern "C" {
  *       chorus_grouped_allreduce_async, chorus_refuse_async, chorus_refuse_group_async
  *   14: chorus_elastic_enabled, chorus_elastic_host_updates
  *   15: chorus_is_running; chorus_is_initialized as Horovod's
+ *   16: chorus_on_complete
  */
-#define CHORUS_ABI_VERSION 15
+#define CHORUS_ABI_VERSION 16
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -374,6 +375,15 @@ CHORUS_API int chorus_wait_timeout(int64_t handle, double timeout_seconds);
  * CHORUS_ERR_TIMEOUT still pending, or an error code for an unknown handle
  * or a negative timeout. (ABI version 13) */
 CHORUS_API int chorus_wait_completed(int64_t handle, double timeout_seconds);
+/* Calls fn(user_data, handle) once when the operation completes,
+ * successfully or not: on Chorus's background thread, or at once on this
+ * thread when it already has. The handle stays valid: fn (or anyone later)
+ * calls chorus_wait(handle), which then returns at once with the result
+ * and releases it. fn must be short and must not wait for another
+ * operation: it holds up the completions after it. For a framework whose
+ * own ops complete asynchronously (a TensorFlow AsyncOpKernel). (ABI 16) */
+typedef void (*chorus_done_fn)(void* user_data, int64_t handle);
+CHORUS_API int chorus_on_complete(int64_t handle, chorus_done_fn fn, void* user_data);
 /* Message of this thread's last error ("" if none). Valid until this thread's
  * next chorus_* call. */
 CHORUS_API const char* chorus_last_error(void);

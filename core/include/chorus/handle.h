@@ -3,6 +3,7 @@
 /// Handle: the caller's view of an operation that runs in the background.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -31,6 +32,13 @@ class CHORUS_API Handle {
   void wait(std::chrono::milliseconds timeout) const;
   /// Blocks until done and returns the result instead of throwing.
   Status wait_status() const;
+  /// Calls `fn` once with the result when the operation finishes: on the
+  /// background thread that finished it, or at once on this thread when it
+  /// already has. `fn` must be short and must not wait for another
+  /// operation (it holds up the completion of the ones after it); it may
+  /// read this handle. For frameworks that complete their own ops
+  /// asynchronously (a TensorFlow AsyncOpKernel's done callback).
+  void on_complete(std::function<void(const Status&)> fn) const;
   /// The result so far: InProgress while running.
   Status status() const;
   bool valid() const { return state_ != nullptr; }

@@ -21,7 +21,33 @@ void HandleState::set_result(Status status) {
   status_ = std::move(status);
 }
 
-void HandleState::notify() { cv_.notify_all(); }
+void HandleState::notify() {
+  cv_.notify_all();
+  std::vector<std::function<void(const Status&)>> callbacks;
+  Status status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!done_) return;
+    callbacks.swap(callbacks_);
+    status = status_;
+  }
+  for (auto& fn : callbacks) fn(status);
+}
+
+// Registered once the result is set, the callback runs at once here: a
+// caller that saw the operation complete (a wait) gets it on its thread.
+void HandleState::on_complete(std::function<void(const Status&)> fn) {
+  Status status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!done_) {
+      callbacks_.push_back(std::move(fn));
+      return;
+    }
+    status = status_;
+  }
+  fn(status);
+}
 
 void HandleState::set_output(std::shared_ptr<Tensor> output, std::vector<int64_t> received_splits) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -128,6 +154,12 @@ std::vector<int64_t> Handle::received_splits() const {
 int Handle::last_joined_rank() const {
   require_valid(state_);
   return state_->done() ? state_->last_joined_rank() : -1;
+}
+
+void Handle::on_complete(std::function<void(const Status&)> fn) const {
+  require_valid(state_);
+  if (!fn) throw InvalidArgumentError(Status::invalid_argument("Handle::on_complete: an empty callback"));
+  state_->on_complete(std::move(fn));
 }
 
 Status Handle::status() const {

@@ -1,5 +1,6 @@
 // The C ABI's handles after a call: poll, wait (at once, with a timeout, or
-// until completion without releasing) and what an alltoall received.
+// until completion without releasing), a completion callback and what an
+// alltoall received.
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -99,6 +100,16 @@ int chorus_wait_completed(int64_t handle, double timeout_seconds) {
     Status result;
     const int rc = timed_wait("chorus_wait_completed", handle, timeout_seconds, &h, &result);
     return rc != CHORUS_OK ? rc : 1;
+  });
+}
+
+int chorus_on_complete(int64_t handle, chorus_done_fn fn, void* user_data) {
+  return guarded([&]() -> int {
+    if (fn == nullptr) return fail(CHORUS_ERR_INVALID_ARGUMENT, "chorus_on_complete: fn is NULL");
+    chorus::Handle h;
+    if (!handles().find(handle, &h)) return unknown_handle(handle);
+    h.on_complete([handle, fn, user_data](const Status&) { fn(user_data, handle); });
+    return CHORUS_OK;
   });
 }
 

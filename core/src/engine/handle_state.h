@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -29,7 +30,12 @@ class HandleState {
   /// and waking after (notify()) lets a thread that waits on the batch's
   /// handles one by one wake once, not once per handle.
   void set_result(Status status);
+  /// Wakes the waiters, then runs the completion callbacks (outside the lock).
   void notify();
+  /// Runs `fn` once with the result: at once, on this thread, when the
+  /// result is already set; else on the thread that notifies (the
+  /// background thread).
+  void on_complete(std::function<void(const Status&)> fn);
   bool done() const;
   /// Waits up to `timeout` (forever when empty); returns the result, or
   /// InProgress when the time ran out first.
@@ -49,6 +55,7 @@ class HandleState {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::atomic<bool> done_{false};  // written under mu_; read without it by wait()'s spin
+  std::vector<std::function<void(const Status&)>> callbacks_;
   Status status_ = Status::in_progress();
   std::shared_ptr<Tensor> output_;
   std::vector<int64_t> received_splits_;
