@@ -1,6 +1,6 @@
 # What `pip install .` puts inside the Python package (scikit-build-core
 # installs the `python` component only): libchorus as chorus/lib/libchorus.so.0
-# (its soname), chorusrun and its exit hook in chorus/bin, found there by
+# (its soname), the TensorFlow ops as chorus/lib/libchorus_tensorflow.so, chorusrun and its exit hook in chorus/bin, found there by
 # chorus._library and the chorusrun console script (chorus/launcher.py).
 #
 # CHORUS_PYTHON_PREBUILT=<build dir> in the environment: ship what that build already made
@@ -16,6 +16,9 @@ function(chorus_python_package_prebuilt dir)
   install(FILES "${lib}" DESTINATION chorus/lib RENAME libchorus.so.0 COMPONENT python)
   install(PROGRAMS "${dir}/launcher/chorusrun" DESTINATION chorus/bin COMPONENT python)
   install(FILES "${dir}/launcher/libchorusrun_exit_hook.so" DESTINATION chorus/bin COMPONENT python)
+  if(EXISTS "${dir}/frameworks/tensorflow/libchorus_tensorflow.so")  # chorus.tensorflow's ops
+    install(FILES "${dir}/frameworks/tensorflow/libchorus_tensorflow.so" DESTINATION chorus/lib COMPONENT python)
+  endif()
   # chorus._fast when that build made one for this Python (python/CMakeLists.txt); else ctypes alone.
   file(GLOB fast "${dir}/python/chorus/_fast.*.so")
   find_package(Python3 COMPONENTS Interpreter)
@@ -41,6 +44,9 @@ endfunction()
 # Building from source: the targets just made.
 function(chorus_python_package_built)
   install(FILES $<TARGET_FILE:chorus_core> DESTINATION chorus/lib RENAME libchorus.so.0 COMPONENT python)
+  if(TARGET chorus_tensorflow)
+    install(TARGETS chorus_tensorflow LIBRARY DESTINATION chorus/lib COMPONENT python)
+  endif()
   if(TARGET chorusrun)
     set_target_properties(chorusrun PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")
     install(TARGETS chorusrun RUNTIME DESTINATION chorus/bin COMPONENT python)

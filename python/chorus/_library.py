@@ -13,7 +13,7 @@ import sysconfig
 
 # The C ABI version this package was written against; the library loaded
 # must be at least as new (c_api.h: chorus_abi_version).
-ABI_VERSION = 15  # 14: chorus_elastic_enabled, chorus_elastic_host_updates; 15: chorus_is_running
+ABI_VERSION = 16  # 14: chorus_elastic_enabled, chorus_elastic_host_updates; 15: chorus_is_running; 16: chorus_on_complete
 
 _c_int64_p = ctypes.POINTER(ctypes.c_int64)
 

@@ -1,56 +1,26 @@
-"""Gradient compression on the wire (Horovod's hvd.Compression): fp16 and bf16
-halve the bytes of float32/float64 tensors; the result comes back in the
-tensor's own dtype."""
+"""Gradient compression on the wire for torch tensors (Horovod's
+hvd.Compression; chorus/compression.py has the shared part)."""
 import torch
 
+from ..compression import CastCompressor, Compressor, NoneCompressor, compression_class  # noqa: F401
 
-class Compressor:
-    """compress(tensor) -> (tensor, ctx); decompress(tensor, ctx) -> tensor."""
+
+class _TorchCast(CastCompressor):
+    @staticmethod
+    def is_float(tensor):
+        return isinstance(tensor, torch.Tensor) and tensor.dtype.is_floating_point
 
     @staticmethod
-    def compress(tensor):
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
+    def cast(tensor, dtype):
+        return tensor.type(dtype)
 
 
-class NoneCompressor(Compressor):
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
-
-
-class _CastCompressor(Compressor):
-    wire = None
-
-    @classmethod
-    def compress(cls, tensor):
-        if isinstance(tensor, torch.Tensor) and tensor.dtype.is_floating_point and tensor.dtype != cls.wire:
-            return tensor.type(cls.wire), tensor.dtype
-        return tensor, None
-
-    @classmethod
-    def decompress(cls, tensor, ctx):
-        return tensor if ctx is None else tensor.type(ctx)
-
-
-class FP16Compressor(_CastCompressor):
+class FP16Compressor(_TorchCast):
     wire = torch.float16
 
 
-class BF16Compressor(_CastCompressor):
+class BF16Compressor(_TorchCast):
     wire = torch.bfloat16
 
 
-class Compression:
-    """Horovod's names: Compression.none, Compression.fp16; and Compression.bf16."""
-
-    none = NoneCompressor
-    fp16 = FP16Compressor
-    bf16 = BF16Compressor
+Compression = compression_class(FP16Compressor, BF16Compressor)

@@ -1,0 +1,68 @@
+"""horovod.keras's DistributedOptimizer for Keras 3: the optimizer's own
+class, whose gradients are reduced over the ranks before they are clipped,
+decayed and applied. The hook is the one step every Keras 3 backend's
+`Optimizer.apply` (and so `model.fit`) takes with the final gradients,
+after Keras's own gradient accumulation: `_clip_gradients`."""
+import keras
+
+from .. import ops as O
+from ..process_sets import global_process_set
+
+
+def _reducer():
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        from ..tensorflow.gradient_tape import _reduce
+        return _reduce
+    raise NotImplementedError(f"chorus.keras: the Keras backend '{backend}' is not supported yet "
+                              "(supported: tensorflow; KERAS_BACKEND picks the backend)")
+
+
+class _DistributedOptimizer:
+    """Mixed in front of the optimizer's class."""
+
+    def _backend_apply_gradients(self, grads, trainable_variables):
+        self._chorus_variables = list(trainable_variables)  # after Keras's filtering: one per gradient
+        return super()._backend_apply_gradients(grads, trainable_variables)
+
+    def _clip_gradients(self, grads):
+        s = self._chorus_settings
+        variables = self._chorus_variables
+        if s["steps"] > 1 and not s["average_aggregated"]:
+            grads = [g if g is None else g * s["steps"] for g in grads]  # Keras averaged them: the sum, as Horovod
+        reduced = self._chorus_reduce(list(grads), variables, compression=s["compression"],
+                                      sparse_as_dense=s["sparse_as_dense"], op=s["op"], predivide=s["predivide"],
+                                      num_groups=s["num_groups"], groups=s["groups"], process_set=s["process_set"])
+        return super()._clip_gradients(reduced)
+
+
+def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="", compression=None,
+                         sparse_as_dense=False, gradient_predivide_factor=1.0, op=O.Average,
+                         backward_passes_per_step=1, average_aggregated_gradients=False, num_groups=0, groups=None,
+                         process_set=global_process_set, scale_local_gradients=True):
+    """`optimizer` (a Keras 3 optimizer, not yet built) whose gradients are
+    reduced over the ranks of `process_set` with `op` before they are
+    applied, as horovod.keras's. backward_passes_per_step > 1 accumulates
+    that many local gradients first (Keras's gradient accumulation) and
+    reduces their sum, or their mean with average_aggregated_gradients."""
+    from ..tensorflow.compression import Compression
+    if not isinstance(optimizer, keras.optimizers.Optimizer):
+        raise TypeError(f"chorus.keras.DistributedOptimizer: a keras.optimizers.Optimizer, not "
+                        f"{type(optimizer).__name__}")
+    if optimizer.built:
+        raise ValueError("chorus.keras.DistributedOptimizer: wrap the optimizer before it is built (before "
+                         "compile() or its first apply())")
+    steps = int(backward_passes_per_step)
+    if steps < 1:
+        raise ValueError(f"chorus.keras.DistributedOptimizer: backward_passes_per_step must be >= 1, not {steps}")
+    reduce = _reducer()
+    cls = type(optimizer.__class__.__name__, (_DistributedOptimizer, optimizer.__class__), {})
+    optimizer.__class__ = cls
+    if steps > 1:
+        optimizer.gradient_accumulation_steps = steps
+    optimizer._chorus_reduce = reduce
+    optimizer._chorus_settings = dict(compression=compression or Compression.none, sparse_as_dense=sparse_as_dense,
+                                      op=O.resolve(op, None), predivide=float(gradient_predivide_factor),
+                                      num_groups=num_groups, groups=groups, process_set=process_set, steps=steps,
+                                      average_aggregated=average_aggregated_gradients)
+    return optimizer

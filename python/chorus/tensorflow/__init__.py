@@ -1,0 +1,39 @@
+"""horovod.tensorflow's API over Chorus: `import chorus.tensorflow as hvd` is
+the only change a Horovod TensorFlow 2 script needs. The collectives are
+TensorFlow ops from a library compiled against no TensorFlow (it looks up
+TensorFlow's stable C API when loaded), so one install serves every
+TensorFlow 2.x; they run eagerly and inside tf.function. docs/tensorflow.md
+lists every call, with Horovod's name where ours differs."""
+from ..basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built, gloo_enabled, init,
+                      is_homogeneous, is_initialized, is_running, local_rank, local_size, mpi_built, mpi_enabled,
+                      mpi_threads_supported, nccl_built, rank, rocm_built, shutdown, size, tcp_enabled)
+from ..errors import ChorusError, HorovodInternalError
+from ..ops import Adasum, Average, Max, Min, Product, Sum
+from ..process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from .compression import Compression
+from .functions import allgather_object, broadcast_object, broadcast_variables
+from .gradient_tape import DistributedGradientTape
+from .mpi_ops import (allgather, allreduce, alltoall, barrier, broadcast, grouped_allgather, grouped_allreduce,
+                      grouped_reducescatter, join, reducescatter)
+
+
+def size_op(process_set_id=0, name=None):
+    """The size of the set as an int32 tensor (Horovod's size_op)."""
+    import tensorflow as tf
+    from ..process_sets import _registered
+    return tf.constant(size() if process_set_id == 0 else _registered[process_set_id].size(), tf.int32, name=name)
+
+
+def rank_op(name=None):
+    import tensorflow as tf
+    return tf.constant(rank(), tf.int32, name=name)
+
+
+def local_rank_op(name=None):
+    import tensorflow as tf
+    return tf.constant(local_rank(), tf.int32, name=name)
+
+
+def local_size_op(name=None):
+    import tensorflow as tf
+    return tf.constant(local_size(), tf.int32, name=name)
