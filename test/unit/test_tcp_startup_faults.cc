@@ -1,6 +1,7 @@
 // Start-up corner cases of the TCP transport: which address rank 0 records
 // for a rank that reached it through loopback, a connect bounded by its
-// deadline, and a host segment that a failing communicator must not leak.
+// deadline, a socket joined to itself, and a host segment that a failing
+// communicator must not leak.
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -75,6 +76,28 @@ TEST_CASE("A connect that gets no answer ends at its deadline", "[tcp][connect]"
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
   CHECK_FALSE(st.is_ok());
   CHECK(took < 3.0);
+}
+
+TEST_CASE("A socket the kernel joined to itself is told from a real connection", "[tcp][connect]") {
+  // What connect_to meets when nobody listens yet and the kernel picks, as
+  // this socket's own port, the very port it dials: TCP's simultaneous open.
+  Socket self(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(self.fd(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  getsockname(self.fd(), reinterpret_cast<sockaddr*>(&addr), &len);
+  REQUIRE(::connect(self.fd(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  CHECK(connected_to_itself(self.fd()));
+
+  Socket listener;
+  int port = 0;
+  REQUIRE(listen_on("127.0.0.1", 0, &listener, &port).is_ok());
+  Socket client;
+  REQUIRE(connect_to("127.0.0.1", port, Clock::now() + std::chrono::seconds(2), &client).is_ok());
+  CHECK_FALSE(connected_to_itself(client.fd()));
+  CHECK_FALSE(connected_to_itself(listener.fd()));  // not connected at all
 }
 
 namespace {

@@ -64,6 +64,14 @@ int connect_before(int fd, const sockaddr_storage& addr, socklen_t len, Deadline
 
 }  // namespace
 
+bool connected_to_itself(int fd) {
+  sockaddr_storage here{}, there{};
+  socklen_t here_len = sizeof here, there_len = sizeof there;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&here), &here_len) != 0) return false;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&there), &there_len) != 0) return false;
+  return here_len == there_len && std::memcmp(&here, &there, here_len) == 0;
+}
+
 Socket& Socket::operator=(Socket&& other) noexcept {
   if (this != &other) {
     reset();
@@ -113,7 +121,11 @@ Status connect_to(const std::string& host, int port, Deadline deadline, Socket* 
   do {
     Socket sock(::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!sock.valid()) return Status::unknown_error("socket(): " + errno_text(errno));
-    const int e = connect_before(sock.fd(), addr, len, deadline);
+    int e = connect_before(sock.fd(), addr, len, deadline);
+    // Nobody listens yet and the kernel gave this socket the very port it
+    // dials (a loopback port just freed): TCP's simultaneous open joins the
+    // socket to itself, which would hold the port the listener needs.
+    if (e == 0 && connected_to_itself(sock.fd())) e = EADDRINUSE;
     if (e == 0) {
       // The callers exchange with blocking sockets or bounded polls alike.
       fcntl(sock.fd(), F_SETFL, fcntl(sock.fd(), F_GETFL) & ~O_NONBLOCK);

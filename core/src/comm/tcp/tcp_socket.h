@@ -36,8 +36,12 @@ class Socket {
 /// kernel picks); `*bound_port` gets the port. A port in use is an error
 /// that names it.
 Status listen_on(const std::string& host, int port, Socket* out, int* bound_port);
-/// Connects to host:port, retrying while nobody listens there yet, until `deadline`.
+/// Connects to host:port, retrying while nobody listens there yet, until
+/// `deadline`; a socket the kernel joined to itself is never returned.
 Status connect_to(const std::string& host, int port, Deadline deadline, Socket* out);
+/// Whether a connected socket's two ends are one address and port (a
+/// loopback connect that found no listener and met itself).
+bool connected_to_itself(int fd);
 /// Sends or receives exactly `n` bytes before `deadline` (the socket may be
 /// blocking or not). A closed connection or the deadline is an error.
 Status send_exactly(int fd, const void* data, size_t n, Deadline deadline);
