@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# The elastic Fashion-MNIST example (examples/python/elastic_training.py) on
-# three "hosts" (names of this machine), one worker killed with SIGKILL in the
-# middle of epoch 2: the two others must go on from their last commit and
-# reach 85 % test accuracy after 3 epochs (the script exits 1 below it).
-#   run_elastic_example.sh PYTHON CHORUSRUN SOURCE_DIR
+# An elastic Fashion-MNIST example (examples/python/elastic_training.py,
+# examples/tensorflow/tensorflow2_keras_elastic.py) on three "hosts" (names
+# of this machine), one worker killed with SIGKILL in the middle of epoch 2:
+# the two others must go on from their last commit and reach 85 % test
+# accuracy after 3 epochs (the script exits 1 below it).
+#   run_elastic_example.sh PYTHON CHORUSRUN SCRIPT MODULES
+# MODULES: what the example imports ("torch, torchvision"); without them
+# here, or without Fashion-MNIST, the test is skipped (exit 77).
 set -uo pipefail
-py="$1" chorusrun="$2" src="$3"
-if ! "$py" -c "import torch, torchvision" 2> /dev/null || [[ ! -d /usr/share/datasets/fashion-mnist ]]; then
-  echo "run_elastic_example: no torchvision or no Fashion-MNIST here: skipped"
+py="$1" chorusrun="$2" script="$3" modules="$4"
+if ! "$py" -c "import $modules" 2> /dev/null || [[ ! -d /usr/share/datasets/fashion-mnist ]]; then
+  echo "run_elastic_example: no $modules or no Fashion-MNIST here: skipped"
   exit 77
 fi
 work="$(mktemp -d)"
-script="$src/examples/python/elastic_training.py"
 trap 'pkill -9 -f "^$py $script" 2>/dev/null; rm -rf "$work"' EXIT
 printf '#!/bin/sh\necho 127.0.0.1:1\necho 127.0.0.2:1\necho 127.0.0.3:1\n' > "$work/hosts.sh"
 chmod +x "$work/hosts.sh"
-export PYTHONPATH="$src/examples/python:${PYTHONPATH:-}" EXAMPLE_DATA_DIR="$work/data" OMP_NUM_THREADS=1
+export PYTHONPATH="$(dirname "$script"):${PYTHONPATH:-}" EXAMPLE_DATA_DIR="$work/data" OMP_NUM_THREADS=1
 "$chorusrun" --min-np 2 --max-np 3 --host-discovery-script "$work/hosts.sh" "$py" "$script" > "$work/out" 2>&1 &
 job=$!
 for _ in $(seq 1200); do  # epoch 2 under way (10 minutes at most)

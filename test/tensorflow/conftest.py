@@ -1,7 +1,7 @@
 """chorus.tensorflow's tests run in every rank of one job, as test/python's
 do (its conftest explains the rules): same tests, same order. They need a
 Python with TensorFlow (run_tests.sh installs one into .venv); without it
-they skip, unless CHORUS_REQUIRE_TENSORFLOW=1 (CI), where that fails."""
+they skip, unless CHORUS_TEST_REQUIRE_TENSORFLOW=1 (CI), where that fails."""
 import os
 import sys
 
@@ -14,7 +14,7 @@ if os.environ.get("CHORUS_TEST_INSTALLED") != "1":
 try:
     import tensorflow  # noqa: F401
 except ImportError:
-    if os.environ.get("CHORUS_REQUIRE_TENSORFLOW") == "1":
+    if os.environ.get("CHORUS_TEST_REQUIRE_TENSORFLOW") == "1":
         raise
     pytest.skip("no TensorFlow in this Python", allow_module_level=True)
 

@@ -5,6 +5,9 @@ import keras
 import numpy as np
 import pytest
 
+if int(keras.__version__.split(".")[0]) < 3:
+    pytest.skip("chorus.keras needs Keras 3", allow_module_level=True)
+
 import chorus.keras as hvd
 import chorus.tensorflow.keras as hvd_tf_path
 

@@ -7,6 +7,9 @@ import threading
 import keras
 import numpy as np
 import pytest
+
+if int(keras.__version__.split(".")[0]) < 3:
+    pytest.skip("chorus.keras needs Keras 3", allow_module_level=True)
 import tensorflow as tf
 
 torch = pytest.importorskip("torch")

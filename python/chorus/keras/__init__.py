@@ -2,16 +2,22 @@
 Horovod's path horovod.tensorflow.keras): DistributedOptimizer so that
 model.fit trains data-parallel unchanged, broadcast_variables, and the
 callbacks. Backends: tensorflow (KERAS_BACKEND); docs/tensorflow.md."""
+import keras as _keras
+
+if int(_keras.__version__.split(".")[0]) < 3:
+    raise ImportError(f"chorus.keras needs Keras 3 (TensorFlow 2.16 or later brings it); this is Keras "
+                      f"{_keras.__version__}")
+
 from ..basics import (cross_rank, cross_size, init, is_initialized, local_rank, local_size, rank, shutdown,
                       size)
 from ..objects import allgather_object, broadcast_object
 from ..ops import Adasum, Average, Max, Min, Product, Sum
 from ..process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
-from . import callbacks
+from . import callbacks, elastic
 from .callbacks import broadcast_variables
 from .optimizer import DistributedOptimizer
 
-__all__ = ["DistributedOptimizer", "broadcast_variables", "callbacks", "init", "shutdown", "is_initialized", "size",
-           "rank", "local_size", "local_rank", "cross_size", "cross_rank", "broadcast_object", "allgather_object",
+__all__ = ["DistributedOptimizer", "broadcast_variables", "callbacks", "elastic", "init", "shutdown",
+           "is_initialized", "size", "rank", "local_size", "local_rank", "cross_size", "cross_rank", "broadcast_object", "allgather_object",
            "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet", "add_process_set",
            "remove_process_set", "global_process_set"]

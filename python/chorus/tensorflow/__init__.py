@@ -10,6 +10,7 @@ from ..basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, 
 from ..errors import ChorusError, HorovodInternalError
 from ..ops import Adasum, Average, Max, Min, Product, Sum
 from ..process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from . import elastic  # hvd.elastic: TensorFlowKerasState, TensorFlowState, run
 from .compression import Compression
 from .functions import allgather_object, broadcast_object, broadcast_variables
 from .gradient_tape import DistributedGradientTape
@@ -37,3 +38,11 @@ def local_rank_op(name=None):
 def local_size_op(name=None):
     import tensorflow as tf
     return tf.constant(local_size(), tf.int32, name=name)
+
+
+def __getattr__(name):
+    # Imported on first use: it needs Keras 3, which `import chorus.tensorflow` alone does not.
+    if name == "SyncBatchNormalization":
+        from .sync_batch_norm import SyncBatchNormalization
+        return SyncBatchNormalization
+    raise AttributeError(f"module 'chorus.tensorflow' has no attribute '{name}'")
