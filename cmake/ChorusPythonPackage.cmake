@@ -1,6 +1,8 @@
 # What `pip install .` puts inside the Python package (scikit-build-core
 # installs the `python` component only): libchorus as chorus/lib/libchorus.so.0
-# (its soname), the TensorFlow ops as chorus/lib/libchorus_tensorflow.so, chorusrun and its exit hook in chorus/bin, found there by
+# (its soname), the TensorFlow ops as chorus/lib/libchorus_tensorflow.so, the
+# JAX FFI handlers as chorus/lib/libchorus_jax.so (where jaxlib's header was
+# found), chorusrun and its exit hook in chorus/bin, found there by
 # chorus._library and the chorusrun console script (chorus/launcher.py).
 #
 # CHORUS_PYTHON_PREBUILT=<build dir> in the environment: ship what that build already made
@@ -18,6 +20,9 @@ function(chorus_python_package_prebuilt dir)
   install(FILES "${dir}/launcher/libchorusrun_exit_hook.so" DESTINATION chorus/bin COMPONENT python)
   if(EXISTS "${dir}/frameworks/tensorflow/libchorus_tensorflow.so")  # chorus.tensorflow's ops
     install(FILES "${dir}/frameworks/tensorflow/libchorus_tensorflow.so" DESTINATION chorus/lib COMPONENT python)
+  endif()
+  if(EXISTS "${dir}/frameworks/jax/libchorus_jax.so")  # chorus.jax's FFI handlers
+    install(FILES "${dir}/frameworks/jax/libchorus_jax.so" DESTINATION chorus/lib COMPONENT python)
   endif()
   # chorus._fast when that build made one for this Python (python/CMakeLists.txt); else ctypes alone.
   file(GLOB fast "${dir}/python/chorus/_fast.*.so")
@@ -46,6 +51,9 @@ function(chorus_python_package_built)
   install(FILES $<TARGET_FILE:chorus_core> DESTINATION chorus/lib RENAME libchorus.so.0 COMPONENT python)
   if(TARGET chorus_tensorflow)
     install(TARGETS chorus_tensorflow LIBRARY DESTINATION chorus/lib COMPONENT python)
+  endif()
+  if(TARGET chorus_jax)
+    install(TARGETS chorus_jax LIBRARY DESTINATION chorus/lib COMPONENT python)
   endif()
   if(TARGET chorusrun)
     set_target_properties(chorusrun PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")

@@ -106,6 +106,22 @@ def _candidates():
     return found
 
 
+def adapter_library(file_name, variable, build_subdir, who):
+    """Where a framework adapter's library is (libchorus_tensorflow.so,
+    libchorus_jax.so): $`variable`, else inside the package (pip), else in
+    a source checkout's build folder; ImportError naming where it looked."""
+    explicit = os.environ.get(variable)
+    here = pathlib.Path(__file__).resolve().parent
+    build = pathlib.Path(os.environ.get("CHORUS_BUILD_DIR", str(here.parent.parent / "build")))
+    candidates = [pathlib.Path(explicit)] if explicit else [here / "lib" / file_name,
+                                                           build / build_subdir / file_name]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise ImportError(f"{who}: {file_name} not found (looked at " + ", ".join(str(c) for c in candidates) +
+                      f"); install the package with pip, or set {variable}")
+
+
 def _preload_wheel_nccl():
     """A torch from PyPI brings its own NCCL (the nvidia-nccl-cu* wheel), newer
     than the one libchorus was linked with. Whichever libnccl.so.2 loads first

@@ -25,10 +25,24 @@ def init(comm=None, process_sets=None):
         ps.add_process_set(s)
 
 
+# What a framework runs before the runtime stops: its own queued work that
+# may still call Chorus drains first (chorus.jax: JAX dispatches jitted
+# steps asynchronously, so the last steps' collectives may not have run yet
+# when the program ends).
+_before_shutdown = []
+
+
+def _drain_frameworks():
+    for drain in _before_shutdown:
+        drain()
+
+
 def shutdown():
     """Stops Chorus on this rank; pending operations fail. init() may follow."""
     from . import process_sets as ps
     try:
+        if lib.chorus_is_initialized() == 1:
+            _drain_frameworks()
         check(lib.chorus_shutdown())
     finally:  # the sets end with the runtime, also one that already shut itself down (a lost rank)
         ps._after_shutdown()
@@ -130,6 +144,10 @@ def ccl_built():
 
 def _shutdown_at_exit():
     if lib.chorus_is_initialized() == 1:
+        try:
+            _drain_frameworks()
+        except Exception:  # noqa: BLE001 (the program is ending: its own error was already raised)
+            pass
         lib.chorus_shutdown()
 
 

@@ -222,6 +222,24 @@ def run_fn(func, reset):
     return wrapper
 
 
+def run_translating(func, translate, reset=None):
+    """run_fn(func, reset) for a framework whose collectives fail with its own
+    error type inside a compiled function (TensorFlow's graphs, jax.jit):
+    `translate(error)` gives the Chorus error it stands for (AbortedError for
+    a lost rank), or None to let it propagate as it is."""
+
+    @functools.wraps(func)
+    def translated(state, *args, **kwargs):
+        try:
+            return func(state, *args, **kwargs)
+        except Exception as e:  # noqa: BLE001 (translate decides; the rest propagates unchanged)
+            chorus_error = translate(e)
+            if chorus_error is None:
+                raise
+            raise chorus_error from e
+    return run_fn(translated, reset or _reset)
+
+
 def run(func):
     """Decorator (Horovod's hvd.elastic.run): `func(state, *args, **kwargs)` is
     called after a sync of `state` from rank 0; when a rank is lost

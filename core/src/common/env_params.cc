@@ -44,7 +44,8 @@ bool is_job_variable(const std::string& name) {
 
 // Read by the Python package (python/chorus) and the scripts, not by the library.
 bool is_package_variable(const std::string& name) {
-  for (const char* v : {"LIBRARY", "TENSORFLOW_LIBRARY", "PYTHON_PREBUILT", "PYTHON_CTYPES_ONLY", "VENV"}) {
+  for (const char* v :
+       {"LIBRARY", "TENSORFLOW_LIBRARY", "JAX_LIBRARY", "PYTHON_PREBUILT", "PYTHON_CTYPES_ONLY", "VENV"}) {
     if (name == v) return true;
   }
   return false;

@@ -1,15 +1,18 @@
 #include "collective_kernels.h"
 
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "chorus_functions.h"
 #include "kernel_call.h"
+#include "unnamed_calls.h"
 
 namespace chorus::tf {
+
+using adapter::chorus_functions;
+using adapter::ChorusFunctions;
 
 namespace {
 
@@ -29,13 +32,7 @@ struct Kernel {
 // "<kind>.tf.noname.<n>", one counter per process set, as the Python
 // package's unnamed calls ("allreduce.noname.<n>").
 std::string auto_name(const char* kind, int64_t process_set) {
-  static std::mutex mu;
-  static std::map<int64_t, int64_t> counters;
-  int64_t n;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    n = counters[process_set]++;
-  }
+  const int64_t n = adapter::next_unnamed_call(process_set);
   std::string name = std::string(kind) + ".tf.noname.";
   if (process_set != 0) name += "set" + std::to_string(process_set) + ".";
   return name + std::to_string(n);

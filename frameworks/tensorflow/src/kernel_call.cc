@@ -4,6 +4,9 @@
 
 namespace chorus::tf {
 
+using adapter::chorus_functions;
+using adapter::ChorusFunctions;
+
 KernelCall::~KernelCall() {
   for (TF_Tensor* t : held_) tensorflow_c_api().api.TF_DeleteTensor(t);
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "chorus_functions.h"
 #include "collective_kernels.h"
 #include "tf_c_api.h"
 
@@ -131,6 +132,13 @@ bool register_all() {
 }  // namespace
 
 }  // namespace chorus::tf
+
+// Binds the ops to the libchorus at `library_path` (already loaded by the
+// caller): 0, or -1 with the reason in `error`.
+extern "C" __attribute__((visibility("default"))) int chorus_tf_bind(const char* library_path, char* error,
+                                                                     int error_size) {
+  return chorus::adapter::bind_chorus_functions(library_path, "the TensorFlow ops", error, error_size);
+}
 
 // Why the ops did not register ("" when they did), for the Python package's error.
 extern "C" __attribute__((visibility("default"))) const char* chorus_tf_registration_error() {

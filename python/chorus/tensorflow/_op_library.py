@@ -3,8 +3,6 @@ frameworks/tensorflow against no TensorFlow) and binds them to the libchorus
 the package loaded, so TensorFlow's ops and every other call of the process
 share one runtime."""
 import ctypes
-import os
-import pathlib
 
 import tensorflow as tf
 
@@ -13,26 +11,8 @@ from .. import _library
 _NAME = "libchorus_tensorflow.so"
 
 
-def _candidates():
-    explicit = os.environ.get("CHORUS_TENSORFLOW_LIBRARY")
-    if explicit:
-        return [pathlib.Path(explicit)]
-    here = pathlib.Path(__file__).resolve().parent.parent
-    found = [here / "lib" / _NAME]  # installed by pip: inside the package
-    build = os.environ.get("CHORUS_BUILD_DIR", str(here.parent.parent / "build"))
-    found.append(pathlib.Path(build) / "frameworks" / "tensorflow" / _NAME)
-    return found
-
-
 def _load():
-    tried = []
-    for path in _candidates():
-        if path.is_file():
-            break
-        tried.append(str(path))
-    else:
-        raise ImportError("chorus.tensorflow: " + _NAME + " not found (looked at " + ", ".join(tried) +
-                          "); install the package with pip, or set CHORUS_TENSORFLOW_LIBRARY")
+    path = _library.adapter_library(_NAME, "CHORUS_TENSORFLOW_LIBRARY", "frameworks/tensorflow", "chorus.tensorflow")
     module = tf.load_op_library(str(path))
     handle = ctypes.CDLL(str(path))  # the same library TensorFlow loaded
     handle.chorus_tf_registration_error.restype = ctypes.c_char_p

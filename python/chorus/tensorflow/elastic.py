@@ -11,8 +11,6 @@ The model's weights and the optimizer's variables are saved as NumPy
 copies at each commit, restored after a lost rank, and synced from rank 0
 after every reset; other keyword arguments are plain values (ObjectState).
 """
-import functools
-
 import numpy as np
 import tensorflow as tf
 
@@ -37,29 +35,16 @@ def _as_chorus_error(error):
     return None
 
 
-def _raising_chorus_errors(func):
-    @functools.wraps(func)
-    def wrapper(state, *args, **kwargs):
-        try:
-            return func(state, *args, **kwargs)
-        except tf.errors.OpError as e:
-            translated = _as_chorus_error(e)
-            if translated is None:
-                raise
-            raise translated from e
-    return wrapper
-
-
 def run_fn(func, reset):
     """chorus.elastic.run_fn for TensorFlow functions (Horovod's run_fn)."""
-    return _elastic.run_fn(_raising_chorus_errors(func), reset)
+    return _elastic.run_translating(func, _as_chorus_error, reset)
 
 
 def run(func):
     """chorus.elastic.run (Horovod's hvd.elastic.run) for a function whose
     collectives may run inside tf.function or model.fit: TensorFlow's
     AbortedError from a lost rank is the loop's AbortedError."""
-    return _elastic.run_fn(_raising_chorus_errors(func), _elastic._reset)
+    return _elastic.run_translating(func, _as_chorus_error)
 
 
 def _values(variables):
