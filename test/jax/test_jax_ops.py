@@ -188,3 +188,20 @@ def test_bad_input_fails_on_every_rank():
         jax.jit(lambda x: hvd.alltoall(x, splits=[1] * hvd.size()))(jnp.ones(hvd.size()))
     # and the runtime goes on
     np.testing.assert_allclose(hvd.allreduce(jnp.ones(2), op=hvd.Sum), np.full(2, hvd.size()))
+
+
+def test_process_sets_inside_and_outside_jit():
+    if hvd.size() < 2:
+        pytest.skip("a process set of two ranks needs two")
+    ps = hvd.add_process_set([0, 1])
+    try:
+        if ps.included():
+            x = jnp.ones(3) * (hvd.rank() + 1)
+            for mode in MODES:
+                np.testing.assert_allclose(run(mode, lambda t: hvd.allreduce(t, op=hvd.Sum, process_set=ps), x),
+                                           np.full(3, 3.0))
+                assert run(mode, lambda t: hvd.allgather(t, process_set=ps), x).shape == (6,)
+                np.testing.assert_allclose(run(mode, lambda t: hvd.broadcast(t, 1, process_set=ps), x),
+                                           np.full(3, 2.0))
+    finally:
+        hvd.remove_process_set(ps)

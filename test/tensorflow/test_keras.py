@@ -40,10 +40,13 @@ def _shard(x):
 
 def test_fit_matches_one_process_on_all_the_data():
     x, y = _data()
-    got, _ = _fit(_model(), hvd.DistributedOptimizer(keras.optimizers.SGD(0.05)), _shard(x), _shard(y), ROWS, 5)
-    want, _ = _fit(_model(), keras.optimizers.SGD(0.05), x, y, len(x), 5)
+    opt, plain = hvd.DistributedOptimizer(keras.optimizers.SGD(0.05)), keras.optimizers.SGD(0.05)
+    got, _ = _fit(_model(), opt, _shard(x), _shard(y), ROWS, 5)
+    want, _ = _fit(_model(), plain, x, y, len(x), 5)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6)
+    # The optimizer's variables are its own: not the model's too (checkpoints, broadcasts).
+    assert [v.path.split("/")[-1] for v in opt.variables] == [v.path.split("/")[-1] for v in plain.variables]
 
 
 @pytest.mark.parametrize("average", [False, True])

@@ -14,15 +14,52 @@ def _reducer():
     if backend == "tensorflow":
         from ..tensorflow.gradient_tape import _reduce
         return _reduce
+    if backend == "jax":
+        return _reduce_jax
     raise NotImplementedError(f"chorus.keras: the Keras backend '{backend}' is not supported yet "
-                              "(supported: tensorflow; KERAS_BACKEND picks the backend)")
+                              "(supported: tensorflow, jax; KERAS_BACKEND picks the backend)")
+
+
+def _reduce_jax(grads, variables, compression, sparse_as_dense, op, predivide, num_groups, groups, process_set):
+    """The JAX backend: Keras traces the train step under jax.jit, so the
+    gradients go through chorus.jax's primitives, all in one grouped call
+    (num_groups and groups do not split it)."""
+    from ..jax import compression as jax_compression
+    from ..jax.mpi_ops import grouped_allreduce
+    if predivide != 1.0 and op != O.Average:
+        raise ValueError("chorus.keras.DistributedOptimizer: gradient_predivide_factor needs op=Average")
+    prescale, postscale = (1.0 / predivide, predivide) if predivide != 1.0 else (1.0, 1.0)
+    # The same compression under the JAX backend's name for it.
+    wire = getattr(jax_compression.Compression, _compression_name(compression))
+    present = [i for i, g in enumerate(grads) if g is not None]
+    packed = [wire.compress(grads[i]) for i in present]
+    reduced = grouped_allreduce([p for p, _ in packed], op=op, prescale_factor=prescale, postscale_factor=postscale,
+                                process_set=process_set)
+    out = list(grads)
+    for i, r, (_, ctx) in zip(present, reduced, packed):
+        out[i] = wire.decompress(r, ctx)
+    return out
+
+
+def _compression_name(compression):
+    for name in ("none", "fp16", "bf16"):
+        if compression.__name__.lower().startswith(name):
+            return name
+    raise ValueError(f"chorus.keras.DistributedOptimizer: unknown compression {compression.__name__}")
+
+
+def _no_compression():
+    from ..compression import NoneCompressor
+    return NoneCompressor
 
 
 class _DistributedOptimizer:
     """Mixed in front of the optimizer's class."""
 
     def _backend_apply_gradients(self, grads, trainable_variables):
-        self._chorus_variables = list(trainable_variables)  # after Keras's filtering: one per gradient
+        # After Keras's filtering: one per gradient. Set past Keras's attribute
+        # tracking, which would count the model's variables as the optimizer's.
+        object.__setattr__(self, "_chorus_variables", list(trainable_variables))
         return super()._backend_apply_gradients(grads, trainable_variables)
 
     def _clip_gradients(self, grads):
@@ -45,7 +82,6 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     applied, as horovod.keras's. backward_passes_per_step > 1 accumulates
     that many local gradients first (Keras's gradient accumulation) and
     reduces their sum, or their mean with average_aggregated_gradients."""
-    from ..tensorflow.compression import Compression
     if not isinstance(optimizer, keras.optimizers.Optimizer):
         raise TypeError(f"chorus.keras.DistributedOptimizer: a keras.optimizers.Optimizer, not "
                         f"{type(optimizer).__name__}")
@@ -61,7 +97,7 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     if steps > 1:
         optimizer.gradient_accumulation_steps = steps
     optimizer._chorus_reduce = reduce
-    optimizer._chorus_settings = dict(compression=compression or Compression.none, sparse_as_dense=sparse_as_dense,
+    optimizer._chorus_settings = dict(compression=compression or _no_compression(), sparse_as_dense=sparse_as_dense,
                                       op=O.resolve(op, None), predivide=float(gradient_predivide_factor),
                                       num_groups=num_groups, groups=groups, process_set=process_set, steps=steps,
                                       average_aggregated=average_aggregated_gradients)
