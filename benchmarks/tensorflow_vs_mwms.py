@@ -6,6 +6,7 @@ prints the ratio; one side alone:
 
     chorusrun -np 2 python3 benchmarks/tensorflow_vs_mwms.py --mode chorus
     TF_CONFIG=... python3 benchmarks/tensorflow_vs_mwms.py --mode mwms   (one per worker)
+    chorusrun -np 2 python3 benchmarks/tensorflow_vs_mwms.py --mode alone  (no collective: the ceiling)
 """
 import argparse
 import json
@@ -49,7 +50,9 @@ def timed(step, warmup, steps):
     return time.perf_counter() - start
 
 
-def run_chorus(args):
+def run_chorus(args, communicate=True):
+    """Chorus's step; communicate=False: the same processes, each training
+    alone with no collective at all (the ceiling any method can reach here)."""
     import chorus.tensorflow as hvd
     hvd.init()
     model, (x, y) = resnet_like(), synthetic(args.batch)
@@ -60,7 +63,9 @@ def run_chorus(args):
     def step():
         with tf.GradientTape() as tape:
             loss = loss_fn(y, model(x, training=True))
-        grads = hvd.DistributedGradientTape(tape).gradient(loss, model.trainable_variables)
+        if communicate:
+            tape = hvd.DistributedGradientTape(tape)
+        grads = tape.gradient(loss, model.trainable_variables)
         opt.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 
@@ -97,12 +102,15 @@ def run_mwms(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--mode", choices=["chorus", "mwms"], required=True)
+    p.add_argument("--mode", choices=["chorus", "mwms", "alone"], required=True)
     p.add_argument("--batch", type=int, default=32, help="images per rank per step")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--steps", type=int, default=30)
     args = p.parse_args()
-    rank, size, seconds = (run_chorus if args.mode == "chorus" else run_mwms)(args)
+    if args.mode == "mwms":
+        rank, size, seconds = run_mwms(args)
+    else:
+        rank, size, seconds = run_chorus(args, communicate=args.mode == "chorus")
     if rank == 0:
         images = args.batch * size * args.steps
         print(f"{args.mode}: {size} ranks, batch {args.batch}/rank, {args.steps} steps: "

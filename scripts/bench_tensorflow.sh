@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Chorus against TensorFlow's MultiWorkerMirroredStrategy, same model, batch
 # and TensorFlow, both at NP ranks on this host, in one run
-# (benchmarks/tensorflow_vs_mwms.py), then the ratio. Needs a Python with
+# (benchmarks/tensorflow_vs_mwms.py), then the ratio; and the ceiling: the
+# same processes each training alone with no collective. Needs a Python with
 # TensorFlow and chorus (.venv after the README's test command).
 #   scripts/bench_tensorflow.sh [NP] [extra args for the benchmark]
 set -euo pipefail
@@ -30,3 +31,8 @@ grep "images/s" "$out/mwms.0"
 chorus_rate="$(grep -o '[0-9.]* images/s' "$out/chorus" | cut -d' ' -f1)"
 mwms_rate="$(grep -o '[0-9.]* images/s' "$out/mwms.0" | cut -d' ' -f1)"
 python3 -c "print(f'chorus / MultiWorkerMirroredStrategy: {$chorus_rate / $mwms_rate:.2f}x')"
+# The ceiling: the same processes each training alone, no collective at all.
+"$chorusrun" -np "$np" "$py" "$bench" --mode alone "$@" | tee "$out/alone"
+alone_rate="$(grep -o '[0-9.]* images/s' "$out/alone" | cut -d' ' -f1)"
+python3 -c "print(f'no communication at all / MultiWorkerMirroredStrategy: {$alone_rate / $mwms_rate:.2f}x "\
+"(the most any method could gain here); chorus / that: {$chorus_rate / $alone_rate:.2f}')"

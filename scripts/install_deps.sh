@@ -24,6 +24,7 @@ packages=(
   clang-14 libclang-rt-14-dev    # clang++ with libFuzzer: the decoders' fuzz tests (test/fuzz); the main build stays g++
   clang-format                   # scripts/check_format.sh: the changed lines against .clang-format (run_tests.sh)
   etcd-server                    # etcd: the elastic rendezvous without chorusrun, against a real server (test/elastic/elastic_etcd.sh)
+  openjdk-17-jre-headless        # java for Spark: chorus.spark's tests run a local Spark (test/spark)
 )
 
 missing=()

@@ -7,7 +7,8 @@
 #   jax and jaxlib 0.5.3 (CHORUS_JAX_PIP; the newest whose ml_dtypes
 #     agrees with TensorFlow 2.17's) and optax 0.2.4, for chorus.jax;
 #   numpy 1.26.4 (jax 0.5 needs >= 1.25; Debian's torch, built against
-#     1.24, runs on any 1.x), ml_dtypes 0.4.1 and scipy 1.11.4 to hold it.
+#     1.24, runs on any 1.x), ml_dtypes 0.4.1 and scipy 1.11.4 to hold it;
+#   pyspark 3.5.3, for chorus.spark (with the JRE install_deps.sh installs).
 # Skips pip when the venv already has them all (CI on a warm machine).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,7 +16,7 @@ venv="${CHORUS_VENV:-$root/.venv}"
 tensorflow="${CHORUS_TENSORFLOW_PIP:-tensorflow-cpu==2.17.1}"
 jax="${CHORUS_JAX_PIP:-jax==0.5.3}"
 wanted=("$tensorflow" "$jax" "jaxlib==${jax#*==}" "optax==0.2.4" "numpy==1.26.4" "ml_dtypes==0.4.1"
-        "scipy==1.11.4")
+        "scipy==1.11.4" "pyspark==3.5.3")
 [[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv --system-site-packages "$venv"
 missing="$("$venv/bin/python" - "${wanted[@]}" <<'PY'
 import importlib.metadata as m, sys

@@ -1,0 +1,107 @@
+"""Chorus on Spark (docs/clusters.md): `chorus.spark.run(fn)` runs `fn` as
+one Chorus job over Spark's barrier execution mode, one rank per barrier
+task, and returns every rank's result in rank order (horovod.spark.run's
+call).
+
+    import chorus.spark
+    def train():
+        import chorus.torch as hvd
+        hvd.init()
+        ...
+        return hvd.rank(), accuracy
+    results = chorus.spark.run(train, num_proc=2)
+
+The tasks of one barrier stage start together or not at all. They agree on
+rank 0's address through BarrierTaskContext.allGather, then meet over
+Chorus's TCP rendezvous with a per-job secret made on the driver (no ssh,
+no MPI). A rank's exception fails the call with that rank named; Spark
+stops the stage's other tasks."""
+import os
+import secrets
+import socket
+import traceback
+
+from .errors import ChorusError
+
+_FAILED = "chorus.spark.run: rank "
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def _local_ranks(hosts, rank):
+    """This rank's index among the ranks on its host, and how many there are."""
+    mine = [r for r, h in enumerate(hosts) if h == hosts[rank]]
+    return mine.index(rank), len(mine)
+
+
+def _job_env(rank, size, hosts, master, secret, extra):
+    local_rank, local_size = _local_ranks(hosts, rank)
+    env = {"CHORUS_TRANSPORT": "tcp", "RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(local_rank),
+           "LOCAL_WORLD_SIZE": str(local_size), "MASTER_ADDR": master[0], "MASTER_PORT": str(master[1]),
+           "CHORUS_SECRET": secret}
+    env.update(extra or {})
+    return env
+
+
+def _task(fn, args, kwargs, secret, extra_env):
+    def run_partition(_):
+        from pyspark import BarrierTaskContext
+        context = BarrierTaskContext.get()
+        rank = context.partitionId()
+        host = context.getTaskInfos()[rank].address.rsplit(":", 1)[0]
+        # Every rank tells its host; rank 0 also a port it found free there.
+        told = context.allGather(f"{host} {_free_port() if rank == 0 else 0}")
+        hosts = [t.split()[0] for t in told]
+        master = (hosts[0], int(told[0].split()[1]))
+        _shutdown_chorus()  # a failed job before may have left its runtime in this reused Python worker
+        saved = dict(os.environ)
+        os.environ.update(_job_env(rank, len(told), hosts, master, secret, extra_env))
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as e:  # noqa: BLE001 (named, then raised: Spark fails the stage)
+            # No shutdown here: the others must not fail first (on this rank's
+            # shutdown), or Spark would report their failure, not this one's.
+            # Spark stops them once this task failed.
+            raise RuntimeError(f"{_FAILED}{rank} failed: {type(e).__name__}: {e}\n{traceback.format_exc()}") from e
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        _shutdown_chorus()  # Spark may reuse this Python worker for another job
+        yield rank, result
+    return run_partition
+
+
+def _shutdown_chorus():
+    try:
+        from . import basics
+        if basics.is_initialized():
+            basics.shutdown()
+    except Exception:  # noqa: BLE001 (a failed rank's runtime may be gone already)
+        pass
+
+
+def run(fn, args=(), kwargs=None, num_proc=None, env=None, spark_context=None):
+    """Runs fn(*args, **kwargs) on `num_proc` barrier tasks (default: the
+    context's default parallelism), each one rank of a Chorus job; returns
+    the ranks' results in rank order. `env`: more environment variables
+    for every rank (CHORUS_* knobs). A rank's exception raises ChorusError
+    naming the rank and carrying its traceback."""
+    from pyspark import SparkContext
+    sc = spark_context or SparkContext.getOrCreate()
+    n = sc.defaultParallelism if num_proc is None else int(num_proc)
+    if n < 1:
+        raise ValueError(f"chorus.spark.run: num_proc must be >= 1, not {n}")
+    task = _task(fn, tuple(args), dict(kwargs or {}), secrets.token_hex(16), env)
+    try:
+        results = sc.parallelize(range(n), n).barrier().mapPartitions(task).collect()
+    except Exception as e:  # noqa: BLE001 (py4j's error carries the rank's message)
+        text = str(e)
+        if _FAILED not in text:
+            raise
+        message = text[text.index(_FAILED):].split("\n\tat ")[0]  # the rank's words, not the Java stack
+        raise ChorusError(message.strip()[:4000]) from e
+    return [result for _, result in sorted(results, key=lambda item: item[0])]
