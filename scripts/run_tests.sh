@@ -23,13 +23,13 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # Shares, in minutes, on 2 cores: each about 1.5x what the step takes from an
 # empty ccache on the slowest machine of this kind seen (docs/testing.md).
-ci_step deps 20 bash -c '"$1/scripts/install_deps.sh" && "$1/scripts/install_test_frameworks.sh"' _ "$root"
+ci_step deps 25 bash -c '"$1/scripts/install_deps.sh" && "$1/scripts/install_test_frameworks.sh"' _ "$root"
 ci_step format 2 "$root/scripts/check_format.sh"
 ci_step build 20 "$root/scripts/build.sh"
 ci_step python 4 "$root/scripts/install_python_package.sh"
 ci_step "main suite" 32 bash -c 'cd "$1" && shift && exec ctest --output-on-failure --timeout 900 "$@"' \
   _ "$build" "$@"
 if (($# == 0)) && [[ "${CHORUS_SANITIZERS:-1}" != 0 ]]; then
-  ci_step asan 18 "$root/scripts/run_sanitizers.sh" asan
+  ci_step asan 22 "$root/scripts/run_sanitizers.sh" asan
   ci_step tsan 12 "$root/scripts/run_sanitizers.sh" tsan
 fi
