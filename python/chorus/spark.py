@@ -19,11 +19,17 @@ stops the stage's other tasks."""
 import os
 import secrets
 import socket
+import time
 import traceback
 
-from .errors import ChorusError
+from .errors import AbortedError, ChorusError
 
 _FAILED = "chorus.spark.run: rank "
+# A rank whose collective was aborted by another rank's failure waits this
+# long before failing its task: Spark reports a barrier stage's first failed
+# task, and it should be the rank that failed first, not the ones it stopped.
+# Spark kills the waiting tasks as soon as that first failure aborts the stage.
+_SECONDARY_FAILURE_DELAY_SECONDS = 10.0
 
 
 def _free_port():
@@ -66,6 +72,8 @@ def _task(fn, args, kwargs, secret, extra_env):
             # No shutdown here: the others must not fail first (on this rank's
             # shutdown), or Spark would report their failure, not this one's.
             # Spark stops them once this task failed.
+            if isinstance(e, AbortedError):
+                time.sleep(_SECONDARY_FAILURE_DELAY_SECONDS)  # the failure that caused this one goes first
             raise RuntimeError(f"{_FAILED}{rank} failed: {type(e).__name__}: {e}\n{traceback.format_exc()}") from e
         finally:
             os.environ.clear()
