@@ -13,7 +13,7 @@ import sysconfig
 
 # The C ABI version this package was written against; the library loaded
 # must be at least as new (c_api.h: chorus_abi_version).
-ABI_VERSION = 16  # 14: chorus_elastic_enabled, chorus_elastic_host_updates; 15: chorus_is_running; 16: chorus_on_complete
+ABI_VERSION = 17  # 15: chorus_is_running; 16: chorus_on_complete; 17: chorus_rendezvous_*
 
 _c_int64_p = ctypes.POINTER(ctypes.c_int64)
 
@@ -90,6 +90,14 @@ _PROTOTYPES = {
     "chorus_abi_version": (_int, []),
     "chorus_elastic_enabled": (_int, []),
     "chorus_elastic_host_updates": (_int, [_c_int64_p, _ints]),
+    "chorus_rendezvous_start": (_int, [_str, _str, _str, _int, _int, _dbl, _dbl, _str, _str, _ptrs]),
+    "chorus_rendezvous_port": (_int, [_ptr]),
+    "chorus_rendezvous_expect": (_int, [_ptr, _str]),
+    "chorus_rendezvous_gone": (_int, [_ptr, _str]),
+    "chorus_rendezvous_hosts_changed": (_int, [_ptr, _int]),
+    "chorus_rendezvous_run_for": (_int, [_ptr, _dbl, _c_int64_p, _ints]),
+    "chorus_rendezvous_late": (_str, [_ptr, _int]),
+    "chorus_rendezvous_stop": (None, [_ptr]),
 }
 
 

@@ -688,8 +688,35 @@ static void test_timeline(void) {
   CHECK(strcmp(tail, "{}]\n") == 0);
 }
 
+/* A rendezvous held by this process (ABI 17): bad arguments named; with
+ * no member it forms nothing and waits. (Members: test/ray's elastic tests.) */
+static void test_rendezvous(void) {
+  chorus_rendezvous* r = NULL;
+  CHECK(chorus_rendezvous_start("127.0.0.1", "job", "s", 0, 0, 1, 1, "min_workers", NULL, &r) ==
+        CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "min_workers must be >= 1") != NULL);
+  CHECK(chorus_rendezvous_start("127.0.0.1", "job", "s", 3, 2, 1, 1, NULL, NULL, &r) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_rendezvous_start(NULL, "job", "s", 1, 0, 1, 1, NULL, NULL, &r) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_rendezvous_start("127.0.0.1", "job", "s", 1, 0, 1, 1, NULL, NULL, NULL) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_rendezvous_port(NULL) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_rendezvous_start("127.0.0.1", "job", "s", 2, 0, 0.05, 1, "min_workers", "timeout_s", &r) == 0);
+  CHECK(chorus_rendezvous_port(r) > 0);
+  CHECK(chorus_rendezvous_expect(r, "") == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_rendezvous_hosts_changed(r, 4) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_rendezvous_expect(r, "worker-1") == 0);
+  CHECK(chorus_rendezvous_gone(r, "worker-1") == 0);
+  int64_t formed = -1;
+  int late = -1;
+  CHECK(chorus_rendezvous_run_for(r, 0.01, NULL, &late) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_rendezvous_run_for(r, 0.1, &formed, &late) == 0 && formed == 0 && late == 0);
+  CHECK(chorus_rendezvous_late(r, 0) == NULL);
+  chorus_rendezvous_stop(r);
+  chorus_rendezvous_stop(NULL);
+}
+
 int main(void) {
   test_before_init();
+  test_rendezvous();
   CHECK(chorus_init() == 0);
   CHECK(chorus_is_initialized() == 1);
   CHECK(chorus_is_running() == 1);

@@ -40,8 +40,9 @@ extern "C" {
  *   14: chorus_elastic_enabled, chorus_elastic_host_updates
  *   15: chorus_is_running; chorus_is_initialized as Horovod's
  *   16: chorus_on_complete
+ *   17: chorus_rendezvous_* (an elastic rendezvous held by the caller's own driver)
  */
-#define CHORUS_ABI_VERSION 16
+#define CHORUS_ABI_VERSION 17
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -129,6 +130,33 @@ CHORUS_API int chorus_nccl_built(void);
  * chorus_init(): init joins the next world. */
 CHORUS_API int chorus_elastic_enabled(void);
 CHORUS_API int chorus_elastic_host_updates(int64_t* generation, int* kinds);
+
+/* An elastic job's rendezvous held by a driver of the caller's own, as
+ * chorusrun holds one (chorus/elastic_rendezvous.h; docs/elastic.md): the
+ * driver starts each worker with CHORUS_ELASTIC_ADDR=address:port,
+ * CHORUS_ELASTIC_MEMBER=<id>, CHORUS_JOB_ID=job_id and the job's secret,
+ * calls expect(id) when it starts one, gone(id) when one ends, and run_for
+ * in its loop. chorus_rendezvous_start: listens on a free port of every
+ * interface; `address` is where workers reach it; max_np 0: no maximum;
+ * min_np_name and timeout_name say how failures name min_np and
+ * elastic_timeout_seconds (NULL: chorusrun's --min-np, --elastic-timeout).
+ * chorus_rendezvous_port: the port, or a negative code. chorus_rendezvous_hosts_changed:
+ * kinds 1 added, 2 removed, told to the running members. chorus_rendezvous_run_for: accepts,
+ * reads and answers for up to `seconds`; *worlds_formed: worlds so far; *late_count: members to
+ * stop (they did not ask again in time), each chorus_rendezvous_late(r, i) (NULL out of range;
+ * valid until the next run_for); CHORUS_ERR_ABORTED, with the reason in chorus_last_error(),
+ * when no world can form. One thread drives a rendezvous. (ABI version 17) */
+typedef struct chorus_rendezvous chorus_rendezvous;
+CHORUS_API int chorus_rendezvous_start(const char* address, const char* job_id, const char* secret, int min_np,
+                                       int max_np, double elastic_timeout_seconds, double join_grace_seconds,
+                                       const char* min_np_name, const char* timeout_name, chorus_rendezvous** out);
+CHORUS_API int chorus_rendezvous_port(const chorus_rendezvous* r);
+CHORUS_API int chorus_rendezvous_expect(chorus_rendezvous* r, const char* member);
+CHORUS_API int chorus_rendezvous_gone(chorus_rendezvous* r, const char* member);
+CHORUS_API int chorus_rendezvous_hosts_changed(chorus_rendezvous* r, int kinds);
+CHORUS_API int chorus_rendezvous_run_for(chorus_rendezvous* r, double seconds, int64_t* worlds_formed, int* late_count);
+CHORUS_API const char* chorus_rendezvous_late(const chorus_rendezvous* r, int index);
+CHORUS_API void chorus_rendezvous_stop(chorus_rendezvous* r);
 CHORUS_API int chorus_mpi_enabled(void);
 CHORUS_API int chorus_tcp_enabled(void);
 
