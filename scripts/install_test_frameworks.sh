@@ -8,7 +8,9 @@
 #     agrees with TensorFlow 2.17's) and optax 0.2.4, for chorus.jax;
 #   numpy 1.26.4 (jax 0.5 needs >= 1.25; Debian's torch, built against
 #     1.24, runs on any 1.x), ml_dtypes 0.4.1 and scipy 1.11.4 to hold it;
-#   pyspark 3.5.3, for chorus.spark (with the JRE install_deps.sh installs).
+#   pyspark 3.5.3, for chorus.spark (with the JRE install_deps.sh installs);
+#   ray[train] 2.60.0, for chorus.ray, with pandas 2.2.3 and pyarrow 20.0.0
+#     (the newest that take numpy 1.x).
 # Skips pip when the venv already has them all (CI on a warm machine).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,12 +18,13 @@ venv="${CHORUS_VENV:-$root/.venv}"
 tensorflow="${CHORUS_TENSORFLOW_PIP:-tensorflow-cpu==2.17.1}"
 jax="${CHORUS_JAX_PIP:-jax==0.5.3}"
 wanted=("$tensorflow" "$jax" "jaxlib==${jax#*==}" "optax==0.2.4" "numpy==1.26.4" "ml_dtypes==0.4.1"
-        "scipy==1.11.4" "pyspark==3.5.3")
+        "scipy==1.11.4" "pyspark==3.5.3" "ray[train]==2.60.0" "pandas==2.2.3" "pyarrow==20.0.0")
 [[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv --system-site-packages "$venv"
 missing="$("$venv/bin/python" - "${wanted[@]}" <<'PY'
 import importlib.metadata as m, sys
 for want in sys.argv[1:]:
     name, version = want.split("==")
+    name = name.split("[")[0]  # ray[train]: the extra is not in the distribution's name
     names = ("tensorflow-cpu", "tensorflow") if name.startswith("tensorflow") else (name,)
     have = None
     for n in names:

@@ -18,10 +18,10 @@ no MPI). A rank's exception fails the call with that rank named; Spark
 stops the stage's other tasks."""
 import os
 import secrets
-import socket
 import time
 import traceback
 
+from ._job_env import free_port, job_env, shutdown_chorus
 from .errors import AbortedError, ChorusError
 
 _FAILED = "chorus.spark.run: rank "
@@ -32,27 +32,6 @@ _FAILED = "chorus.spark.run: rank "
 _SECONDARY_FAILURE_DELAY_SECONDS = 10.0
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
-
-
-def _local_ranks(hosts, rank):
-    """This rank's index among the ranks on its host, and how many there are."""
-    mine = [r for r, h in enumerate(hosts) if h == hosts[rank]]
-    return mine.index(rank), len(mine)
-
-
-def _job_env(rank, size, hosts, master, secret, extra):
-    local_rank, local_size = _local_ranks(hosts, rank)
-    env = {"CHORUS_TRANSPORT": "tcp", "RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(local_rank),
-           "LOCAL_WORLD_SIZE": str(local_size), "MASTER_ADDR": master[0], "MASTER_PORT": str(master[1]),
-           "CHORUS_SECRET": secret}
-    env.update(extra or {})
-    return env
-
-
 def _task(fn, args, kwargs, secret, extra_env):
     def run_partition(_):
         from pyspark import BarrierTaskContext
@@ -60,12 +39,12 @@ def _task(fn, args, kwargs, secret, extra_env):
         rank = context.partitionId()
         host = context.getTaskInfos()[rank].address.rsplit(":", 1)[0]
         # Every rank tells its host; rank 0 also a port it found free there.
-        told = context.allGather(f"{host} {_free_port() if rank == 0 else 0}")
+        told = context.allGather(f"{host} {free_port() if rank == 0 else 0}")
         hosts = [t.split()[0] for t in told]
         master = (hosts[0], int(told[0].split()[1]))
-        _shutdown_chorus()  # a failed job before may have left its runtime in this reused Python worker
+        shutdown_chorus()  # a failed job before may have left its runtime in this reused Python worker
         saved = dict(os.environ)
-        os.environ.update(_job_env(rank, len(told), hosts, master, secret, extra_env))
+        os.environ.update(job_env(rank, hosts, master, secret, extra_env))
         try:
             result = fn(*args, **kwargs)
         except BaseException as e:  # noqa: BLE001 (named, then raised: Spark fails the stage)
@@ -78,18 +57,9 @@ def _task(fn, args, kwargs, secret, extra_env):
         finally:
             os.environ.clear()
             os.environ.update(saved)
-        _shutdown_chorus()  # Spark may reuse this Python worker for another job
+        shutdown_chorus()  # Spark may reuse this Python worker for another job
         yield rank, result
     return run_partition
-
-
-def _shutdown_chorus():
-    try:
-        from . import basics
-        if basics.is_initialized():
-            basics.shutdown()
-    except Exception:  # noqa: BLE001 (a failed rank's runtime may be gone already)
-        pass
 
 
 def run(fn, args=(), kwargs=None, num_proc=None, env=None, spark_context=None):

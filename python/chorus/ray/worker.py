@@ -1,0 +1,64 @@
+"""One rank of a Chorus job inside a Ray actor: what chorus.ray's
+executors and Ray Train backend run on their workers."""
+import os
+
+from .._job_env import free_port, shutdown_chorus
+
+
+class ChorusWorker:
+    """A Ray actor's body (chorus.ray wraps it with ray.remote): learns its
+    node, takes its rank's environment, holds the executable object, runs
+    the driver's functions."""
+
+    def __init__(self):
+        self.executable = None
+
+    def node(self):
+        """(node id, node address): the id groups the ranks of one node (a
+        simulated cluster's nodes share an address), the address is where
+        rank 0 listens."""
+        import ray
+        return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
+
+    def free_port(self):
+        return free_port()
+
+    def set_env(self, env):
+        os.environ.update(env)
+
+    def start_executable(self, executable_cls, args, kwargs):
+        if executable_cls is not None:
+            self.executable = executable_cls(*args, **kwargs)
+
+    def execute(self, fn):
+        return fn(self.executable)
+
+    def run(self, fn, args, kwargs):
+        return fn(*args, **kwargs)
+
+    def run_as_member(self, fn, args, kwargs):
+        return run_as_member(fn, args, kwargs)
+
+    def shutdown_chorus(self):
+        shutdown_chorus()
+
+
+def start_chorus(env):
+    """Sets this process's rank environment and starts Chorus (every rank
+    at once: init is collective)."""
+    os.environ.update(env)
+    from .. import basics
+    basics.init()
+
+
+def node():
+    return ChorusWorker().node()
+
+
+def run_as_member(fn, args, kwargs):
+    """An elastic worker's call: fn's result with the rank this process had
+    when fn returned (the driver orders the results by it)."""
+    result = fn(*args, **kwargs)
+    from .. import basics
+    rank = basics.rank() if basics.is_initialized() else -1
+    return rank, result
