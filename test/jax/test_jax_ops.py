@@ -178,14 +178,24 @@ def test_bad_input_fails_on_every_rank():
         # rows that differ across ranks inside jit: the traced shape is wrong on every rank
         with pytest.raises(Exception, match="first dimension"):
             jax.jit(hvd.allgather)(jnp.ones((hvd.rank() + 1, 2))).block_until_ready()
-    with pytest.raises(TypeError, match="does not take"):
-        hvd.allreduce(jnp.ones(2, jnp.bool_))
-    with pytest.raises(TypeError, match="does not take"):
+        # what only one rank cannot send inside jit is refused on every rank, not raised on that one alone
+        n = hvd.size()
+        with pytest.raises(Exception, match=r"jax.test.uneven.*refused on rank 1.*do not split over"):
+            jax.jit(lambda x: hvd.alltoall(x, name="jax.test.uneven"))(
+                jnp.ones(n + (1 if hvd.rank() == 1 else 0))).block_until_ready()
+        with pytest.raises(Exception, match=r"jax.test.complex.*refused on rank 1.*complex64"):
+            jax.jit(lambda x: hvd.allreduce(x, name="jax.test.complex"))(
+                jnp.ones(2, jnp.complex64 if hvd.rank() == 1 else jnp.float32)).block_until_ready()
+        with pytest.raises(Exception, match=r"refused on rank 1.*not a scalar"):
+            jax.jit(hvd.allgather)(jnp.ones(() if hvd.rank() == 1 else (2,))).block_until_ready()
+    with pytest.raises(ValueError, match="refused on ranks? .*bool"):
+        hvd.allreduce(jnp.ones(2, jnp.bool_), op=hvd.Sum)
+    with pytest.raises(ValueError, match="refused on ranks? .*complex64"):
         hvd.allreduce(jnp.ones(2, jnp.complex64))
     with pytest.raises(TypeError, match="name must be a str"):
         hvd.allreduce(jnp.ones(2), name=3)
-    with pytest.raises(NotImplementedError, match="equal splits"):
-        jax.jit(lambda x: hvd.alltoall(x, splits=[1] * hvd.size()))(jnp.ones(hvd.size()))
+    with pytest.raises(Exception, match="equal splits"):
+        jax.jit(lambda x: hvd.alltoall(x, splits=[1] * hvd.size()))(jnp.ones(hvd.size())).block_until_ready()
     # and the runtime goes on
     np.testing.assert_allclose(hvd.allreduce(jnp.ones(2), op=hvd.Sum), np.full(2, hvd.size()))
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "call_frame.h"
@@ -271,6 +272,34 @@ XLA_FFI_Error* join(const CallFrame& frame, HandlerCall& call) {
   return nullptr;
 }
 
+// A call this rank could not make while tracing (a dtype or shape the
+// collective does not take here), lowered in its place: it fails on every
+// rank under the name the call would have had (and, for an allgather, its
+// rows member too), so no rank waits for it. Attributes: kind (the
+// collective's name), name, why, process_set.
+XLA_FFI_Error* refuse_traced(const CallFrame& frame, HandlerCall& call) {
+  static const std::pair<const char*, chorus_collective> kKinds[] = {{"allreduce", CHORUS_COLLECTIVE_ALLREDUCE},
+                                                                     {"allgather", CHORUS_COLLECTIVE_ALLGATHER},
+                                                                     {"reducescatter", CHORUS_COLLECTIVE_REDUCESCATTER},
+                                                                     {"broadcast", CHORUS_COLLECTIVE_BROADCAST},
+                                                                     {"alltoall", CHORUS_COLLECTIVE_ALLTOALL}};
+  const std::string kind = frame.string_attr("kind");
+  const int64_t set = frame.int_attr("process_set", 0);
+  for (const auto& [text, collective] : kKinds) {
+    if (kind != text) continue;
+    Members m = members_of(frame, text, set);
+    m.unsupported = frame.string_attr("why", "chorus.jax: refused on this rank");
+    if (collective == CHORUS_COLLECTIVE_ALLGATHER) {  // the others' call carries its rows member
+      m.names.push_back(m.names[0] + ".rows");
+      m.name_ptrs.clear();
+      for (const std::string& n : m.names) m.name_ptrs.push_back(n.c_str());
+    }
+    return refuse(call, m, collective, set);
+  }
+  return call.error(XLA_FFI_Error_Code_INTERNAL,
+                    "chorus.jax: a refusal traced for an unknown collective '" + kind + "'");
+}
+
 XLA_FFI_Error* run(XLA_FFI_CallFrame* raw, XLA_FFI_Error* (*handler)(const CallFrame&, HandlerCall&)) {
   CallFrame frame(raw);
   if (frame.nothing_to_run()) return nullptr;
@@ -312,6 +341,9 @@ CHORUS_JAX_EXPORT XLA_FFI_Error* chorus_jax_barrier(XLA_FFI_CallFrame* f) {
 }
 CHORUS_JAX_EXPORT XLA_FFI_Error* chorus_jax_join(XLA_FFI_CallFrame* f) {
   return chorus::jax::run(f, chorus::jax::join);
+}
+CHORUS_JAX_EXPORT XLA_FFI_Error* chorus_jax_refuse(XLA_FFI_CallFrame* f) {
+  return chorus::jax::run(f, chorus::jax::refuse_traced);
 }
 
 // Binds the handlers to the libchorus at `library_path` (already loaded by

@@ -10,7 +10,7 @@ from ._compat import ffi
 
 _NAME = "libchorus_jax.so"
 # Collective kind -> the handler's symbol and custom-call target name.
-KINDS = ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "barrier", "join")
+KINDS = ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "barrier", "join", "refuse")
 
 
 def target(kind):

@@ -24,9 +24,6 @@ from ..process_sets import global_process_set, set_id
 from . import _compat as J
 from . import primitives as P
 
-# What Chorus carries: horovod.tensorflow's types, and bfloat16; reductions refuse bool.
-_TYPES = tuple(np.dtype(t) for t in ("uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
-                                     "bool")) + (jnp.dtype(jnp.bfloat16),)
 _BF16 = jnp.dtype(jnp.bfloat16)
 
 
@@ -40,11 +37,37 @@ def _array(value, what):
                         f"{type(value).__name__}") from e
 
 
-def _check_types(what, arrays, reduce=False):
-    for a in arrays:
-        if a.dtype not in _TYPES or (reduce and a.dtype == np.bool_):
-            allowed = ", ".join(str(t) for t in _TYPES if not (reduce and t == np.bool_))
-            raise TypeError(f"chorus.jax: {what} does not take {a.dtype} arrays ({allowed})")
+_NO_ROWS = "takes arrays of at least one dimension (rows), not a scalar"
+# What Chorus carries (bool: Min and Max only, refused by the core otherwise).
+_CARRIED = tuple(np.dtype(t) for t in ("uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+                                       "bool")) + (_BF16,)
+
+
+def _dtype_refusal(leaves):
+    for a in leaves:
+        if a.dtype not in _CARRIED:
+            return f"does not take {a.dtype} arrays ({', '.join(str(t) for t in _CARRIED)})"
+    return ""
+
+
+def _rows_refusal(leaves):
+    return _dtype_refusal(leaves) or (_NO_ROWS if any(x.ndim == 0 for x in leaves) else "")
+
+
+def _with_rows(leaves, rows):
+    """The avals of leaves whose first dimension becomes rows(x) (scalars kept)."""
+    return [J.ShapedArray(((rows(x),) + tuple(x.shape[1:])) if x.ndim else (), x.dtype) for x in leaves]
+
+
+def _refused(kind, leaves, name, process_set, why, results):
+    """Inside a trace, a call this rank cannot make (its shapes): lowered as
+    a refusal that fails the call on every rank at run time, naming this
+    rank and `why`, so no rank waits for it (a dtype Chorus does not carry
+    is refused the same way by the handlers and, outside a trace, by the
+    core). `results`: the avals the call would have had."""
+    return P.refused_p.bind(*leaves, kind=kind, name=name, why=f"chorus.jax: {kind} {why}",
+                            process_set=set_id(process_set),
+                            results=tuple((tuple(a.shape), str(jnp.dtype(a.dtype))) for a in results))
 
 
 def _traced(arrays):
@@ -102,11 +125,12 @@ def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor
     if not leaves:
         return tensors
     leaves = [_array(x, "grouped_allreduce") for x in leaves]
-    _check_types("allreduce", leaves, reduce=True)
     if op == O.Adasum and any(not jnp.issubdtype(x.dtype, jnp.floating) for x in leaves):
         raise TypeError("chorus.jax: Adasum takes floating-point arrays only")
     name = _check_name(name)
-    if _traced(leaves):
+    if _traced(leaves) and _dtype_refusal(leaves):
+        out = _refused("allreduce", leaves, name, process_set, _dtype_refusal(leaves), leaves)
+    elif _traced(leaves):
         params = (name, int(op), float(prescale_factor), float(postscale_factor), set_id(process_set))
         out = _allreduce_traced(params, tuple(leaves))
     elif len(leaves) == 1:  # one array: its errors name it alone, not a group
@@ -165,12 +189,13 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
     if not leaves:
         return tensors
     leaves = [_array(x, "grouped_allgather") for x in leaves]
-    _check_types("allgather", leaves)
-    if any(x.ndim == 0 for x in leaves):
-        raise ValueError("chorus.jax: allgather takes arrays of at least one dimension (rows to gather)")
     name = _check_name(name)
     if _traced(leaves):
         size, rank = _set_size_rank(process_set)
+        if _rows_refusal(leaves):
+            out = _refused("allgather", leaves, name, process_set, _rows_refusal(leaves),
+                           _with_rows(leaves, lambda x: x.shape[0] * size))
+            return jax.tree_util.tree_unflatten(tree, list(out))
         out = _allgather_traced((name, set_id(process_set), size, rank), tuple(leaves))
     else:
         out = [jnp.asarray(r) for r in _core.grouped_allgather([_numpy(x) for x in leaves], name=name or None,
@@ -218,12 +243,13 @@ def grouped_reducescatter(tensors, name=None, op=O.Average, process_set=global_p
     if not leaves:
         return tensors
     leaves = [_array(x, "grouped_reducescatter") for x in leaves]
-    _check_types("reducescatter", leaves, reduce=True)
-    if any(x.ndim == 0 for x in leaves):
-        raise ValueError("chorus.jax: reducescatter takes arrays of at least one dimension (rows to scatter)")
     name = _check_name(name)
     if _traced(leaves):
         size, rank = _set_size_rank(process_set)
+        if _rows_refusal(leaves):
+            out = _refused("reducescatter", leaves, name, process_set, _rows_refusal(leaves),
+                           _with_rows(leaves, lambda x: _scatter_rows(x.shape[0], size, rank)))
+            return jax.tree_util.tree_unflatten(tree, list(out))
         params = (name, int(op), float(prescale_factor), float(postscale_factor), set_id(process_set), size, rank)
         out = _reducescatter_traced(params, tuple(leaves))
     else:
@@ -265,8 +291,9 @@ _broadcast_traced.defvjp(_broadcast_fwd, _broadcast_bwd)
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """root_rank's tensor on every rank of the set."""
     x = _array(tensor, "broadcast")
-    _check_types("broadcast", [x])
     name = _check_name(name)
+    if _traced([x]) and _dtype_refusal([x]):
+        return _refused("broadcast", [x], name, process_set, _dtype_refusal([x]), [x])[0]
     if _traced([x]):
         return _broadcast_traced((name, int(root_rank), set_id(process_set), _core.rank()), x)
     return jnp.asarray(_core.broadcast(_numpy(x), root_rank, name=name or None, process_set=process_set))
@@ -292,25 +319,29 @@ def _alltoall_bwd(params, _, grad):
 _alltoall_traced.defvjp(_alltoall_fwd, _alltoall_bwd)
 
 
+def _alltoall_refusal(x, splits, size):
+    """Why this rank cannot make a traced alltoall of `x`, or ''."""
+    if _rows_refusal([x]):
+        return _rows_refusal([x])
+    if splits is not None:
+        return ("inside a trace (jax.jit, grad, bfloat16) sends equal splits only: its result's shape is fixed "
+                "when traced; call it outside jax.jit for other splits")
+    if x.shape[0] % size:
+        return f"inside a trace splits the first dimension evenly; {x.shape[0]} rows do not split over {size} ranks"
+    return ""
+
+
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Rank i sends splits[j] rows of its first dimension to rank j; the
     received rows in rank order. With `splits` (outside a trace), Horovod's
     (output, received_splits). Inside jax.jit the splits are equal: the
     first dimension, divisible by the set size, splits evenly."""
     x = _array(tensor, "alltoall")
-    _check_types("alltoall", [x])
-    if x.ndim == 0:
-        raise ValueError("chorus.jax: alltoall takes arrays of at least one dimension (rows to send)")
     name = _check_name(name)
     if _traced([x]):
-        if splits is not None:
-            raise NotImplementedError("chorus.jax: alltoall inside a trace (jax.jit, grad, bfloat16) sends "
-                                      "equal splits only: its result's shape is fixed when traced; call it "
-                                      "outside jax.jit for other splits")
-        size = process_set.size()
-        if x.shape[0] % size:
-            raise ValueError(f"chorus.jax: alltoall inside a trace splits the first dimension evenly; "
-                             f"{x.shape[0]} rows do not split over {size} ranks")
+        why = _alltoall_refusal(x, splits, process_set.size())
+        if why:
+            return _refused("alltoall", [x], name, process_set, why, [x])[0]
         return _alltoall_traced((name, set_id(process_set)), x)
     result = _core.alltoall(_numpy(x), splits=None if splits is None else np.asarray(splits), name=name or None,
                             process_set=process_set)

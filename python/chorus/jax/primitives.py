@@ -65,6 +65,10 @@ def _with_rows(*avals, rows, **_):
     return [J.ShapedArray((r,) + tuple(a.shape[1:]), a.dtype) for a, r in zip(avals, rows)]
 
 
+def _declared(*avals, results, **_):
+    return [J.ShapedArray(shape, jnp.dtype(dtype)) for shape, dtype in results]
+
+
 allreduce_p = _primitive("allreduce", _same, ("name", "op", "prescale", "postscale", "process_set"))
 allgather_p = _primitive("allgather", _with_rows, ("name", "process_set"))
 reducescatter_p = _primitive("reducescatter", _with_rows, ("name", "op", "prescale", "postscale", "process_set"))
@@ -72,6 +76,9 @@ broadcast_p = _primitive("broadcast", _same, ("name", "root_rank", "process_set"
 alltoall_p = _primitive("alltoall", _same, ("name", "process_set"))
 barrier_p = _primitive("barrier", lambda **_: [], ("process_set",))
 join_p = _primitive("join", lambda **_: [J.ShapedArray((), np.int32)], ())
+# A call this rank refuses while tracing: results of the declared avals,
+# and at run time a refusal that fails the call on every rank.
+refused_p = _primitive("refuse", _declared, ("kind", "name", "why", "process_set"))
 
 
 def _elementwise_batching(p):
