@@ -10,9 +10,10 @@ the world, and run(), which retries the training function in the new world.
             state.commit()          # save, then stop here if hosts came or go
 
 chorus.torch.elastic adds TorchState (model, optimizer, samplers) and
-ElasticSampler. Only a job chorusrun starts in elastic mode (--tcp with
---min-np/--max-np or --host-discovery-script) recovers; anywhere else run()
-calls the function once.
+ElasticSampler. Only an elastic job recovers (chorusrun with --min-np/--max-np
+or --host-discovery-script, etcd's CHORUS_RDZV_BACKEND, or a driver holding
+the rendezvous: chorus.ray.ElasticRayExecutor); anywhere else run() calls
+the function once.
 """
 import copy
 import ctypes

@@ -25,9 +25,10 @@ class ElasticRendezvous:
 
     def __init__(self, address, job_id, secret, min_np, max_np=None, elastic_timeout=600, join_grace=10,
                  min_np_name=None, timeout_name=None):
-        self.address, self.job_id, self.secret = address, job_id, secret
+        self._handle = None
+        self.address, self.job_id, self.secret = address, job_id, secret or ""
         handle = ctypes.c_void_p()
-        check(lib.chorus_rendezvous_start(address.encode(), job_id.encode(), secret.encode(), int(min_np),
+        check(lib.chorus_rendezvous_start(address.encode(), job_id.encode(), self.secret.encode(), int(min_np),
                                           int(max_np or 0), float(elastic_timeout), float(join_grace),
                                           min_np_name.encode() if min_np_name else None,
                                           timeout_name.encode() if timeout_name else None, ctypes.byref(handle)))

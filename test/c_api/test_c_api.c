@@ -709,6 +709,8 @@ static void test_rendezvous(void) {
   int late = -1;
   CHECK(chorus_rendezvous_run_for(r, 0.01, NULL, &late) == CHORUS_ERR_INVALID_ARGUMENT);
   CHECK(chorus_rendezvous_run_for(r, 0.1, &formed, &late) == 0 && formed == 0 && late == 0);
+  CHECK(chorus_rendezvous_run_for(r, -1, &formed, &late) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(chorus_last_error(), "0 to 3600 seconds") != NULL);
   CHECK(chorus_rendezvous_late(r, 0) == NULL);
   chorus_rendezvous_stop(r);
   chorus_rendezvous_stop(NULL);

@@ -82,14 +82,14 @@ def train_loop(config):
         ray.train.report(metrics)
 
 
-def elastic_counter(steps, marker, step_seconds=0.05):
+def elastic_counter(steps, marker, step_seconds=0.05, end_own_process=True):
     """An elastic job's worker (as test/elastic's counter): a model of 64
     doubles, each step adds the allreduced average of a gradient every rank
     computes alike and commits; the size of the world changes nothing. The
-    first worker to reach step steps//3 as rank 1 ends its process (once:
-    `marker` is created), so the others reset from their last commit. The
-    result: (steps done, the model's checksum, the resets this worker saw,
-    the last world's size)."""
+    first worker to reach step steps//3 as rank 1 creates `marker` (once)
+    and, with end_own_process, ends its process, so the others reset from
+    their last commit. The result: (steps done, the model's checksum, the
+    resets this worker saw, the last world's size)."""
     import numpy as np
 
     import chorus
@@ -107,7 +107,8 @@ def elastic_counter(steps, marker, step_seconds=0.05):
             state.step += 1
             if state.step == steps // 3 and chorus.rank() == 1 and not os.path.exists(marker):
                 open(marker, "w").close()
-                os._exit(3)
+                if end_own_process:
+                    os._exit(3)
             time.sleep(step_seconds)
             state.commit()
     train(state)

@@ -78,6 +78,8 @@ def test_bad_arguments():
         RayExecutor(num_workers=2).run(fns.allreduce_rank)
     with pytest.raises(ValueError, match=r"callbacks .* not supported"):
         RayExecutor(num_workers=1).run(fns.allreduce_rank, callbacks=[print])
+    with pytest.raises(ValueError, match=r"elastic job .*ElasticRayExecutor"):
+        RayExecutor(num_workers=2, min_workers=1, max_workers=4)
 
 
 def test_more_workers_than_the_cluster_has_fail_naming_both(executor_of):

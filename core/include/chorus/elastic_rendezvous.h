@@ -60,7 +60,8 @@ class CHORUS_API Rendezvous {
   /// Hosts were added or removed (kHostsAdded | kHostsRemoved): the current
   /// world's members are told; they agree at their next commit().
   void hosts_changed(int kinds);
-  /// Accepts, reads and answers for up to `seconds`, then decides.
+  /// Accepts, reads and answers for up to `seconds` (0 to 3600, else
+  /// InvalidArgumentError), then decides; a failure is in the events.
   RendezvousEvents run_for(double seconds);
 
  private:

@@ -46,6 +46,10 @@ void Rendezvous::gone(const std::string& id) { impl_->held->gone(id); }
 void Rendezvous::hosts_changed(int kinds) { impl_->held->hosts_changed(kinds); }
 
 RendezvousEvents Rendezvous::run_for(double seconds) {
+  if (!(seconds >= 0 && seconds <= 3600)) {  // NaN too: poll's timeout is an int of milliseconds
+    throw InvalidArgumentError(Status::invalid_argument("elastic rendezvous: run_for takes 0 to 3600 seconds, not " +
+                                                        std::to_string(seconds)));
+  }
   detail::ElasticRendezvous::Events e = impl_->held->run_for(seconds);
   return {std::move(e.late), std::move(e.failure), e.worlds_formed};
 }

@@ -96,7 +96,6 @@ int chorus_rendezvous_run_for(chorus_rendezvous* r, double seconds, int64_t* wor
     require_handle(r, "chorus_rendezvous_run_for");
     require(worlds_formed != nullptr && late_count != nullptr,
             "chorus_rendezvous_run_for: worlds_formed and late_count must not be NULL");
-    require(seconds >= 0, "chorus_rendezvous_run_for: seconds must be >= 0");
     chorus::elastic::RendezvousEvents e = r->held.run_for(seconds);
     r->late = std::move(e.late);
     *worlds_formed = e.worlds_formed;

@@ -85,11 +85,12 @@ class ElasticRayExecutor:
             raise ChorusError("chorus.ray.ElasticRayExecutor: Ray is not initialized (call ray.init() first)")
         self._started = True
 
-    def run(self, worker_fn, args=None, kwargs=None, callbacks=None):
-        """worker_fn(*args, **kwargs) on every worker of an elastic job;
-        returns the results of the workers that finished, in their last
-        world's rank order. A worker that raises fails the job
-        (WorkerFailure naming it); a lost one does not."""
+    def run(self, worker_fn, callbacks=None, *, args=None, kwargs=None):
+        """worker_fn(*args, **kwargs) on every worker of an elastic job
+        (horovod.ray's run(worker_fn, callbacks)); returns the results of
+        the last world's workers in its rank order. A worker that raises
+        fails the job (WorkerFailure naming it); a lost one does not, nor
+        one whose collective another's loss aborted."""
         _refuse_callbacks(callbacks)
         if not self._started:
             raise ChorusError("chorus.ray.ElasticRayExecutor: call start() before run()")
@@ -124,7 +125,8 @@ class _ElasticJob:
             if not self.results and now - self.last_discovery >= self.settings.discovery_interval:
                 self.last_discovery = now
                 self.grow()
-            self.start_ready_members()
+            if not self.results:
+                self.start_ready_members()
             try:
                 late = self.rendezvous.run_for(0.05)
             except AbortedError as e:
@@ -135,8 +137,21 @@ class _ElasticJob:
             self.check_reset_limit()
             self.collect_finished()
             self.check_enough_started()
-            if self.results and all(m.finished for m in self.members.values()):
-                return [result for _, result in sorted(self.results.values(), key=lambda r: r[0])]
+            if self.final_world_returned():
+                return [result for _, _, result in sorted(self.results.values(), key=lambda r: r[0])]
+
+    def final_world_returned(self):
+        """Every worker of the world that finished has returned: the others
+        (newcomers that asked too late, actors still starting) are ended."""
+        if not self.results:
+            return False
+        size = max(s for _, s, _ in self.results.values())
+        if sum(1 for _, s, _ in self.results.values() if s == size) < size:
+            return all(m.finished for m in self.members.values())
+        for member, m in list(self.members.items()):
+            if not m.finished:
+                self.end(member, None)
+        return True
 
     def free_slots(self):
         free = self.ray.available_resources()
@@ -156,6 +171,7 @@ class _ElasticJob:
             member = f"ray-worker-{self.next_id}"
             actor = self.ray.remote(num_cpus=self.executor._cpus, num_gpus=self.executor._gpus)(ChorusWorker).remote()
             self.members[member] = _Member(actor, actor.node.remote())
+            self.rendezvous.expect(member)  # the first world waits for every worker started
 
     def start_ready_members(self):
         for member, m in list(self.members.items()):
@@ -166,14 +182,13 @@ class _ElasticJob:
                     self.end(member, f"its actor did not start within timeout_s={self.settings.timeout_s:g}")
                 continue
             try:
-                m.node_id = self.ray.get(m.ready)[0]
+                m.node_id = self.ray.get(m.ready)[0]  # (node id, address, GPU ids)
                 env = {**self.settings.env, **self.executor._env, **self.rendezvous.worker_env(member),
                        "CHORUS_HOST_ID": m.node_id}
                 self.ray.get(m.actor.set_env.remote(env))
-            except self.ray.exceptions.RayActorError as e:
-                self.end(member, f"its Ray actor ended before it started ({str(e).splitlines()[0]})")
+            except Exception as e:  # noqa: BLE001 (its actor ended, or chorus does not import there)
+                self.end(member, f"its Ray actor could not start: {outcomes.describe_error(e)}")
                 continue
-            self.rendezvous.expect(member)
             m.call = m.actor.run_as_member.remote(self.fn, self.args, self.kwargs)
 
     def collect_finished(self):
@@ -189,6 +204,9 @@ class _ElasticJob:
             except self.ray.exceptions.RayActorError as e:
                 self.end(member, f"its Ray actor ended ({str(e).splitlines()[0]})")
             except Exception as e:  # noqa: BLE001 (the worker's own error fails the job, naming it)
+                if outcomes.aborted_by_another(e):  # outside elastic.run's recovery (its first init, a reset)
+                    self.end(member, f"its collective was aborted by another's loss: {outcomes.describe_error(e)}")
+                    continue
                 raise outcomes.WorkerFailure(f"chorus.ray.ElasticRayExecutor: {member} failed: "
                                              f"{outcomes.describe_error(e)}", member=member) from e
 
@@ -212,12 +230,12 @@ class _ElasticJob:
                               f"reset_limit={limit}{self.lost_words()}")
 
     def end(self, member, why):
-        m = self.members.pop(member)
+        m = self.members.pop(member, None)  # None: a member the rendezvous knows but this driver did not start
         if why is not None:
             self.lost.append(f"{member}: {why}")
-        self.ray.kill(m.actor)
-        if m.call is not None:
-            self.rendezvous.gone(member)
+        if m is not None:
+            self.ray.kill(m.actor)
+        self.rendezvous.gone(member)
 
     def lost_words(self):
         return f" (workers lost: {'; '.join(self.lost[-5:])})" if self.lost else ""

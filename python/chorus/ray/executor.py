@@ -12,7 +12,7 @@ SHUTDOWN_WAIT_SECONDS = 30  # then the workers are ended, their Chorus with them
 
 
 def _refuse_callbacks(callbacks):
-    if callbacks is not None:
+    if callbacks:
         raise ValueError("chorus.ray.RayExecutor: callbacks (horovod.ray's result callbacks) are not supported; "
                          "the results come back in rank order")
 
@@ -49,7 +49,14 @@ class RayExecutor:
         return RaySettings(timeout_s, placement_group_timeout_s, dict(env or {}))
 
     def __init__(self, settings=None, num_workers=None, num_hosts=None, num_workers_per_host=1, cpus_per_worker=1,
-                 use_gpu=False, gpus_per_worker=None, use_current_placement_group=True):
+                 use_gpu=False, gpus_per_worker=None, use_current_placement_group=True, min_workers=None,
+                 max_workers=None, reset_limit=None, cooldown_range=None, elastic_timeout=None,
+                 override_discovery=None):
+        if any(v is not None for v in (min_workers, max_workers, reset_limit, cooldown_range, elastic_timeout,
+                                       override_discovery)):
+            raise ValueError("chorus.ray.RayExecutor: an elastic job (min_workers, max_workers, reset_limit, "
+                             "cooldown_range, elastic_timeout, override_discovery) runs on "
+                             "chorus.ray.ElasticRayExecutor")
         self.settings = settings or RaySettings()
         self._shape = placement.layout(num_workers, num_hosts, num_workers_per_host, cpus_per_worker, use_gpu,
                                        gpus_per_worker)
@@ -68,19 +75,32 @@ class RayExecutor:
         if self._workers is not None:
             raise ChorusError("chorus.ray.RayExecutor: start() called twice (shutdown() first)")
         self._place()
+        wait = self.settings.placement_group_timeout_s
         try:
             self._workers = [self._make_worker(ray, i) for i in range(self.num_workers)]
-            nodes = ray.get([w.node.remote() for w in self._workers])
-            master = (nodes[0][1], ray.get(self._workers[0].free_port.remote()))
-            secret, extra = secrets.token_hex(16), {**self.settings.worker_env(), **(extra_env_vars or {})}
-            node_ids = [node_id for node_id, _ in nodes]
-            ray.get([w.set_env.remote(job_env(rank, node_ids, master, secret, extra, hosts_are_ids=True))
-                     for rank, w in enumerate(self._workers)])
+            nodes = outcomes.gather([w.node.remote() for w in self._workers], wait, "starting (their actors)")
+            self._give_environments(nodes, extra_env_vars)
             outcomes.gather([w.start_executable.remote(executable_cls, tuple(executable_args or ()),
                                                        dict(executable_kwargs or {})) for w in self._workers])
         except BaseException:
             self._stop(graceful=False)  # a rank's executable may wait in init() for one that failed
             raise
+
+    def _give_environments(self, nodes, extra_env_vars):
+        """Each rank's job environment; with GPUs, every worker of a node sees
+        all of that node's workers' GPUs (as horovod.ray), so that
+        local_rank() picks a device among them."""
+        master = (nodes[0][1], outcomes.gather([self._workers[0].free_port.remote()])[0])
+        secret, extra = secrets.token_hex(16), {**self.settings.worker_env(), **(extra_env_vars or {})}
+        node_ids = [node_id for node_id, _, _ in nodes]
+        node_gpus = {}
+        for node_id, _, gpus in nodes:
+            node_gpus.setdefault(node_id, set()).update(str(g) for g in gpus)
+        envs = [job_env(rank, node_ids, master, secret, extra, hosts_are_ids=True) for rank in range(len(nodes))]
+        for env, node_id in zip(envs, node_ids):
+            if node_gpus[node_id]:
+                env["CUDA_VISIBLE_DEVICES"] = ",".join(sorted(node_gpus[node_id]))
+        outcomes.gather([w.set_env.remote(env) for w, env in zip(self._workers, envs)])
 
     def _place(self):
         group = placement.current_group(self._shape) if self._use_current_group else None

@@ -25,7 +25,7 @@ def _cause(error):
     return getattr(error, "cause", None) or error
 
 
-def _aborted_by_another(error):
+def aborted_by_another(error):
     return isinstance(_cause(error), AbortedError)
 
 
@@ -46,10 +46,15 @@ def _describe(rank, error):
     return f"chorus.ray: rank {rank} failed: {describe_error(error)}"
 
 
-def gather(refs):
+def gather(refs, timeout=None, what="the call"):
     """Every rank's result, in rank order (refs[i]: rank i's call), or
-    WorkerFailure for the first rank that failed not because of another."""
+    WorkerFailure for the first rank that failed not because of another;
+    ChorusError when `timeout` seconds pass first, naming the ranks still
+    out and `what` they were doing."""
+    import time
+
     import ray
+    deadline = None if timeout is None else time.monotonic() + timeout
     rank_of = {ref: rank for rank, ref in enumerate(refs)}
     results, failures = [None] * len(refs), []
 
@@ -62,10 +67,15 @@ def gather(refs):
                 failures.append((rank, e))
 
     while rank_of and not failures:
-        collect(ray.wait(list(rank_of), num_returns=1)[0])
-    if failures and rank_of and all(_aborted_by_another(e) for _, e in failures):
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise ChorusError(f"chorus.ray: rank{'s' if len(rank_of) > 1 else ''} "
+                              f"{', '.join(str(r) for r in sorted(rank_of.values()))} did not finish {what} "
+                              f"within {timeout:g} s")
+        collect(ray.wait(list(rank_of), num_returns=1, timeout=left)[0])
+    if failures and rank_of and all(aborted_by_another(e) for _, e in failures):
         collect(ray.wait(list(rank_of), num_returns=len(rank_of), timeout=CAUSE_WAIT_SECONDS)[0])
     if failures:
-        rank, error = next(((r, e) for r, e in failures if not _aborted_by_another(e)), failures[0])
+        rank, error = next(((r, e) for r, e in failures if not aborted_by_another(e)), failures[0])
         raise WorkerFailure(_describe(rank, error), rank) from error
     return results

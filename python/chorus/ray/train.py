@@ -40,13 +40,14 @@ def _stop_chorus():
 
 
 class _ChorusBackend(Backend):
+    share_cuda_visible_devices = True  # every worker of a node sees its GPUs: local_rank() picks one
     def on_start(self, worker_group, backend_config):
         import ray
         nodes = worker_group.execute(node)
         master = (nodes[0][1], worker_group.execute_single(0, _free_port_here))
         secret = secrets.token_hex(16)
         extra = {"CHORUS_RENDEZVOUS_TIMEOUT_SECONDS": f"{backend_config.timeout_s:g}", **backend_config.env}
-        node_ids = [node_id for node_id, _ in nodes]
+        node_ids = [node_id for node_id, _, _ in nodes]
         envs = [job_env(rank, node_ids, master, secret, extra, hosts_are_ids=True) for rank in range(len(node_ids))]
         ray.get([worker_group.execute_single_async(rank, start_chorus, env) for rank, env in enumerate(envs)])
 

@@ -14,11 +14,11 @@ class ChorusWorker:
         self.executable = None
 
     def node(self):
-        """(node id, node address): the id groups the ranks of one node (a
-        simulated cluster's nodes share an address), the address is where
-        rank 0 listens."""
+        """(node id, node address, GPU ids): the id groups the ranks of one
+        node (a simulated cluster's nodes share an address), the address is
+        where rank 0 listens, the GPUs are the ones Ray gave this actor."""
         import ray
-        return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
+        return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address(), list(ray.get_gpu_ids())
 
     def free_port(self):
         return free_port()
@@ -56,9 +56,11 @@ def node():
 
 
 def run_as_member(fn, args, kwargs):
-    """An elastic worker's call: fn's result with the rank this process had
-    when fn returned (the driver orders the results by it)."""
+    """An elastic worker's call: (rank, size, result), the rank and world
+    size this process had when fn returned (the driver orders the results
+    by rank and knows from the size when the last world has returned)."""
     result = fn(*args, **kwargs)
     from .. import basics
-    rank = basics.rank() if basics.is_initialized() else -1
-    return rank, result
+    if not basics.is_initialized():
+        return -1, 0, result
+    return basics.rank(), basics.size(), result
