@@ -1,6 +1,7 @@
 #include "launch_options.h"
 
 #include "tuning_flags.h"
+#include "common/env_params.h"
 
 #include "chorus/version.h"
 
@@ -243,7 +244,7 @@ std::string read_knobs(const po::variables_map& vm, LaunchOptions* o) {
       return "--no-stall-check contradicts --" + tuning_flag(*detail::find_knob(knob));
     }
   }
-  o->knobs.emplace_back("CHORUS_STALL_CHECK_TIME_SECONDS", "0");
+  o->knobs.emplace_back("CHORUS_STALL_CHECK_DISABLE", "1");
   return "";
 }
 
@@ -352,8 +353,14 @@ std::string read_elastic_counts(const po::variables_map& vm, ElasticOptions* e) 
   return "";
 }
 
-// --elastic-timeout, --discovery-interval, --blacklist-cooldown-range.
+// --elastic-timeout (else CHORUS_ELASTIC_TIMEOUT or HOROVOD_ELASTIC_TIMEOUT,
+// as horovodrun reads it), --discovery-interval, --blacklist-cooldown-range.
 std::string read_elastic_times(const po::variables_map& vm, ElasticOptions* e) {
+  if (!vm.count("elastic-timeout")) {
+    const chorus::Status s =
+        detail::number_from_environment("ELASTIC_TIMEOUT", e->elastic_timeout_seconds, &e->elastic_timeout_seconds);
+    if (!s.is_ok()) return s.message();
+  }
   for (auto [flag, value] : {std::pair{"elastic-timeout", &e->elastic_timeout_seconds},
                              std::pair{"discovery-interval", &e->discovery_interval_seconds}}) {
     if (!vm.count(flag)) continue;

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 
@@ -184,4 +185,17 @@ TEST_CASE("--help lists the elastic flags", "[launcher][elastic]") {
     INFO(flag);
     REQUIRE_THAT(help, Catch::Contains(flag));
   }
+}
+
+TEST_CASE("--elastic-timeout defaults to HOROVOD_ELASTIC_TIMEOUT, as horovodrun's", "[launcher][elastic]") {
+  ::setenv("HOROVOD_ELASTIC_TIMEOUT", "60", 1);
+  const ParseResult from_env = parse({"--min-np", "2", "prog"});
+  const ParseResult flag_wins = parse({"--min-np", "2", "--elastic-timeout", "30", "prog"});
+  ::setenv("HOROVOD_ELASTIC_TIMEOUT", "soon", 1);
+  const ParseResult bad = parse({"--min-np", "2", "prog"});
+  ::unsetenv("HOROVOD_ELASTIC_TIMEOUT");
+  REQUIRE(from_env.error.empty());
+  REQUIRE(from_env.options.elastic->elastic_timeout_seconds == 60);
+  REQUIRE(flag_wins.options.elastic->elastic_timeout_seconds == 30);
+  REQUIRE_THAT(bad.error, Catch::Contains("HOROVOD_ELASTIC_TIMEOUT='soon'"));
 }

@@ -226,3 +226,49 @@ TEST_CASE("Options built in code are held to the same ranges at init(options)", 
   REQUIRE_THROWS_WITH(detail::RuntimeAccess::make(detail::make_loopback_backend(world, 0), nan_cycle),
                       Catch::Contains("CHORUS_CYCLE_TIME"));
 }
+
+TEST_CASE("Horovod's special values mean what they mean in Horovod", "[env][horovod]") {
+  auto options_with = [](std::vector<std::pair<const char*, const char*>> vars) {
+    EnvGuard env;
+    for (const auto& [name, value] : vars) env.set(name, value);
+    RuntimeOptions o;
+    const Status s = options_from_environment(&o);
+    REQUIRE(s.is_ok());
+    return o;
+  };
+  SECTION("HOROVOD_STALL_CHECK_DISABLE=1: no warnings and no shutdown, whatever the times say") {
+    const RuntimeOptions o = options_with({{"HOROVOD_STALL_CHECK_DISABLE", "1"},
+                                           {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "5"},
+                                           {"HOROVOD_STALL_CHECK_TIME_SECONDS", "30"}});
+    REQUIRE(o.stall_check_seconds == 0);
+    REQUIRE(o.stall_shutdown_seconds == 0);
+    REQUIRE(options_with({{"HOROVOD_STALL_CHECK_DISABLE", "0"}}).stall_check_seconds == 60);
+  }
+  SECTION("on/off: a whole number > 0 is on (HOROVOD_AUTOTUNE=2), words in any case") {
+    REQUIRE(options_with({{"HOROVOD_AUTOTUNE", "2"}}).autotune);
+    REQUIRE(options_with({{"HOROVOD_AUTOTUNE", "True"}}).autotune);
+    REQUIRE_FALSE(options_with({{"HOROVOD_AUTOTUNE", "0"}}).autotune);
+    REQUIRE(options_with({{"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"}}).hierarchical_allreduce);
+    EnvGuard env;
+    env.set("HOROVOD_AUTOTUNE", "-1");  // Horovod reads it as off; here a clear error
+    RuntimeOptions o;
+    REQUIRE_THAT(options_from_environment(&o).message(), Catch::Contains("HOROVOD_AUTOTUNE='-1'"));
+  }
+  SECTION("0 turns the cache, fusion and the stall check off") {
+    REQUIRE(options_with({{"HOROVOD_CACHE_CAPACITY", "0"}}).cache_capacity == 0);
+    REQUIRE(options_with({{"HOROVOD_FUSION_THRESHOLD", "0"}}).fusion_threshold_bytes == 0);
+    REQUIRE(options_with({{"HOROVOD_STALL_CHECK_TIME_SECONDS", "0"}}).stall_check_seconds == 0);
+  }
+  SECTION("HOROVOD_GPU_OPERATIONS=MPI (Horovod's build-time choice) is the staged path") {
+    REQUIRE(options_with({{"HOROVOD_GPU_OPERATIONS", "MPI"}}).gpu_operations == GpuOperations::kStaged);
+    REQUIRE(options_with({{"HOROVOD_GPU_OPERATIONS", "NCCL"}}).gpu_operations == GpuOperations::kNccl);
+  }
+  SECTION("Horovod's variables Chorus has no counterpart for are named, not silently ignored") {
+    EnvGuard env;
+    env.set("HOROVOD_HIERARCHICAL_ALLGATHER", "1");
+    env.set("HOROVOD_THREAD_AFFINITY", "0,1");
+    const std::vector<std::string> unread = unread_horovod_variables();
+    REQUIRE(std::find(unread.begin(), unread.end(), "HOROVOD_HIERARCHICAL_ALLGATHER") != unread.end());
+    REQUIRE(std::find(unread.begin(), unread.end(), "HOROVOD_THREAD_AFFINITY") != unread.end());
+  }
+}

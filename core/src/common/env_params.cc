@@ -21,12 +21,13 @@ std::optional<std::string> read_env(const std::string& name, std::string* source
 
 Status number_from_environment(const char* name, double fallback, double* out) {
   *out = fallback;
-  const std::optional<std::string> text = read_env(name);
+  std::string source;  // CHORUS_<name>, or the HOROVOD_ fallback that was set
+  const std::optional<std::string> text = read_env(name, &source);
   if (!text) return Status::ok();
   const Knob* k = find_knob(name);
   RuntimeOptions ignored;
   Status s = k ? k->apply(*k, *text, &ignored) : Status::ok();
-  if (!s.is_ok()) return Status::invalid_argument("CHORUS_" + std::string(name) + "='" + *text + "': " + s.message());
+  if (!s.is_ok()) return Status::invalid_argument(source + "='" + *text + "': " + s.message());
   *out = std::strtod(text->c_str(), nullptr);
   return Status::ok();
 }
@@ -51,6 +52,36 @@ bool is_package_variable(const std::string& name) {
   return false;
 }
 }  // namespace
+
+std::vector<std::string> unread_horovod_variables() {
+  // Horovod's run-time variables that change what Horovod does and that
+  // Chorus has no counterpart for (docs/tuning.md, "Horovod's variables").
+  static const char* const kUnread[] = {"HIERARCHICAL_ALLGATHER",
+                                        "TORUS_ALLREDUCE",
+                                        "THREAD_AFFINITY",
+                                        "MPI_THREADS_DISABLE",
+                                        "ENABLE_XLA_OPS",
+                                        "NUM_NCCL_STREAMS",
+                                        "GLOO_TIMEOUT_SECONDS",
+                                        "START_TIMEOUT",
+                                        "CPU_OPERATIONS",
+                                        "CONTROLLER",
+                                        "BATCH_D2D_MEMCOPIES",
+                                        "DISABLE_GROUP_FUSION",
+                                        "ENABLE_ASYNC_COMPLETION",
+                                        "ADASUM_MPI_CHUNK_SIZE",
+                                        "AUTOTUNE_STEPS_PER_SAMPLE",
+                                        "AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
+                                        "AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
+                                        "GLOO_IFACE",
+                                        "LOG_HIDE_TIME"};
+  std::vector<std::string> out;
+  for (const char* name : kUnread) {
+    const std::string variable = std::string("HOROVOD_") + name;
+    if (std::getenv(variable.c_str()) != nullptr) out.push_back(variable);
+  }
+  return out;
+}
 
 std::vector<std::string> unknown_chorus_variables() {
   std::vector<std::string> out;

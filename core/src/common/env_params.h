@@ -29,6 +29,11 @@ Status number_from_environment(const char* name, double fallback, double* out);
 /// left out: they belong to the project's scripts and tests.
 std::vector<std::string> unknown_chorus_variables();
 
+/// Horovod's variables set in this process that Chorus has no counterpart
+/// for (HOROVOD_HIERARCHICAL_ALLGATHER, ...): Horovod habits that would be
+/// silently ignored otherwise.
+std::vector<std::string> unread_horovod_variables();
+
 /// Options built in code (init(options)) held to the ranges the environment
 /// is: an error naming the knob's variable and the range, or ok.
 Status check_options(const RuntimeOptions& options);

@@ -83,14 +83,22 @@ Knob decimal(const char* name, const char* def, int64_t lo, int64_t hi, const ch
   return k;
 }
 
+// On: a whole number > 0 (Horovod's rule, so HOROVOD_AUTOTUNE=2 is on), or
+// true / yes / on in any case; off: 0, false / no / off.
 Status parse_switch(const std::string& t, bool* out) {
-  for (const char* on : {"1", "true", "yes", "on"}) {
-    if (t == on) return *out = true, Status::ok();
+  std::string lower = t;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* on : {"true", "yes", "on"}) {
+    if (lower == on) return *out = true, Status::ok();
   }
-  for (const char* off : {"0", "false", "no", "off"}) {
-    if (t == off) return *out = false, Status::ok();
+  for (const char* off : {"false", "no", "off"}) {
+    if (lower == off) return *out = false, Status::ok();
   }
-  return expected("0 or 1");
+  if (!t.empty() && t.size() <= 18 && t.find_first_not_of("0123456789") == std::string::npos) {
+    *out = std::stoll(t) > 0;
+    return Status::ok();
+  }
+  return expected("0 or 1 (a whole number > 0 is on; true/false, yes/no, on/off)");
 }
 
 template <bool RuntimeOptions::*F>
@@ -266,8 +274,8 @@ std::vector<Knob> rendezvous_knobs() {
                   "elastic jobs through etcd: never more workers in a world, the others wait (chorusrun: "
                   "`--max-np`); 0: no limit"),
       checked_row("ELASTIC_TIMEOUT", "600", KnobKind::kDecimal, "seconds", 604800,
-                  "elastic jobs through etcd: how long fewer than `CHORUS_ELASTIC_MIN_NP` workers may wait for a "
-                  "world (chorusrun: `--elastic-timeout`)"),
+                  "elastic jobs: how long fewer than the minimum of workers may wait for a world (through etcd: "
+                  "`CHORUS_ELASTIC_MIN_NP`; chorusrun: the default of `--elastic-timeout`, as horovodrun's)"),
   };
   for (Knob& k : rows) k.launcher_flag = false;
   rows[6].lo = 0;  // ELASTIC_MAX_NP: 0 is no limit
@@ -296,11 +304,30 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 // The values are the enums' (chorus/options.h).
 constexpr KnobChoice kAlgorithms[] = {{"auto", 0}, {"ring", 1}, {"mpi", 2}, {"shm", 3}};
 constexpr KnobChoice kTransports[] = {{"auto", 0}, {"mpi", 1}, {"tcp", 2}};
-constexpr KnobChoice kGpuOperations[] = {{"auto", 0}, {"nccl", 1}, {"staged", 2}};
+// "mpi": Horovod's HOROVOD_GPU_OPERATIONS=MPI (GPU tensors through the host's path) is staged here.
+constexpr KnobChoice kGpuOperations[] = {{"auto", 0}, {"nccl", 1}, {"staged", 2}, {"mpi", 2}};
 constexpr KnobChoice kLogLevels[] = {{"trace", 0}, {"debug", 1}, {"info", 2}, {"warning", 3},
                                      {"error", 4}, {"fatal", 5}, {"warn", 3}};
 
 using O = RuntimeOptions;
+
+// Horovod's HOROVOD_STALL_CHECK_DISABLE (horovodrun --no-stall-check): no
+// stall warnings and no stall shutdown, whatever the two times say. A
+// switch with no field of its own: it zeroes both (after them in the list).
+Knob stall_check_disable() {
+  Knob k{"STALL_CHECK_DISABLE", "0", KnobKind::kSwitch, KnobScope::kPerRank,
+         "1: no stall check at all, neither warnings nor the shutdown, whatever `CHORUS_STALL_CHECK_TIME_SECONDS` "
+         "and `CHORUS_STALL_SHUTDOWN_TIME_SECONDS` say (Horovod's `HOROVOD_STALL_CHECK_DISABLE`, chorusrun's "
+         "`--no-stall-check`)"};
+  k.apply = [](const Knob&, const std::string& t, RuntimeOptions* o) {
+    bool off = false;
+    const Status s = parse_switch(t, &off);
+    if (s.is_ok() && off) o->stall_check_seconds = o->stall_shutdown_seconds = 0;
+    return s;
+  };
+  k.launcher_flag = false;  // chorusrun's --no-stall-check sets it
+  return k;
+}
 constexpr KnobScope kJob = KnobScope::kJobWide, kRank = KnobScope::kPerRank;
 
 // CHORUS_AUTOTUNE and its settings (tuning/autotuner.h), read on rank 0.
@@ -368,6 +395,7 @@ std::vector<Knob> background_knobs() {
                     "after this long, end the job with that message and exit code 75, even when a rank "
                     "never answers again ([troubleshooting.md](troubleshooting.md)); 0 disables"),
                 "stall-check-shutdown-time-seconds"),
+      stall_check_disable(),
       choice<LogLevel, &O::log_level>(
           "LOG_LEVEL", "warning", kLogLevels, kRank,
           "the least severe messages written (`warn` is `warning`); each line is prefixed with the rank"),

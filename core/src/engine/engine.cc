@@ -50,6 +50,10 @@ void Engine::thread_main(std::promise<Status>* started) {
       CHORUS_LOG(logger_, kWarning) << var << " is set, but this build of Chorus reads no such variable; "
                                     << "it is ignored (docs/tuning.md lists the knobs)";
     }
+    for (const std::string& var : unread_horovod_variables()) {
+      CHORUS_LOG(logger_, kWarning) << var << " is set, but Chorus has no such setting; it is ignored "
+                                    << "(docs/tuning.md, \"Horovod's variables\")";
+    }
   }
   const Status timeline_opened = timeline_.open(options_.timeline_path, topo_.rank, options_.timeline_mark_cycles);
   if (!timeline_opened.is_ok()) {
