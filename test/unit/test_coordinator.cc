@@ -277,6 +277,47 @@ TEST_CASE("A join that fails a grouped allgather fails its waiting members once"
   REQUIRE(c.idle());
 }
 
+TEST_CASE("A join fails the waiting collectives that cannot run beside it, covered or not", "[coordinator][join]") {
+  // Horovod's test_horovod_join_allgather at 4 ranks, second round: rank 1
+  // joins; rank 0, which joined in the first round, names its unnamed
+  // allgather .0, ranks 2 and 3 name theirs .1, and all arrive before the join.
+  Coordinator c(4);
+  auto allgather = [](int rank, const char* name) {
+    Request r;
+    r.type = CollectiveType::kAllgather;
+    r.name = name;
+    r.shape = {17};
+    r.rank = rank;
+    return r;
+  };
+  c.add(allgather(0, "allgather.noname.0"));
+  c.add(allgather(2, "allgather.noname.1"));
+  c.add(allgather(3, "allgather.noname.1"));
+  Request x;  // an allreduce waits on: it runs with the joined rank's zeros
+  x.name = "x";
+  x.shape = {4};
+  x.rank = 0;
+  c.add(x);
+  REQUIRE(c.take_ready().empty());
+  Request join;
+  join.type = CollectiveType::kJoin;
+  join.name = join_tensor_name();
+  join.rank = 1;
+  c.add(join);
+  std::vector<ReadyTensor> ready = c.take_ready();
+  REQUIRE(ready.size() == 2);
+  for (const ReadyTensor& t : ready) {
+    REQUIRE(t.response.type == ResponseType::kError);
+    REQUIRE_THAT(t.response.error_message, Catch::Contains("rank(s) 1 called join()"));
+  }
+  for (int r : {2, 3}) {
+    x.rank = r;
+    c.add(x);
+  }
+  ready = c.take_ready();
+  REQUIRE((ready.size() == 1 && ready[0].response.type == ResponseType::kAllreduce));
+}
+
 TEST_CASE("A failed group's member arriving in a later round is not failed by the old failure", "[coordinator]") {
   Coordinator c(2);
   c.add(group_member(0, "a", "g", 1));

@@ -60,16 +60,21 @@ void Coordinator::add_join(const Request& request) {
     ++joined_count_;
   }
   last_joined_ = request.rank;
-  // Tensors that waited only for this rank can go now, oldest first.
+  // Tensors that waited only for this rank can go now, oldest first; a
+  // waiting collective that cannot run beside a joined rank fails now, not
+  // only once every other rank sent it: ranks whose unnamed calls differ
+  // (the joined rank made none) would wait for each other for ever.
   // By name: finishing one may fail its group and erase others (fail_groups).
-  std::vector<std::pair<Clock::time_point, std::string>> now_covered;
+  std::vector<std::pair<Clock::time_point, std::string>> now_decided;
   for (const auto& [name, entry] : table_) {
-    if (covered(entry)) now_covered.emplace_back(entry.first_seen, name);
+    if (covered(entry) || !traits_of(entry.requests.front().type).runs_while_joined) {
+      now_decided.emplace_back(entry.first_seen, name);
+    }
   }
-  std::sort(now_covered.begin(), now_covered.end());
-  for (const auto& covered_entry : now_covered) {
-    auto it = table_.find(covered_entry.second);
-    if (it != table_.end()) finish(it);
+  std::sort(now_decided.begin(), now_decided.end());
+  for (const auto& decided : now_decided) {
+    auto it = table_.find(decided.second);
+    if (it != table_.end() && !fails_while_joined(it)) finish(it);
   }
   if (joined_count_ < world_size_) return;
   ReadyTensor done;
