@@ -321,30 +321,20 @@ XLA_FFI_Error* run(XLA_FFI_CallFrame* raw, XLA_FFI_Error* (*handler)(const CallF
 
 extern "C" {
 
-CHORUS_JAX_EXPORT XLA_FFI_Error* chorus_jax_allreduce(XLA_FFI_CallFrame* f) {
-  return chorus::jax::run(f, chorus::jax::allreduce);
-}
-CHORUS_JAX_EXPORT XLA_FFI_Error* chorus_jax_allgather(XLA_FFI_CallFrame* f) {
-  return chorus::jax::run(f, chorus::jax::allgather);
-}
-CHORUS_JAX_EXPORT XLA_FFI_Error* chorus_jax_reducescatter(XLA_FFI_CallFrame* f) {
-  return chorus::jax::run(f, chorus::jax::reducescatter);
-}
-CHORUS_JAX_EXPORT XLA_FFI_Error* chorus_jax_broadcast(XLA_FFI_CallFrame* f) {
-  return chorus::jax::run(f, chorus::jax::broadcast);
-}
-CHORUS_JAX_EXPORT XLA_FFI_Error* chorus_jax_alltoall(XLA_FFI_CallFrame* f) {
-  return chorus::jax::run(f, chorus::jax::alltoall);
-}
-CHORUS_JAX_EXPORT XLA_FFI_Error* chorus_jax_barrier(XLA_FFI_CallFrame* f) {
-  return chorus::jax::run(f, chorus::jax::barrier);
-}
-CHORUS_JAX_EXPORT XLA_FFI_Error* chorus_jax_join(XLA_FFI_CallFrame* f) {
-  return chorus::jax::run(f, chorus::jax::join);
-}
-CHORUS_JAX_EXPORT XLA_FFI_Error* chorus_jax_refuse(XLA_FFI_CallFrame* f) {
-  return chorus::jax::run(f, chorus::jax::refuse_traced);
-}
+// One exported XLA FFI handler per collective: chorus_jax_<kind>.
+#define CHORUS_JAX_HANDLER(kind, body) \
+  CHORUS_JAX_EXPORT XLA_FFI_Error* chorus_jax_##kind(XLA_FFI_CallFrame* f) { return chorus::jax::run(f, body); }
+
+CHORUS_JAX_HANDLER(allreduce, chorus::jax::allreduce)
+CHORUS_JAX_HANDLER(allgather, chorus::jax::allgather)
+CHORUS_JAX_HANDLER(reducescatter, chorus::jax::reducescatter)
+CHORUS_JAX_HANDLER(broadcast, chorus::jax::broadcast)
+CHORUS_JAX_HANDLER(alltoall, chorus::jax::alltoall)
+CHORUS_JAX_HANDLER(barrier, chorus::jax::barrier)
+CHORUS_JAX_HANDLER(join, chorus::jax::join)
+CHORUS_JAX_HANDLER(refuse, chorus::jax::refuse_traced)
+
+#undef CHORUS_JAX_HANDLER
 
 // Binds the handlers to the libchorus at `library_path` (already loaded by
 // the caller): 0, or -1 with the reason in `error`.
