@@ -21,6 +21,7 @@
 #include "elastic_plan.h"
 #include "host_blacklist.h"
 #include "host_discovery.h"
+#include "host_failure_budget.h"
 #include "host_machines.h"
 
 namespace chorus::launcher {
@@ -70,6 +71,9 @@ class ElasticDriver {
 
  private:
   std::string start_rendezvous();
+  std::string read_failure_budget();
+  bool replace_on_host(const Worker& failed, double now);
+  std::string nothing_can_come_back(double now);
   std::string discover(bool first);
   void plan_and_apply(double now);
   void start_worker(const WorkerSlot& slot);
@@ -86,6 +90,7 @@ class ElasticDriver {
   const ElasticOptions& elastic_;
   TcpLaunchContext context_;
   HostBlacklist blacklist_;
+  HostFailureBudget budget_{2, 60};  // CHORUS_ELASTIC_HOST_FAILURE_BUDGET / _WINDOW_SECONDS
   std::unique_ptr<detail::ElasticRendezvous> rendezvous_;
   std::vector<HostSlots> discovered_;
   std::set<std::string> warned_;
@@ -130,6 +135,15 @@ std::string ElasticDriver::advertised_address() {
   if (all_local && elastic_.discovery_script.empty()) return "127.0.0.1";
   if (!outside.empty()) return outside;
   return context_.local_host_names.empty() ? "127.0.0.1" : context_.local_host_names.front();
+}
+
+std::string ElasticDriver::read_failure_budget() {
+  double budget = 2, window = 60;
+  chorus::Status s = detail::number_from_environment("ELASTIC_HOST_FAILURE_BUDGET", budget, &budget);
+  if (s.is_ok()) s = detail::number_from_environment("ELASTIC_HOST_FAILURE_WINDOW_SECONDS", window, &window);
+  if (!s.is_ok()) return s.message();
+  budget_ = HostFailureBudget(static_cast<int>(budget), window);
+  return "";
 }
 
 std::string ElasticDriver::start_rendezvous() {
@@ -257,10 +271,36 @@ void ElasticDriver::note_ends(double now) {
       exit_code_ = e.signaled ? 128 + e.value : e.value;
       continue;
     }
+    if (replace_on_host(*w, now)) continue;
     const bool out = blacklist_.record_failure(w->slot.host, now);
     std::cerr << (out ? "; its host is blacklisted" : "") << "\n";
     if (out) stop_host(w->slot.host, now);
   }
+}
+
+// A worker that failed while others of its host run is replaced there
+// (the next plan starts one in its slot), within the host's failure budget.
+bool ElasticDriver::replace_on_host(const Worker& failed, double now) {
+  const bool others_run = std::any_of(workers_.begin(), workers_.end(), [&](const auto& w) {
+    return w.get() != &failed && w->slot.host == failed.slot.host && !w->stopping && !w->child.exited;
+  });
+  if (!others_run || !budget_.record(failed.slot.host, now)) return false;
+  std::cerr << "; replaced on its host (failure " << budget_.failures(failed.slot.host, now) << " of the "
+            << budget_.budget() << " CHORUS_ELASTIC_HOST_FAILURE_BUDGET allows within " << budget_.window_seconds()
+            << " s)\n";
+  return true;
+}
+
+// With fixed hosts and no cooldown, once every host is blacklisted and no
+// worker runs, none can ever come back: say so now, not after --elastic-timeout.
+std::string ElasticDriver::nothing_can_come_back(double now) {
+  if (!elastic_.discovery_script.empty() || elastic_.blacklist_cooldown || finishing_) return "";
+  for (const auto& w : workers_) {
+    if (!w->child.exited) return "";
+  }
+  if (!usable_hosts(discovered_, blacklist_.blacklisted_hosts(now), host_order_).empty()) return "";
+  return "every host of the job failed and is blacklisted for good (fixed hosts, no --blacklist-cooldown-range): "
+         "no worker can come back";
 }
 
 // The other workers of a host just blacklisted go now, with the failed one,
@@ -324,6 +364,7 @@ int ElasticDriver::finish(int code, const std::string& why) {
 int ElasticDriver::run() {
   forward_signals();
   if (std::string why = discover(true); !why.empty()) return finish(2, why);
+  if (std::string why = read_failure_budget(); !why.empty()) return finish(2, why);
   if (std::string why = start_rendezvous(); !why.empty()) return finish(2, why);
   for (;;) {
     const double now = now_seconds();
@@ -338,6 +379,7 @@ int ElasticDriver::run() {
     }
     relay_ready(children(), 10);  // then the rendezvous's 20 ms: a join waits 30 ms at most
     note_ends(now);
+    if (std::string why = nothing_can_come_back(now); !why.empty()) return finish(kElasticFailureExitCode, why);
     if (!drive_rendezvous(now)) return finish(kElasticFailureExitCode, failure_);
     const bool any_running =
         std::any_of(workers_.begin(), workers_.end(), [](const auto& w) { return !w->child.exited; });

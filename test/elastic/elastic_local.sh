@@ -14,6 +14,10 @@
 #  7. bad discovery scripts: missing, not executable, failing, garbage.
 #  8. below --min-np, then a host added: the world forms again, all sync.
 #  9. --reset-limit 0: the first reset fails the job, naming the flag.
+# 10. one machine, the docs' own line (no -H, no script: one host of 3
+#     slots): a worker killed is replaced there, the job ends at full size.
+# 11. a host whose workers keep failing is blacklisted after its failure
+#     budget; with fixed hosts all out the job fails at once, saying why.
 # usage: elastic_local.sh CHORUSRUN ELASTIC_COUNTER
 set -uo pipefail
 chorusrun="$1" counter="$2"
@@ -130,6 +134,26 @@ kill -9 "$(worker_pids | sed -n 2p)"
 wait "$job_pid"; code=$?
 [[ $code -ne 0 ]] && grep -q -- "more than --reset-limit 0" "$work/limit.out" ||
   { tail -20 "$work/limit.out"; fail "limit: exit $code without naming --reset-limit"; }
+
+# 10. one machine: the killed worker is replaced on its host (failure budget)
+run_job one_machine 150 --min-np 2 --max-np 3 -np 3
+wait_steps one_machine 20 || fail "one_machine: no step 20"
+kill -9 "$(worker_pids | sed -n 2p)"
+check_final one_machine 3
+grep -q "replaced on its host" "$work/one_machine.out" || fail "one_machine: the killed worker was not replaced"
+
+# 11. worker 1 runs; every other worker fails at once: two replacements (the
+# default budget), the third failure blacklists the host, and with no host
+# left the job fails at once, not after --elastic-timeout (600 s)
+began=$SECONDS
+timeout 60 "$chorusrun" --min-np 1 -np 2 sh -c \
+  'case "$CHORUS_ELASTIC_MEMBER" in *"#1") sleep 30 ;; *) sleep 0.5; exit 1 ;; esac' > "$work/keeps_failing.out" 2>&1
+code=$?
+replaced="$(grep -c "replaced on its host" "$work/keeps_failing.out")"
+if [[ $code -ne 1 || "$replaced" -ne 2 ]] || ! grep -q "its host is blacklisted" "$work/keeps_failing.out" ||
+   ! grep -q "no worker can come back" "$work/keeps_failing.out" || (( SECONDS - began > 30 )); then
+  cat "$work/keeps_failing.out"; fail "keeps_failing: exit $code, $replaced replacements, $((SECONDS - began)) s"
+fi
 
 # 7. bad discovery scripts: a clear error, never a hang
 printf '#!/bin/sh\necho "not a host line!"\n' > "$work/garbage"; chmod +x "$work/garbage"

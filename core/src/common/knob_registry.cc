@@ -237,8 +237,20 @@ std::vector<Knob> elastic_knobs() {
                            "left it (stopped, stuck) is ended and its host blacklisted; through etcd, it is left out "
                            "of the next world");
   grace.launcher_flag = false;  // chorusrun's own setting, from its environment
+  Knob budget = checked_row("ELASTIC_HOST_FAILURE_BUDGET", "2", KnobKind::kWhole, "failures", 1000,
+                            "elastic jobs, read by chorusrun: a worker that fails while other workers of its host run "
+                            "is replaced on that host, up to this many failures of the host within "
+                            "`CHORUS_ELASTIC_HOST_FAILURE_WINDOW_SECONDS`; the next one blacklists the host (as a "
+                            "failure on a host with no other worker always does); 0: blacklist at once, as Horovod");
+  budget.lo = 0;
+  budget.launcher_flag = false;
+  Knob window = checked_row("ELASTIC_HOST_FAILURE_WINDOW_SECONDS", "60", KnobKind::kDecimal, "seconds", 604800,
+                            "elastic jobs, read by chorusrun: the window of `CHORUS_ELASTIC_HOST_FAILURE_BUDGET`");
+  window.launcher_flag = false;
   return {
       grace,
+      budget,
+      window,
       checked_row("ELASTIC_ADDR", "(none)", KnobKind::kText, "host:port", 0,
                   "elastic jobs: where this process reaches its job's rendezvous (chorusrun sets it); set, `init()` "
                   "joins the next world there instead of reading a rank ([elastic.md](elastic.md))"),
