@@ -2,7 +2,8 @@
 module): three workers train an elastic counter; one's process ends
 mid-training; the survivors reset from their last commit, a new worker
 starts on the freed CPU and joins; every worker that finishes holds the
-closed-form model. And a worker that raises, bad settings, too few CPUs."""
+closed-form model. And reset_limit, a worker that raises, bad settings,
+too few CPUs."""
 import time
 
 import pytest
@@ -32,6 +33,12 @@ def test_a_lost_worker_resets_the_others_and_a_new_one_joins(tmp_path):
     for done, checksum, resets, size in results:
         assert done == steps and checksum == pytest.approx(want, rel=1e-12) and size == 3
     assert any(2 in resets for _, _, resets, _ in results)  # the survivors' world of two
+
+
+def test_more_resets_than_reset_limit_fail_the_job_naming_it(tmp_path):
+    with pytest.raises(ChorusError, match=r"1 reset, more than reset_limit=0 \(workers lost: ray-worker-\d+: its Ray"):
+        executor(min_np=2, max_np=3, reset_limit=0, elastic_timeout=60).run(
+            fns.elastic_counter, args=[90, str(tmp_path / "killed")])
 
 
 def test_a_worker_that_raises_fails_the_job_naming_it():

@@ -226,8 +226,9 @@ class _ElasticJob:
     def check_reset_limit(self):
         limit = self.settings.reset_limit
         if limit is not None and self.rendezvous.worlds_formed - 1 > limit:
-            raise ChorusError(f"chorus.ray.ElasticRayExecutor: {self.rendezvous.worlds_formed - 1} resets, more than "
-                              f"reset_limit={limit}{self.lost_words()}")
+            resets = self.rendezvous.worlds_formed - 1
+            raise ChorusError(f"chorus.ray.ElasticRayExecutor: {resets} reset{'s' if resets != 1 else ''}, more "
+                              f"than reset_limit={limit}{self.lost_words()}")
 
     def end(self, member, why):
         m = self.members.pop(member, None)  # None: a member the rendezvous knows but this driver did not start
