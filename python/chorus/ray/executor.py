@@ -1,12 +1,10 @@
 """chorus.ray.RayExecutor: a Chorus job on Ray actors, horovod.ray's
 RayExecutor API (docs/clusters.md)."""
-import secrets
 from dataclasses import dataclass, field
 
-from .._job_env import job_env
 from ..errors import ChorusError
 from . import outcomes, placement
-from .worker import ChorusWorker
+from .worker import ChorusWorker, rank_environments
 
 SHUTDOWN_WAIT_SECONDS = 30  # then the workers are ended, their Chorus with them
 
@@ -90,14 +88,12 @@ class RayExecutor:
         """Each rank's job environment; with GPUs, every worker of a node sees
         all of that node's workers' GPUs (as horovod.ray), so that
         local_rank() picks a device among them."""
-        master = (nodes[0][1], outcomes.gather([self._workers[0].free_port.remote()])[0])
-        secret, extra = secrets.token_hex(16), {**self.settings.worker_env(), **(extra_env_vars or {})}
-        node_ids = [node_id for node_id, _, _ in nodes]
+        port = outcomes.gather([self._workers[0].free_port.remote()])[0]
+        envs = rank_environments(nodes, port, {**self.settings.worker_env(), **(extra_env_vars or {})})
         node_gpus = {}
         for node_id, _, gpus in nodes:
             node_gpus.setdefault(node_id, set()).update(str(g) for g in gpus)
-        envs = [job_env(rank, node_ids, master, secret, extra, hosts_are_ids=True) for rank in range(len(nodes))]
-        for env, node_id in zip(envs, node_ids):
+        for env, (node_id, _, _) in zip(envs, nodes):
             if node_gpus[node_id]:
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(sorted(node_gpus[node_id]))
         outcomes.gather([w.set_env.remote(env) for w, env in zip(self._workers, envs)])

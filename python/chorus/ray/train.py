@@ -5,13 +5,12 @@ environment and starts Chorus on every worker before train_loop_per_worker
 runs (chorus.torch's init() in the loop finds it running); it stops Chorus
 when the group ends. A worker group Ray Train restarts (a failure under
 FailureConfig(max_failures), an elastic ScalingConfig) is a new Chorus job."""
-import secrets
 from dataclasses import dataclass, field
 
 from ray.train.backend import Backend, BackendConfig
 
-from .._job_env import job_env
-from .worker import node, start_chorus
+from .._job_env import free_port, shutdown_chorus
+from .worker import node, rank_environments, start_chorus
 
 
 @dataclass
@@ -29,30 +28,17 @@ class ChorusConfig(BackendConfig):
         return {"timeout_s": self.timeout_s}
 
 
-def _free_port_here():
-    from .._job_env import free_port
-    return free_port()
-
-
-def _stop_chorus():
-    from .._job_env import shutdown_chorus
-    shutdown_chorus()
-
-
 class _ChorusBackend(Backend):
     share_cuda_visible_devices = True  # every worker of a node sees its GPUs: local_rank() picks one
     def on_start(self, worker_group, backend_config):
         import ray
         nodes = worker_group.execute(node)
-        master = (nodes[0][1], worker_group.execute_single(0, _free_port_here))
-        secret = secrets.token_hex(16)
         extra = {"CHORUS_RENDEZVOUS_TIMEOUT_SECONDS": f"{backend_config.timeout_s:g}", **backend_config.env}
-        node_ids = [node_id for node_id, _, _ in nodes]
-        envs = [job_env(rank, node_ids, master, secret, extra, hosts_are_ids=True) for rank in range(len(node_ids))]
+        envs = rank_environments(nodes, worker_group.execute_single(0, free_port), extra)
         ray.get([worker_group.execute_single_async(rank, start_chorus, env) for rank, env in enumerate(envs)])
 
     def on_shutdown(self, worker_group, backend_config):
-        worker_group.execute(_stop_chorus)
+        worker_group.execute(shutdown_chorus)
 
 
 def _data_parallel_trainer():

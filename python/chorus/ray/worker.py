@@ -1,8 +1,9 @@
 """One rank of a Chorus job inside a Ray actor: what chorus.ray's
 executors and Ray Train backend run on their workers."""
 import os
+import secrets
 
-from .._job_env import free_port, shutdown_chorus
+from .._job_env import free_port, job_env, shutdown_chorus
 
 
 class ChorusWorker:
@@ -14,11 +15,7 @@ class ChorusWorker:
         self.executable = None
 
     def node(self):
-        """(node id, node address, GPU ids): the id groups the ranks of one
-        node (a simulated cluster's nodes share an address), the address is
-        where rank 0 listens, the GPUs are the ones Ray gave this actor."""
-        import ray
-        return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address(), list(ray.get_gpu_ids())
+        return node()
 
     def free_port(self):
         return free_port()
@@ -52,7 +49,20 @@ def start_chorus(env):
 
 
 def node():
-    return ChorusWorker().node()
+    """(node id, node address, GPU ids) of this process: the id groups the
+    ranks of one node (a simulated cluster's nodes share an address), the
+    address is where rank 0 listens, the GPUs are the ones Ray gave it."""
+    import ray
+    return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address(), list(ray.get_gpu_ids())
+
+
+def rank_environments(nodes, master_port, extra):
+    """Each rank's job environment (rank i: nodes[i], as node() gave it),
+    rank 0 listening on master_port of its node, one new secret for the
+    job, CHORUS_HOST_ID the Ray node."""
+    node_ids = [node_id for node_id, _, _ in nodes]
+    master, secret = (nodes[0][1], master_port), secrets.token_hex(16)
+    return [job_env(rank, node_ids, master, secret, extra, hosts_are_ids=True) for rank in range(len(nodes))]
 
 
 def run_as_member(fn, args, kwargs):
