@@ -37,9 +37,9 @@ set(fuzz_build_command ${CMAKE_CURRENT_LIST_DIR}/build_fuzzers.sh ${CHORUS_FUZZ_
 add_custom_target(chorus_fuzzers COMMAND ${fuzz_build_command} USES_TERMINAL)
 add_test(NAME fuzz_build COMMAND ${fuzz_build_command})
 set_tests_properties(fuzz_build PROPERTIES TIMEOUT 600 FIXTURES_SETUP chorus_fuzzers_built)
-foreach(decoder request_list response_list slot_bits)
+foreach(decoder request_list response_list slot_bits elastic_wire handshake rendezvous mesh_frames etcd_response)
   add_test(NAME fuzz_${decoder}
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_fuzzer.sh ${fuzz_dir}/fuzz_${decoder} ${fuzz_dir}/corpus/${decoder}
-                   ${CHORUS_FUZZ_SECONDS})
+                   ${CHORUS_FUZZ_SECONDS} ${CMAKE_CURRENT_LIST_DIR}/corpus/${decoder})
   set_tests_properties(fuzz_${decoder} PROPERTIES TIMEOUT 120 FIXTURES_REQUIRED chorus_fuzzers_built LABELS fuzz)
 endforeach()

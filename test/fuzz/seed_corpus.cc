@@ -1,7 +1,10 @@
 // Writes the fuzzers' seed corpus with the real encoders: valid request
 // lists, response lists and cache-bit vectors covering every collective,
-// cached slots at word edges, errors, joined specs and resends. Usage:
-// seed_corpus OUT_DIR (writes OUT_DIR/{request_list,response_list,slot_bits}/).
+// cached slots at word edges, errors, joined specs and resends; the elastic
+// wire's, the handshake's, the rendezvous's and the gone notice's messages;
+// etcd's HTTP answers. A selector byte (and for some a size) comes first
+// where the target reads it (see each fuzz_*.cc). Usage: seed_corpus
+// OUT_DIR (writes one folder per target under OUT_DIR).
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -9,6 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "comm/tcp/elastic_wire.h"
+#include "comm/tcp/etcd_json.h"
+#include "comm/tcp/tcp_gone_notice.h"
+#include "comm/tcp/tcp_handshake.h"
+#include "comm/tcp/tcp_rendezvous_wire.h"
 #include "negotiation/messages.h"
 
 using namespace chorus;
@@ -113,6 +121,66 @@ std::vector<std::string> slot_bit_vectors() {
   return out;
 }
 
+std::string with(char selector, const std::string& bytes) { return std::string(1, selector) + bytes; }
+
+ElasticWorld sample_world() {
+  ElasticWorld w;
+  w.version = 3;
+  w.rank = 1;
+  w.key = 18446744073709551615ull;
+  w.hosts_generation = 2;
+  w.job_id = "job-7.3";
+  w.peers = {{"hostA", "10.0.0.1", 40001}, {"hostB", "::1", 65535}, {"hostA", "10.0.0.1", 1}};
+  return w;
+}
+
+std::vector<std::string> elastic_wire() {
+  const ElasticJoin join{"hostA:0", "hostA", 40001};
+  const ElasticWorld world = sample_world();
+  return {with(0, encode_join(join)),
+          with(1, encode_world(world)),
+          with(1, encode_error("no world: 1 member of min_np 2 after 600 s")),
+          with(1, encode_hosts({5, kHostsAdded | kHostsRemoved})),
+          with(2, encode_etcd_member({join, "10.0.0.1", 2})),
+          with(3, encode_etcd_world(world, {"hostA:0", "hostB:0", "hostA:1"}))};
+}
+
+std::vector<std::string> handshakes() {
+  Nonce nc{};
+  for (size_t i = 0; i < nc.size(); ++i) nc[i] = static_cast<uint8_t>(i * 7);
+  return {encode_hello(nc, {HandshakePurpose::kRendezvous, 4, 2, 0, 0, "job"}),
+          encode_hello(nc, {HandshakePurpose::kMesh, 3, 2, 1, 0x1234567890abcdefull, std::string(200, 'j')}),
+          encode_hello(nc, {HandshakePurpose::kElastic, 0, -1, -1, 0, ""})};
+}
+
+std::vector<std::string> rendezvous() {
+  const std::vector<TcpPeerInfo> peers = {{"hostA", "10.0.0.1", 0}, {"hostB", "10.0.0.2", 40002}, {"", "", 7}};
+  std::string three = {1, 2};  // the answer, for 3 ranks
+  std::string two = {1, 1};
+  return {with(0, encode_rendezvous_hello({2, 3, 40002, "job", "hostB"})),
+          with(0, encode_rendezvous_hello({1, 2, 1, "", ""})), three + encode_rendezvous_world(peers, 42),
+          two + encode_rendezvous_world({peers[0], peers[1]}, 0),
+          two + encode_rendezvous_error("rank 1 was claimed twice")};
+}
+
+std::vector<std::string> gone_notices() {
+  return {std::string{4, 0} + encode_gone_notice({1, 3}, "rank 1 closed it"),
+          std::string{64, 63} + encode_gone_notice({0}, ""), std::string{2, 1} + encode_gone_notice({}, "nothing")};
+}
+
+std::vector<std::string> etcd_responses() {
+  const std::string range =
+      "{\"header\":{\"revision\":\"12\"},\"kvs\":[{\"key\":\"" + base64_encode("/chorus/job/world") +
+      "\",\"value\":\"" + base64_encode("members\ta") + "\",\"create_revision\":\"3\"," +
+      "\"mod_revision\":\"9\"}],\"count\":\"1\",\"more\":false,\"x\":[null,true,-1.5e3,\"\\u00e9\\ud83d\\ude00\"]}";
+  return {
+      with(0, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(range.size()) +
+                  "\r\n\r\n" + range),
+      with(0, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n2;x=y\r\n1}\r\n0\r\nT: v\r\n\r\n"),
+      with(0, "HTTP/1.0 204 No Content\r\nConnection: close\r\n\r\n"), with(1, range),
+      with(2, base64_encode(std::string("\0\xff\x10 etcd", 8)))};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,7 +192,9 @@ int main(int argc, char** argv) {
   ::mkdir(root.c_str(), 0755);
   bool ok = true;
   const std::vector<std::pair<std::string, std::vector<std::string>>> sets = {
-      {"request_list", request_lists()}, {"response_list", response_lists()}, {"slot_bits", slot_bit_vectors()}};
+      {"request_list", request_lists()}, {"response_list", response_lists()}, {"slot_bits", slot_bit_vectors()},
+      {"elastic_wire", elastic_wire()},  {"handshake", handshakes()},         {"rendezvous", rendezvous()},
+      {"mesh_frames", gone_notices()},   {"etcd_response", etcd_responses()}};
   for (const auto& [name, seeds] : sets) {
     for (size_t i = 0; i < seeds.size(); ++i) ok = write(root + "/" + name, static_cast<int>(i), seeds[i]) && ok;
   }

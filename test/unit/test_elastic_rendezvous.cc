@@ -61,6 +61,30 @@ TEST_CASE("elastic messages round-trip and garbage is named", "[elastic]") {
   CHECK_FALSE(decode_message("what", &m).is_ok());
 }
 
+// What the fuzzer (test/fuzz/fuzz_elastic_wire.cc) found the decoders took:
+// numbers that the consumers cannot mean, and values that lose a field
+// when encoded again.
+TEST_CASE("elastic messages refuse numbers their readers cannot mean", "[elastic]") {
+  ElasticMessage m;
+  CHECK_FALSE(decode_message("hosts\n0\n1", &m).is_ok());  // generations count from 1
+  CHECK_FALSE(decode_message("hosts\n-3\n1", &m).is_ok());
+  CHECK_FALSE(decode_message("hosts\n2\n0", &m).is_ok());  // kinds: added, removed or both
+  CHECK_FALSE(decode_message("hosts\n2\n4", &m).is_ok());
+  CHECK_FALSE(decode_message("hosts\n2\n 1", &m).is_ok());  // no spaces, no sign
+  CHECK_FALSE(decode_message("hosts\n+2\n1", &m).is_ok());
+  CHECK(decode_message("hosts\n2\n3", &m).is_ok());
+  CHECK_FALSE(decode_message("world\n0\n0\n7\n0\njob\na\tb\t1", &m).is_ok());           // version 0
+  CHECK_FALSE(decode_message("world\n1\n4294967296\n7\n0\njob\na\tb\t1", &m).is_ok());  // rank past int
+  CHECK_FALSE(decode_message("world\n1\n0\n7\n-1\njob\na\tb\t1", &m).is_ok());          // generation < 0
+  CHECK(decode_message("world\n1\n0\n7\n0\njob\na\tb\t1", &m).is_ok());
+  ElasticJoin j;
+  CHECK_FALSE(decode_join("join\nm\nh\n 80", &j).is_ok());
+  ElasticWorld w;
+  std::vector<std::string> ids;
+  CHECK_FALSE(decode_etcd_world("members\t\nworld\n1\n0\n7\n0\njob\na\tb\t1", &w, &ids).is_ok());  // an empty id
+  CHECK(decode_etcd_world("members\tm\nworld\n1\n0\n7\n0\njob\na\tb\t1", &w, &ids).is_ok());
+}
+
 TEST_CASE("a world forms once every member started asked, ranks kept", "[elastic]") {
   WorldFormation f({2, 8, 10.0, 60.0});
   for (const char* id : {"a", "b", "c"}) f.expect(id);

@@ -143,6 +143,16 @@ TEST_CASE("HTTP responses: lengths, chunks and trailers", "[etcd]") {
   CHECK(parse_http_response("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", &r, &why) == HttpParse::kBad);
   CHECK(parse_http_response("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", &r, &why) ==
         HttpParse::kBad);
+  // What the fuzzer (test/fuzz/fuzz_etcd_response.cc) found taken: a status
+  // that is not three digits, lengths with a sign or a 0x.
+  CHECK(parse_http_response("HTTP/1.1 99999999999 OK\r\n\r\n", &r, &why) == HttpParse::kBad);
+  CHECK(parse_http_response("HTTP/1.1 -20 OK\r\n\r\n", &r, &why) == HttpParse::kBad);
+  CHECK(parse_http_response("HTTP/1.1 OK\r\n\r\n", &r, &why) == HttpParse::kBad);
+  CHECK(parse_http_response("HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\na", &r, &why) == HttpParse::kBad);
+  CHECK(parse_http_response("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x1\r\na\r\n0\r\n\r\n", &r, &why) ==
+        HttpParse::kBad);
+  CHECK(parse_http_response("HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n", &r, &why) == HttpParse::kDone);
+  CHECK(r.status == 200);
   CHECK(parse_http_response("HTTP/1.0 200 OK\r\n\r\nabc", &r, &why) == HttpParse::kNeedMore);  // until closed
   CHECK(r.until_close);
   CHECK(r.body == "abc");

@@ -58,7 +58,8 @@ class CHORUS_API Rendezvous {
   void expect(const std::string& id);
   void gone(const std::string& id);
   /// Hosts were added or removed (kHostsAdded | kHostsRemoved): the current
-  /// world's members are told; they agree at their next commit().
+  /// world's members are told; they agree at their next commit(). Other
+  /// values of `kinds`: InvalidArgumentError.
   void hosts_changed(int kinds);
   /// Accepts, reads and answers for up to `seconds` (0 to 3600, else
   /// InvalidArgumentError), then decides; a failure is in the events.

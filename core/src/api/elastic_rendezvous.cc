@@ -43,7 +43,13 @@ Rendezvous::~Rendezvous() = default;
 int Rendezvous::port() const { return impl_->held->port(); }
 void Rendezvous::expect(const std::string& id) { impl_->held->expect(id); }
 void Rendezvous::gone(const std::string& id) { impl_->held->gone(id); }
-void Rendezvous::hosts_changed(int kinds) { impl_->held->hosts_changed(kinds); }
+void Rendezvous::hosts_changed(int kinds) {
+  if (kinds < 1 || kinds > (kHostsAdded | kHostsRemoved)) {  // the members would refuse the notice
+    throw InvalidArgumentError(Status::invalid_argument(
+        "elastic rendezvous: hosts_changed takes kHostsAdded, kHostsRemoved or both, not " + std::to_string(kinds)));
+  }
+  impl_->held->hosts_changed(kinds);
+}
 
 RendezvousEvents Rendezvous::run_for(double seconds) {
   if (!(seconds >= 0 && seconds <= 3600)) {  // NaN too: poll's timeout is an int of milliseconds

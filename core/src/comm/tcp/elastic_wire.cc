@@ -1,32 +1,13 @@
 #include "comm/tcp/elastic_wire.h"
 
-#include <cerrno>
-#include <cstdlib>
+#include <climits>
 #include <sstream>
+
+#include "comm/tcp/tcp_rendezvous_wire.h"
 
 namespace chorus::detail {
 
 namespace {
-
-bool to_int64(const std::string& text, int64_t* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  *out = v;
-  return true;
-}
-
-bool to_uint64(const std::string& text, uint64_t* out) {
-  if (text.empty() || text[0] == '-') return false;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  *out = v;
-  return true;
-}
 
 Status garbage(const std::string& what) {
   return Status::unknown_error("the elastic rendezvous sent a malformed " + what +
@@ -40,8 +21,8 @@ Status decode_world(std::istringstream& in, ElasticWorld* w) {
     return garbage("world");
   }
   int64_t r = 0;
-  if (!to_int64(version, &w->version) || !to_int64(rank, &r) || !to_uint64(key, &w->key) ||
-      !to_int64(generation, &w->hosts_generation)) {
+  if (!whole_number(version, 1, INT64_MAX, &w->version) || !whole_number(rank, 0, INT32_MAX, &r) ||
+      !whole_unsigned(key, &w->key) || !whole_number(generation, 0, INT64_MAX, &w->hosts_generation)) {
     return garbage("world");
   }
   w->rank = static_cast<int>(r);
@@ -51,7 +32,7 @@ Status decode_world(std::istringstream& in, ElasticWorld* w) {
     std::string port;
     int64_t port_value = 0;
     if (!std::getline(fields, p.host_id, '\t') || !std::getline(fields, p.address, '\t') ||
-        !std::getline(fields, port) || !to_int64(port, &port_value) || port_value <= 0 || port_value > 65535) {
+        !std::getline(fields, port) || !whole_number(port, 1, 65535, &port_value)) {
       return garbage("world");
     }
     p.port = static_cast<int>(port_value);
@@ -72,7 +53,7 @@ Status decode_join(const std::string& text, ElasticJoin* out) {
   std::string kind, port;
   int64_t p = 0;
   if (!std::getline(in, kind) || kind != "join" || !std::getline(in, out->member_id) ||
-      !std::getline(in, out->host_id) || !std::getline(in, port) || !to_int64(port, &p) || p <= 0 || p > 65535 ||
+      !std::getline(in, out->host_id) || !std::getline(in, port) || !whole_number(port, 1, 65535, &p) ||
       out->member_id.empty()) {
     return Status::invalid_argument("not a join message of an elastic member");
   }
@@ -112,8 +93,9 @@ Status decode_message(const std::string& text, ElasticMessage* out) {
     out->kind = ElasticMessage::Kind::kHosts;
     std::string generation, kinds;
     int64_t k = 0;
-    if (!std::getline(in, generation) || !std::getline(in, kinds) || !to_int64(generation, &out->hosts.generation) ||
-        !to_int64(kinds, &k)) {
+    if (!std::getline(in, generation) || !std::getline(in, kinds) ||
+        !whole_number(generation, 1, INT64_MAX, &out->hosts.generation) ||
+        !whole_number(kinds, 1, kHostsAdded | kHostsRemoved, &k)) {
       return garbage("hosts");
     }
     out->hosts.kinds = static_cast<int>(k);
@@ -131,7 +113,7 @@ Status decode_etcd_member(const std::string& text, EtcdMemberValue* out) {
   const size_t last = text.rfind('\n');
   const size_t address = last == std::string::npos || last == 0 ? std::string::npos : text.rfind('\n', last - 1);
   const Status bad = Status::invalid_argument("not an elastic member's value in etcd");
-  if (address == std::string::npos || !to_int64(text.substr(last + 1), &out->after) || out->after < 0) return bad;
+  if (address == std::string::npos || !whole_number(text.substr(last + 1), 0, INT64_MAX, &out->after)) return bad;
   out->address = text.substr(address + 1, last - address - 1);
   if (out->address.empty() || !decode_join(text.substr(0, address), &out->join).is_ok()) return bad;
   return Status::ok();
@@ -151,7 +133,10 @@ Status decode_etcd_world(const std::string& text, ElasticWorld* world, std::vect
   std::string field;
   member_ids->clear();
   if (eol == std::string::npos || !std::getline(ids, field, '\t') || field != "members") return garbage("world");
-  while (std::getline(ids, field, '\t')) member_ids->push_back(field);
+  while (std::getline(ids, field, '\t')) {
+    if (field.empty()) return garbage("world");  // no member has an empty id (decode_join)
+    member_ids->push_back(field);
+  }
   ElasticMessage m;
   Status s = decode_message(text.substr(eol + 1), &m);
   if (!s.is_ok()) return s;

@@ -24,8 +24,12 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Digits only (no sign, space or 0x), as HTTP writes lengths.
 bool whole_number(const std::string& text, int base, int64_t* out) {
-  if (text.empty()) return false;
+  const auto digit = [base](char c) {
+    return base == 16 ? std::isxdigit(static_cast<unsigned char>(c)) != 0 : c >= '0' && c <= '9';
+  };
+  if (text.empty() || !std::all_of(text.begin(), text.end(), digit)) return false;
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(text.c_str(), &end, base);
@@ -175,12 +179,14 @@ HttpParse parse_http_response(const std::string& bytes, HttpResponse* out, std::
     *why = "headers longer than 64 KiB";
     return HttpParse::kBad;
   }
-  if (bytes.compare(0, 7, "HTTP/1.") != 0 || bytes.size() < 12 || bytes[8] != ' ') {
+  const auto digit = [&](size_t i) { return bytes[i] >= '0' && bytes[i] <= '9'; };
+  if (bytes.compare(0, 7, "HTTP/1.") != 0 || end < 12 || bytes[8] != ' ' || !digit(9) || !digit(10) || !digit(11) ||
+      bytes[9] == '0' || (bytes[12] != ' ' && bytes[12] != '\r')) {
     *why = "not an HTTP/1.x answer: '" + bytes.substr(0, std::min<size_t>(end, 40)) + "'";
     return HttpParse::kBad;
   }
   *out = HttpResponse();
-  out->status = std::atoi(bytes.c_str() + 9);
+  out->status = std::stoi(bytes.substr(9, 3));
   int64_t length = -1;
   bool chunked = false;
   for (size_t at = bytes.find("\r\n") + 2; at < end;) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "comm/tcp/tcp_gone_notice.h"
 #include "common/rank_text.h"
 
 namespace chorus::detail {
@@ -460,14 +461,7 @@ std::string TcpMesh::why_lost() const {
 // (best effort: what the sockets take now, and at close()). Payload: uint32
 // count, that many int32 ranks, then the reason's text.
 void TcpMesh::tell_the_others(const std::string& why) {
-  std::string payload(4 + lost_.size() * 4, '\0');
-  const auto count = static_cast<uint32_t>(lost_.size());
-  std::memcpy(&payload[0], &count, 4);
-  for (size_t i = 0; i < lost_.size(); ++i) {
-    const auto r = static_cast<int32_t>(lost_[i]);
-    std::memcpy(&payload[4 + i * 4], &r, 4);
-  }
-  payload += why;
+  std::string payload = encode_gone_notice(lost_, why);
   auto shared = std::make_shared<const std::string>(std::move(payload));
   for (int r = 0; r < size(); ++r) {
     if (r == rank_ || !peers_[static_cast<size_t>(r)].socket.valid()) continue;
@@ -481,19 +475,11 @@ void TcpMesh::tell_the_others(const std::string& why) {
 // end of stream, expected now, then tells nothing either.
 void TcpMesh::heard_gone(int peer, const std::string& payload) {
   peers_[static_cast<size_t>(peer)].closing = true;  // it stops: its end of stream is expected
-  uint32_t count = 0;
-  if (payload.size() < 4) return;
-  std::memcpy(&count, payload.data(), 4);
-  if (count > (payload.size() - 4) / 4) return;
-  for (size_t i = 0; i < count; ++i) {
-    int32_t r = 0;
-    std::memcpy(&r, payload.data() + 4 + i * 4, 4);
-    if (r >= 0 && r < size() && r != rank_ && std::find(lost_.begin(), lost_.end(), r) == lost_.end()) {
-      lost_.push_back(r);
-    }
+  GoneNotice notice = decode_gone_notice(payload, size(), rank_);
+  for (int r : notice.lost) {
+    if (std::find(lost_.begin(), lost_.end(), r) == lost_.end()) lost_.push_back(r);
   }
-  constexpr size_t kLongestReason = 512;
-  if (told_why_.empty() && count > 0) told_why_ = payload.substr(4 + size_t{count} * 4, kLongestReason);
+  if (told_why_.empty() && !notice.why.empty()) told_why_ = std::move(notice.why);
 }
 
 // Writes what is queued to the ranks still connected, until `until`.

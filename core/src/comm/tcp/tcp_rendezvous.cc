@@ -17,7 +17,6 @@ namespace chorus::detail {
 
 namespace {
 
-constexpr const char* kHelloMagic = "chorus-tcp-1";
 constexpr auto kHelloBound = std::chrono::seconds(5);  // a proven rank's hello comes at once
 constexpr auto kRetryPause = std::chrono::milliseconds(20);
 
@@ -27,51 +26,8 @@ std::string seconds_text(double s) {
   return o.str();
 }
 
-struct Hello {
-  int rank = -1, size = -1, port = 0;
-  std::string job, host;
-};
-
-std::string hello_text(const TcpJobSpec& spec, int port) {
-  return std::string(kHelloMagic) + "\n" + std::to_string(spec.rank) + "\n" + std::to_string(spec.size) + "\n" +
-         std::to_string(port) + "\n" + spec.job_id + "\n" + this_host_id();
-}
-
-bool parse_hello(const std::string& text, Hello* h) {
-  std::istringstream in(text);
-  std::string magic, rank, size, port;
-  if (!std::getline(in, magic) || magic != kHelloMagic) return false;
-  if (!std::getline(in, rank) || !std::getline(in, size) || !std::getline(in, port)) return false;
-  std::getline(in, h->job);
-  std::getline(in, h->host);
-  h->rank = std::atoi(rank.c_str());
-  h->size = std::atoi(size.c_str());
-  h->port = std::atoi(port.c_str());
-  return true;
-}
-
-std::string world_text(const std::vector<TcpPeerInfo>& peers, uint64_t key) {
-  std::string out = "ok\n" + std::to_string(key) + "\n";
-  for (const TcpPeerInfo& p : peers) out += p.host_id + "\t" + p.address + "\t" + std::to_string(p.port) + "\n";
-  return out;
-}
-
-Status parse_world(const std::string& text, int size, TcpWorld* world) {
-  std::istringstream in(text);
-  std::string line;
-  std::getline(in, line);
-  if (line == "error") return Status::aborted(text.substr(6));
-  if (line != "ok" || !std::getline(in, line)) return Status::unknown_error("rank 0 answered the rendezvous with garbage");
-  world->key = std::strtoull(line.c_str(), nullptr, 10);
-  world->peers.assign(static_cast<size_t>(size), {});
-  for (TcpPeerInfo& p : world->peers) {
-    std::string port;
-    if (!std::getline(in, p.host_id, '\t') || !std::getline(in, p.address, '\t') || !std::getline(in, port)) {
-      return Status::unknown_error("rank 0's world lists fewer than " + std::to_string(size) + " ranks");
-    }
-    p.port = std::atoi(port.c_str());
-  }
-  return Status::ok();
+RendezvousHello hello_of(const TcpJobSpec& spec, int port) {
+  return {spec.rank, spec.size, port, spec.job_id, this_host_id()};
 }
 
 // The outcome of rank 0's accepting: the ranks that came, and what went wrong.
@@ -87,17 +43,18 @@ struct Arrivals {
 void admit(const TcpJobSpec& spec, ProvenConnection proven, Arrivals* a) {
   Socket connection = std::move(proven.socket);
   std::string text;
-  Hello h;
+  RendezvousHello h;
   const Deadline bound = Clock::now() + kHelloBound;
-  if (!recv_text(connection.fd(), 4096, bound, &text).is_ok() || !parse_hello(text, &h)) return;
+  if (!recv_text(connection.fd(), 4096, bound, &text).is_ok() || !decode_rendezvous_hello(text, &h).is_ok()) return;
   // What it proved, not what its text says.
   h.rank = proven.claim.from;
   h.size = proven.claim.size;
-  h.job = proven.claim.job_id;
+  h.job_id = proven.claim.job_id;
   const std::string who = "a process at " + peer_address(connection.fd()) + " claiming rank " + std::to_string(h.rank);
-  if (h.job != spec.job_id) {
-    send_text(connection.fd(), "error\n" + who + " belongs to job '" + h.job + "', but rank 0 at port " +
-                                   std::to_string(spec.master_port) + " runs job '" + spec.job_id + "'",
+  if (h.job_id != spec.job_id) {
+    send_text(connection.fd(),
+              encode_rendezvous_error(who + " belongs to job '" + h.job_id + "', but rank 0 at port " +
+                                      std::to_string(spec.master_port) + " runs job '" + spec.job_id + "'"),
               bound);
     return;
   }
@@ -112,7 +69,7 @@ void admit(const TcpJobSpec& spec, ProvenConnection proven, Arrivals* a) {
   }
   std::string address;
   if (a->error.empty()) {
-    Status s = address_to_record(h.rank, peer_address(connection.fd()), h.host, a->peers[0].host_id,
+    Status s = address_to_record(h.rank, peer_address(connection.fd()), h.host_id, a->peers[0].host_id,
                                  spec.master_addr, &address);
     if (!s.is_ok()) a->error = s.message();
   }
@@ -120,7 +77,7 @@ void admit(const TcpJobSpec& spec, ProvenConnection proven, Arrivals* a) {
     a->refused.push_back(std::move(connection));
     return;
   }
-  a->peers[static_cast<size_t>(h.rank)] = {h.host, address, h.port};
+  a->peers[static_cast<size_t>(h.rank)] = {h.host_id, address, h.port};
   a->links[static_cast<size_t>(h.rank)] = std::move(connection);
 }
 
@@ -160,16 +117,16 @@ Status serve(const TcpJobSpec& spec, double timeout_seconds, Deadline deadline, 
   if (!a.error.empty()) {
     const Deadline bound = Clock::now() + kHelloBound;
     for (const Socket& l : a.links) {
-      if (l.valid()) send_text(l.fd(), "error\n" + a.error, bound);
+      if (l.valid()) send_text(l.fd(), encode_rendezvous_error(a.error), bound);
     }
-    for (const Socket& l : a.refused) send_text(l.fd(), "error\n" + a.error, bound);
+    for (const Socket& l : a.refused) send_text(l.fd(), encode_rendezvous_error(a.error), bound);
     return Status::aborted(a.error);
   }
   Nonce random{};
   s = fresh_nonce(&random);
   if (!s.is_ok()) return s;
   std::memcpy(&world->key, random.data(), sizeof world->key);
-  const std::string text = world_text(a.peers, world->key);
+  const std::string text = encode_rendezvous_world(a.peers, world->key);
   for (const Socket& l : a.links) {
     if (l.valid()) send_text(l.fd(), text, deadline + kHelloBound);
   }
@@ -217,14 +174,14 @@ Status join(const TcpJobSpec& spec, double timeout_seconds, Deadline deadline, i
   // Rank 0 was listening when this rank connected, so it answers within its
   // own timeout from then at the latest (however late this rank started).
   const Deadline reply_by = Clock::now() + timeout + kHelloBound;
-  s = send_text(link.fd(), hello_text(spec, own_port), reply_by);
+  s = send_text(link.fd(), encode_rendezvous_hello(hello_of(spec, own_port)), reply_by);
   std::string reply;
   if (s.is_ok()) s = recv_text(link.fd(), 1 << 26, reply_by, &reply);
   if (!s.is_ok()) {
     return Status::aborted("rank " + std::to_string(spec.rank) + " reached rank 0 at " + rank0 +
                            " but the rendezvous did not complete: " + s.message());
   }
-  s = parse_world(reply, spec.size, world);
+  s = decode_rendezvous_world(reply, spec.size, &world->key, &world->peers);
   if (!s.is_ok()) return s;
   world->links.resize(static_cast<size_t>(spec.size));
   world->links[0] = std::move(link);

@@ -19,15 +19,10 @@
 #include "chorus/status.h"
 #include "comm/tcp/tcp_handshake.h"
 #include "comm/tcp/tcp_job_env.h"
+#include "comm/tcp/tcp_rendezvous_wire.h"
 #include "comm/tcp/tcp_socket.h"
 
 namespace chorus::detail {
-
-struct TcpPeerInfo {
-  std::string host_id;  // ranks with the same one share memory
-  std::string address;  // where the others reach its listener
-  int port = 0;
-};
 
 struct TcpWorld {
   std::vector<TcpPeerInfo> peers;  // by rank
