@@ -59,6 +59,7 @@ struct Worker {
   std::string member_id;
   Child child;
   bool stopping = false;  // the driver ended it: not a failure
+  bool retiring = false;  // its host left discovery: it leaves after its step (the rendezvous says when)
   double stop_at = 0;     // when it was told to stop (SIGKILL follows)
 };
 
@@ -78,6 +79,7 @@ class ElasticDriver {
   void plan_and_apply(double now);
   void start_worker(const WorkerSlot& slot);
   void stop_worker(Worker& w, int sig, double now);
+  void retire_worker(Worker& w, double now);
   void note_ends(double now);
   void stop_host(const std::string& host, double now);
   bool drive_rendezvous(double now);
@@ -226,11 +228,26 @@ void ElasticDriver::stop_worker(Worker& w, int sig, double now) {
   signal_child(w.child, sig);
 }
 
-// The plan for the hosts usable now; the difference is started and stopped.
+// A worker no longer planned (its host left discovery, or has fewer slots)
+// finishes its step: the others are told the hosts were removed and agree
+// at their next commit(); it leaves when it asks for the next world
+// (drive_rendezvous). Nothing is rolled back. One in no world stops now.
+void ElasticDriver::retire_worker(Worker& w, double now) {
+  if (!rendezvous_->retire(w.member_id)) {
+    std::cerr << "chorusrun: stopping worker " << w.child.rank << " on " << w.slot.host << " (no longer planned)\n";
+    stop_worker(w, SIGTERM, now);
+    return;
+  }
+  w.retiring = true;
+  std::cerr << "chorusrun: worker " << w.child.rank << " on " << w.slot.host
+            << " leaves after its step (its host left discovery): the others go on at their next commit()\n";
+}
+
+// The plan for the hosts usable now; the difference is started and retired.
 void ElasticDriver::plan_and_apply(double now) {
   std::vector<WorkerSlot> running;
   for (auto& w : workers_) {
-    if (!w->stopping && !w->child.exited) running.push_back(w->slot);
+    if (!w->stopping && !w->retiring && !w->child.exited) running.push_back(w->slot);
   }
   const std::vector<HostSlots> usable = usable_hosts(discovered_, blacklist_.blacklisted_hosts(now), host_order_);
   std::optional<int> limit = elastic_.max_np;
@@ -238,14 +255,16 @@ void ElasticDriver::plan_and_apply(double now) {
   const std::vector<WorkerSlot> plan = plan_workers(usable, limit, running);
   host_order_ = hosts_of(plan);
   const WorkerChanges changes = diff_workers(running, plan);
+  bool retired = false;
   for (const WorkerSlot& s : changes.stop) {
     for (auto& w : workers_) {
-      if (w->slot == s && !w->stopping && !w->child.exited) {
-        std::cerr << "chorusrun: stopping worker " << w->child.rank << " on " << s.host << " (no longer planned)\n";
-        stop_worker(*w, SIGTERM, now);
+      if (w->slot == s && !w->stopping && !w->retiring && !w->child.exited) {
+        retire_worker(*w, now);
+        retired = retired || w->retiring;
       }
     }
   }
+  if (retired) rendezvous_->hosts_changed(detail::kHostsRemoved);
   if (finishing_) return;
   for (const WorkerSlot& s : changes.start) start_worker(s);
 }
@@ -315,6 +334,14 @@ void ElasticDriver::stop_host(const std::string& host, double now) {
 
 bool ElasticDriver::drive_rendezvous(double now) {
   const detail::ElasticRendezvous::Events ev = rendezvous_->run_for(0.02);
+  for (const std::string& id : ev.left) {
+    for (auto& w : workers_) {
+      if (w->member_id != id || w->stopping) continue;
+      std::cerr << "chorusrun: worker " << w->child.rank << " on " << w->slot.host
+                << " left after its last committed step (its host left discovery)\n";
+      stop_worker(*w, SIGTERM, now);
+    }
+  }
   for (const std::string& id : ev.late) {
     for (auto& w : workers_) {
       if (w->member_id != id || w->stopping) continue;

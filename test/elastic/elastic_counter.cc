@@ -7,6 +7,7 @@
 // against the closed form, and every rank's must be equal.
 //   STEP <step> rank=<r> size=<s> t=<seconds since epoch>   after each step
 //   RESET rank=<r> size=<s> t=<...>                          after each reset
+//   RESTORE rank=<r> step=<committed step>                   on a rollback to the last commit
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +39,8 @@ struct CounterState : chorus::elastic::State {
   void restore() override {
     model = saved_model;
     step = saved_step;
+    std::printf("RESTORE rank=%d step=%lld\n", chorus::rank(), static_cast<long long>(step));
+    std::fflush(stdout);
   }
   // Rank 0's model and step to every rank.
   void sync() override {

@@ -18,6 +18,8 @@
 #     slots): a worker killed is replaced there, the job ends at full size.
 # 11. a host whose workers keep failing is blacklisted after its failure
 #     budget; with fixed hosts all out the job fails at once, saying why.
+# 12. a host leaves discovery: its worker finishes its step and leaves; the
+#     others go on from that commit with no rollback, every step done once.
 # usage: elastic_local.sh CHORUSRUN ELASTIC_COUNTER
 set -uo pipefail
 chorusrun="$1" counter="$2"
@@ -101,6 +103,23 @@ for r in 1 0; do  # rank 0 too: the others hear nothing from it
   echo "stopped$r: the others reset without it ${took} s after it stopped (heartbeat timeout 3 s)"
   awk -v t="$took" 'BEGIN { exit !(t > 0 && t <= 5) }' || fail "stopped$r: reset ${took} s after the stop (limit 5 s)"
 done
+
+# 12. a host removed mid-job: Horovod's graceful removal (HostsUpdatedInterrupt
+#     at the next commit). No RESTORE line (nothing rolled back), each step
+#     printed once by rank 0 (no step lost or done twice), and the removed
+#     worker left after its step, not stopped in the middle of one.
+hosts_script "$work/shrinking" 127.0.0.1 127.0.0.2 127.0.0.3 127.0.0.4
+run_job removed 150 --min-np 2 --max-np 4 --host-discovery-script "$work/shrinking"
+wait_steps removed 20 || fail "removed: no step 20"
+hosts_script "$work/shrinking" 127.0.0.1 127.0.0.2 127.0.0.3
+check_final removed 3
+grep -q "size=3" "$work/removed.out" || fail "removed: the world never shrank to 3"
+grep -q "RESTORE" "$work/removed.out" && fail "removed: a rank rolled back: $(grep -m1 RESTORE "$work/removed.out")"
+grep -q "worker 4 on 127.0.0.4 left after its last committed step" "$work/removed.out" ||
+  fail "removed: worker 4 did not leave after its step"
+rank0_steps="$(grep -o '^\[[0-9]*\] STEP [0-9]* rank=0 ' "$work/removed.out" | awk '{print $3}')"
+[[ "$(sort -n <<< "$rank0_steps" | uniq | wc -l)" -eq 150 && "$(wc -l <<< "$rank0_steps")" -eq 150 ]] ||
+  fail "removed: rank 0 printed $(wc -l <<< "$rank0_steps") steps, $(sort -n <<< "$rank0_steps" | uniq | wc -l) distinct (want 150 once each)"
 
 # 5. a host added mid-job
 hosts_script "$work/growing" 127.0.0.1 127.0.0.2

@@ -298,3 +298,51 @@ TEST_CASE("a member with the wrong secret never gets a world", "[elastic]") {
   CHECK_FALSE(j.status.is_ok());
   CHECK_THAT(j.status.message(), Catch::Contains("could not reach the job's rendezvous"));
 }
+
+// Driven from the test's thread (the rendezvous is single-threaded) until
+// `done` holds, collecting the members named to leave.
+template <typename Done>
+std::vector<std::string> pump(ElasticRendezvous& server, Done done) {
+  std::vector<std::string> left;
+  for (int i = 0; i < 1000 && !done(); ++i) {
+    ElasticRendezvous::Events e = server.run_for(0.01);
+    left.insert(left.end(), e.left.begin(), e.left.end());
+  }
+  return left;
+}
+
+template <typename T>
+bool ready(std::future<T>& f) {
+  return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+TEST_CASE("a retired member leaves at its next ask; the others meet on", "[elastic]") {
+  RunningRendezvous r({1, 8, 10.0, 60.0});
+  for (const char* id : {"a", "b"}) r.server->expect(id);
+  auto a = member(r, "a"), b = member(r, "b");
+  auto fa = join_async(*a), fb = join_async(*b);
+  pump(*r.server, [&] { return ready(fa) && ready(fb); });
+  Joined ja = fa.get(), jb = fb.get();
+  REQUIRE(ja.status.is_ok());
+  REQUIRE(jb.status.is_ok());
+
+  CHECK_FALSE(r.server->retire("nobody"));  // in no world: the launcher stops it at once
+  REQUIRE(r.server->retire("b"));
+  r.server->hosts_changed(kHostsRemoved);
+  pump(*r.server, [&] { return a->latest_notice().generation > 0 && b->latest_notice().generation > 0; });
+  CHECK(a->latest_notice().kinds == kHostsRemoved);
+  CHECK(b->latest_notice().kinds == kHostsRemoved);
+
+  // Both agreed at a commit and ask again: b is named to leave and never
+  // answered; a meets alone, rank 0.
+  auto fa2 = join_async(*a), fb2 = join_async(*b, 1.0);
+  const std::vector<std::string> left = pump(*r.server, [&] { return ready(fa2); });
+  Joined ja2 = fa2.get();
+  REQUIRE(ja2.status.is_ok());
+  CHECK(left == std::vector<std::string>{"b"});
+  CHECK(ja2.rank == 0);
+  CHECK(ja2.world.peers.size() == 1);
+  CHECK(ja2.world.job_id == "unit-job#2");
+  pump(*r.server, [&] { return ready(fb2); });
+  CHECK_FALSE(fb2.get().status.is_ok());  // no world for it: the launcher ends it
+}

@@ -35,10 +35,17 @@ double ElasticRendezvous::now() const { return std::chrono::duration<double>(Clo
 
 void ElasticRendezvous::gone(const std::string& id) {
   formation_.gone(id);
+  retired_.erase(std::remove(retired_.begin(), retired_.end(), id), retired_.end());
   active_.erase(std::remove(active_.begin(), active_.end(), id), active_.end());
   for (auto& c : connections_) {
     if (c->member_id == id) c->socket.reset();
   }
+}
+
+bool ElasticRendezvous::retire(const std::string& id) {
+  if (std::find(active_.begin(), active_.end(), id) == active_.end()) return false;
+  if (std::find(retired_.begin(), retired_.end(), id) == retired_.end()) retired_.push_back(id);
+  return true;
 }
 
 void ElasticRendezvous::tell_active(const std::string& text) {
@@ -80,6 +87,14 @@ void ElasticRendezvous::read_from(Connection& c, double now) {
   }
   c.member_id = join.member_id;
   c.join = join;
+  auto retired = std::find(retired_.begin(), retired_.end(), join.member_id);
+  if (retired != retired_.end()) {  // its step is done: it leaves, unanswered, in no world
+    retired_.erase(retired);
+    left_.push_back(join.member_id);
+    formation_.gone(join.member_id);
+    active_.erase(std::remove(active_.begin(), active_.end(), join.member_id), active_.end());
+    return;
+  }
   if (!formation_.is_member(join.member_id)) formation_.expect(join.member_id);  // started by hand
   active_.erase(std::remove(active_.begin(), active_.end(), join.member_id), active_.end());
   formation_.joined(join.member_id, now);
@@ -134,6 +149,8 @@ ElasticRendezvous::Events ElasticRendezvous::run_for(double seconds) {
                      connections_.end());
   accept_new();
   Events out;
+  out.left = std::move(left_);
+  left_.clear();
   if (failure_.empty()) {
     WorldFormation::Step step = formation_.step(t);
     if (step.interrupt) hosts_changed(kHostsAdded);

@@ -38,9 +38,17 @@ class ElasticRendezvous {
   void gone(const std::string& id);
   /// The hosts changed (discovery): the current world's members are told.
   void hosts_changed(int kinds);
+  /// Member `id` is to leave gracefully (its host left discovery). True
+  /// when it is in the running world: it stays there until it asks for a
+  /// new one (after the commit() where every rank agreed the hosts changed:
+  /// tell them with hosts_changed(kHostsRemoved)), then run_for() names it
+  /// in Events::left, unanswered, and no world counts it. False when it is
+  /// in no world: nothing to finish, the launcher stops it at once.
+  bool retire(const std::string& id);
 
   struct Events {
     std::vector<std::string> late;  ///< members to stop: they did not ask again in time
+    std::vector<std::string> left;  ///< retired members that finished their step and asked again: to stop
     std::string failure;            ///< no world can form (members were told why)
     int64_t worlds_formed = 0;      ///< so far
   };
@@ -68,7 +76,9 @@ class ElasticRendezvous {
   int port_ = 0;
   std::unique_ptr<HandshakeAcceptor> acceptor_;
   std::vector<std::unique_ptr<Connection>> connections_;
-  std::vector<std::string> active_;  // the current world's members
+  std::vector<std::string> active_;   // the current world's members
+  std::vector<std::string> retired_;  // to leave at their next ask (retire())
+  std::vector<std::string> left_;     // retired ones that asked, for the next Events
   int64_t generation_ = 0;
   int kinds_ = 0;
   std::string failure_;
