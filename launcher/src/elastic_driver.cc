@@ -54,8 +54,14 @@ std::string join_grace_seconds(double* out) {
   return "";
 }
 
+// ssh's exit code when it cannot reach the host (or log in); a remote
+// worker's agent that exits with it before the worker reached the
+// rendezvous means the host cannot be reached, not that the worker failed.
+constexpr int kAgentUnreachableExitCode = 255;
+
 struct Worker {
   WorkerSlot slot;
+  bool remote = false;  // started through the agent (ssh)
   std::string member_id;
   Child child;
   bool stopping = false;  // the driver ended it: not a failure
@@ -196,6 +202,7 @@ void ElasticDriver::start_worker(const WorkerSlot& slot) {
   std::string why = machine_of(slot.host, &machine);
   auto w = std::make_unique<Worker>();
   w->slot = slot;
+  w->remote = why.empty() && !machine.local;
   w->member_id = slot.host + ":" + std::to_string(slot.local_slot) + "#" + std::to_string(++next_worker_);
   RankCommand c;
   if (why.empty()) {
@@ -276,6 +283,7 @@ void ElasticDriver::note_ends(double now) {
     RankExit e;
     if (w->stopping && !w->child.exited && now - w->stop_at > kStopGraceSeconds) signal_child(w->child, SIGKILL);
     if (!note_exit(w->child, &e)) continue;
+    const bool reached_rendezvous = rendezvous_->has_asked(w->member_id);
     rendezvous_->gone(w->member_id);
     if (!e.failed()) {
       finishing_ = true;
@@ -290,7 +298,12 @@ void ElasticDriver::note_ends(double now) {
       exit_code_ = e.signaled ? 128 + e.value : e.value;
       continue;
     }
-    if (replace_on_host(*w, now)) continue;
+    const bool unreachable = w->remote && !e.signaled && e.value == kAgentUnreachableExitCode && !reached_rendezvous;
+    if (unreachable) {
+      std::cerr << " before it reached the rendezvous: the agent could not reach the host";
+    } else if (replace_on_host(*w, now)) {
+      continue;
+    }
     const bool out = blacklist_.record_failure(w->slot.host, now);
     std::cerr << (out ? "; its host is blacklisted" : "") << "\n";
     if (out) stop_host(w->slot.host, now);

@@ -19,7 +19,11 @@
 # 11. a host whose workers keep failing is blacklisted after its failure
 #     budget; with fixed hosts all out the job fails at once, saying why.
 # 12. a host leaves discovery: its worker finishes its step and leaves; the
-#     others go on from that commit with no rollback, every step done once.
+#     others go on from that commit with no rollback, every step done once;
+#     the first world's ranks follow host order.
+# 13. a host the agent cannot reach (ssh's exit 255 before its worker
+#     reached the rendezvous) is blacklisted at once, not retried within
+#     the failure budget; the job goes on with the others.
 # usage: elastic_local.sh CHORUSRUN ELASTIC_COUNTER
 set -uo pipefail
 chorusrun="$1" counter="$2"
@@ -117,9 +121,30 @@ grep -q "size=3" "$work/removed.out" || fail "removed: the world never shrank to
 grep -q "RESTORE" "$work/removed.out" && fail "removed: a rank rolled back: $(grep -m1 RESTORE "$work/removed.out")"
 grep -q "worker 4 on 127.0.0.4 left after its last committed step" "$work/removed.out" ||
   fail "removed: worker 4 did not leave after its step"
+# Worker N started on host N (the script's order): rank N-1 in the first world.
+out_of_order="$(grep -E '^\[[0-9]+\] STEP 1 rank=' "$work/removed.out" |
+  awk '{ n = substr($1, 2, length($1) - 2); split($4, r, "="); if (r[2] != n - 1) print }')"
+[[ -z "$out_of_order" ]] || fail "removed: the first world's ranks are not in host order: $out_of_order"
 rank0_steps="$(grep -o '^\[[0-9]*\] STEP [0-9]* rank=0 ' "$work/removed.out" | awk '{print $3}')"
 [[ "$(sort -n <<< "$rank0_steps" | uniq | wc -l)" -eq 150 && "$(wc -l <<< "$rank0_steps")" -eq 150 ]] ||
   fail "removed: rank 0 printed $(wc -l <<< "$rank0_steps") steps, $(sort -n <<< "$rank0_steps" | uniq | wc -l) distinct (want 150 once each)"
+
+# 13. an unreachable host of two slots: the fake agent (ssh's part) fails
+#     for 192.0.2.1 (TEST-NET-1) as ssh does, and runs the rest here.
+printf '#!/bin/sh\necho 127.0.0.1:1\necho 127.0.0.2:1\necho 192.0.2.1:2\n' > "$work/unreachable"
+chmod +x "$work/unreachable"
+cat > "$work/agent" <<'AGENT'
+#!/bin/sh
+host=$1; shift
+case "$host" in 192.0.2.1) echo "ssh: connect to host $host port 22: Connection refused" >&2; exit 255 ;; esac
+exec sh -c "$*"
+AGENT
+chmod +x "$work/agent"
+run_job unreachable 40 --tcp --agent "$work/agent" --min-np 2 --max-np 4 --host-discovery-script "$work/unreachable"
+check_final unreachable 2
+grep -q "on 192.0.2.1 exited with code 255 before it reached the rendezvous: the agent could not reach the host; its host is blacklisted" \
+  "$work/unreachable.out" || fail "unreachable: the host was not blacklisted at once as unreachable"
+grep -q "replaced on its host" "$work/unreachable.out" && fail "unreachable: a worker of an unreachable host was replaced"
 
 # 5. a host added mid-job
 hosts_script "$work/growing" 127.0.0.1 127.0.0.2

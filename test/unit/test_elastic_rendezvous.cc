@@ -93,7 +93,7 @@ TEST_CASE("a world forms once every member started asked, ranks kept", "[elastic
   CHECK(f.step(0.2).world.empty());  // c started, never asked yet
   f.joined("c", 0.3);
   WorldFormation::Step s = f.step(0.4);
-  CHECK(s.world == std::vector<std::string>{"b", "a", "c"});  // newcomers by when they asked
+  CHECK(s.world == std::vector<std::string>{"a", "b", "c"});  // newcomers as started (host order), not as they asked
   CHECK(f.worlds_formed() == 1);
 
   // "b" (rank 0) dies: the survivors keep their order, "a" becomes rank 0.

@@ -35,6 +35,8 @@ class ElasticRendezvous {
   const std::string& address() const { return settings_.address; }
   /// The launcher started member `id` / it ended (exited or was stopped).
   void expect(const std::string& id) { formation_.expect(id); }
+  /// Member `id` asked for a world at least once (it reached this rendezvous).
+  bool has_asked(const std::string& id) const { return formation_.has_asked(id); }
   void gone(const std::string& id);
   /// The hosts changed (discovery): the current world's members are told.
   void hosts_changed(int kinds);

@@ -5,14 +5,19 @@
 
 namespace chorus::detail {
 
-void WorldFormation::expect(const std::string& id) { members_.emplace(id, Member{}); }
+// A member's place among newcomers: when the launcher started it (it starts
+// them in host order), else when it first asked (a member started by hand).
+void WorldFormation::expect(const std::string& id) {
+  members_.emplace(id, Member{});
+  order_.emplace(id, ++start_order_);
+}
 
 void WorldFormation::joined(const std::string& id, double now) {
   Member& m = members_[id];
+  order_.emplace(id, ++start_order_);
   if (m.state == State::kWaiting) return;
   m.state = State::kWaiting;
   m.asked_at = now;
-  order_[id] = ++ask_order_;
 }
 
 void WorldFormation::gone(const std::string& id) {
@@ -87,7 +92,8 @@ WorldFormation::Step WorldFormation::step(double now) {
 }
 
 // The waiting members in rank order: the current world's by their rank,
-// then newcomers by when they asked; at most max_np of them.
+// then newcomers in the order they were started (host order, as Horovod
+// numbers ranks); at most max_np of them.
 WorldFormation::Step WorldFormation::form() {
   std::vector<std::string> ids;
   for (const auto& [id, m] : members_) {

@@ -11,7 +11,8 @@
 //   waits for every member the launcher started.
 // - Ranks: the current world's members keep their order (so rank 0 is the
 //   lowest surviving rank: it holds the committed state), newcomers follow
-//   in the order they asked.
+//   in the order the launcher started them (its host order; a member
+//   started by hand: when it first asked).
 // - A newcomer waiting while a world runs: the world's members are told the
 //   hosts changed (interrupt), once per newcomer round; they finish their
 //   step and ask again at their next commit().
@@ -64,6 +65,11 @@ class WorldFormation {
 
   int64_t worlds_formed() const { return version_; }
   bool is_member(const std::string& id) const { return members_.count(id) > 0; }
+  /// Member `id` asked for a world at least once (it reached the rendezvous).
+  bool has_asked(const std::string& id) const {
+    auto it = members_.find(id);
+    return it != members_.end() && it->second.state != State::kStarting;
+  }
 
  private:
   enum class State { kStarting, kWaiting, kActive };
@@ -83,8 +89,8 @@ class WorldFormation {
   int64_t version_ = 0;
   bool interrupted_ = false;     // this round's members were told
   double below_min_since_ = -1;  // when the waiting members last fell below min_np
-  int64_t ask_order_ = 0;
-  std::map<std::string, int64_t> order_;  // when each asked, for newcomers' ranks
+  int64_t start_order_ = 0;
+  std::map<std::string, int64_t> order_;  // when each was started (or first asked), for newcomers' ranks
 };
 
 }  // namespace chorus::detail
