@@ -10,7 +10,11 @@
 #     gloo (ddp_benchmark.py); R rounds alternating, means printed with the
 #     ratio to DDP.
 #
-#   scripts/bench_python.sh [--rounds R] [--horovod-python PY] [--sections calls,resnet]
+#   scripts/bench_python.sh [--rounds R] [--horovod-python PY] [--sections calls,resnet] [--smoke]
+#
+# --smoke: one round at a tiny size (seconds): that every job still runs
+# and prints what the tables read, not a measurement (ctest
+# benchmark_commands).
 #
 # Every job gets the same malloc tuning (chorusrun's, exported for all).
 # --horovod-python: a python whose horovod.torch to compare (e.g. a venv's,
@@ -22,8 +26,11 @@ py="${PYTHON:-/usr/bin/python3}"
 rounds=2
 hvd_py=""
 sections="calls,resnet"
+cpp_calls=() py_calls=() resnet=()  # --smoke shrinks them
 while (($#)); do
   case $1 in
+    --smoke) rounds=1 cpp_calls=(--latency-iters 50 --storm-rounds 2) py_calls=(--iters 50 --storm-rounds 2)
+      resnet=(--batch-size 4 --num-warmup-batches 1 --num-batches-per-iter 1 --num-iters 1); shift ;;
     --rounds) rounds=$2; shift 2 ;;
     --horovod-python) hvd_py=$2; shift 2 ;;
     --sections) sections=$2; shift 2 ;;
@@ -43,8 +50,8 @@ if [[ ,$sections, == *,calls,* ]]; then
   declare -A calls
   for ((round = 1; round <= rounds; round++)); do
     cpp=$("$chorusrun" -np 2 "$build/benchmarks/collective_benchmark" --sections latency,storm --latency-barrier chorus \
-      --storm-tensors 200 --storm-bytes 16384)
-    python=$("$chorusrun" -np 2 "$py" "$root/benchmarks/python/call_cost.py")
+      --storm-tensors 200 --storm-bytes 16384 "${cpp_calls[@]}")
+    python=$("$chorusrun" -np 2 "$py" "$root/benchmarks/python/call_cost.py" "${py_calls[@]}")
     calls[cpp_latency]+="$(sed -n 's/^chorus (enqueue..wait.*median *\([0-9.]*\) us.*/\1/p' <<< "$cpp") "
     calls[cpp_storm]+="$(sed -n 's/^chorus, async + fused *\([0-9.]*\) ms.*/\1/p' <<< "$cpp") "
     calls[numpy_latency]+="$(sed -n 's/^chorus (NumPy) 4 KiB.*median *\([0-9.]*\) us.*/\1/p' <<< "$python") "
@@ -73,12 +80,13 @@ jobs=(cpp chorus ddp)
 for ((round = 1; round <= rounds; round++)); do
   for job in "${jobs[@]}"; do
     case $job in
-      cpp) out=$("$chorusrun" -np 2 "$build/benchmarks/synthetic_benchmark") ;;
-      chorus) out=$("$chorusrun" -np 2 "$py" "$root/benchmarks/python/hvd_synthetic_benchmark.py" --framework chorus) ;;
+      cpp) out=$("$chorusrun" -np 2 "$build/benchmarks/synthetic_benchmark" "${resnet[@]}") ;;
+      chorus) out=$("$chorusrun" -np 2 "$py" "$root/benchmarks/python/hvd_synthetic_benchmark.py" --framework chorus \
+                      "${resnet[@]}") ;;
       ddp) out=$("$py" -m torch.distributed.run --standalone --nproc_per_node 2 --redirects 1 --tee 1 \
-                   "$root/benchmarks/synthetic_benchmark/ddp_benchmark.py" | sed 's/^\[default0\]://') ;;
+                   "$root/benchmarks/synthetic_benchmark/ddp_benchmark.py" "${resnet[@]}" | sed 's/^\[default0\]://') ;;
       horovod) out=$(mpirun -np 2 "${mpi_flags[@]}" -x GLIBC_TUNABLES "$hvd_py" \
-                       "$root/benchmarks/python/hvd_synthetic_benchmark.py" --framework horovod) ;;
+                       "$root/benchmarks/python/hvd_synthetic_benchmark.py" --framework horovod "${resnet[@]}") ;;
     esac
     value=$(result <<< "$out")
     [[ -n $value ]] || { echo "bench_python: $job printed no RESULT line:"; echo "$out"; exit 1; }

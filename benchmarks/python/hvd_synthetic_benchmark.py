@@ -18,8 +18,7 @@ import timeit
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
-                                "synthetic_benchmark"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "synthetic_benchmark"))
 from ddp_benchmark import ResNet18  # noqa: E402  (the model the C++ and DDP benchmarks build)
 
 
