@@ -13,7 +13,7 @@ import sysconfig
 
 # The C ABI version this package was written against; the library loaded
 # must be at least as new (c_api.h: chorus_abi_version).
-ABI_VERSION = 17  # 15: chorus_is_running; 16: chorus_on_complete; 17: chorus_rendezvous_*
+ABI_VERSION = 18  # 16: chorus_on_complete; 17: chorus_rendezvous_*; 18: chorus_rendezvous_retire, _left
 
 _c_int64_p = ctypes.POINTER(ctypes.c_int64)
 
@@ -97,6 +97,9 @@ _PROTOTYPES = {
     "chorus_rendezvous_hosts_changed": (_int, [_ptr, _int]),
     "chorus_rendezvous_run_for": (_int, [_ptr, _dbl, _c_int64_p, _ints]),
     "chorus_rendezvous_late": (_str, [_ptr, _int]),
+    "chorus_rendezvous_retire": (_int, [_ptr, _str]),
+    "chorus_rendezvous_left_count": (_int, [_ptr]),
+    "chorus_rendezvous_left": (_str, [_ptr, _int]),
     "chorus_rendezvous_stop": (None, [_ptr]),
 }
 

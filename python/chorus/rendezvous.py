@@ -8,6 +8,7 @@ another way (chorus.ray.ElasticRayExecutor).
     rendezvous.expect("worker-1"); ...start the worker...
     while ...:
         late = rendezvous.run_for(0.1)        # members to stop
+        rendezvous.left                       # retired members done with their step: end them
         rendezvous.gone(id)                   # when one ended
 """
 import ctypes
@@ -35,6 +36,7 @@ class ElasticRendezvous:
         self._handle = handle
         self.port = check(lib.chorus_rendezvous_port(self._handle))
         self.worlds_formed = 0
+        self.left = []
 
     def worker_env(self, member):
         """The variables that make a process member `member` of this job."""
@@ -50,13 +52,24 @@ class ElasticRendezvous:
     def hosts_changed(self, kinds):
         check(lib.chorus_rendezvous_hosts_changed(self._live(), int(kinds)))
 
+    def retire(self, member):
+        """`member` leaves gracefully (its host was removed, not failed):
+        True when it is in the running world, where it finishes its step
+        (then call hosts_changed(HOSTS_REMOVED); it appears in `left` once
+        it asks for the next world: end it then, nothing is rolled back);
+        False when it is in no world: end it now."""
+        return check(lib.chorus_rendezvous_retire(self._live(), member.encode())) == 1
+
     def run_for(self, seconds):
         """Accepts, reads and answers for up to `seconds`; returns the
-        members to stop (late to ask again). AbortedError when no world can
-        form (the members were told why)."""
+        members to stop (late to ask again) and sets `left` (retired members
+        that finished their step). AbortedError when no world can form (the
+        members were told why)."""
         formed, late = ctypes.c_int64(), ctypes.c_int()
         check(lib.chorus_rendezvous_run_for(self._live(), float(seconds), ctypes.byref(formed), ctypes.byref(late)))
         self.worlds_formed = formed.value
+        self.left = [lib.chorus_rendezvous_left(self._handle, i).decode()
+                     for i in range(lib.chorus_rendezvous_left_count(self._handle))]
         return [lib.chorus_rendezvous_late(self._handle, i).decode() for i in range(late.value)]
 
     def close(self):

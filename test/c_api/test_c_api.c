@@ -688,7 +688,7 @@ static void test_timeline(void) {
   CHECK(strcmp(tail, "{}]\n") == 0);
 }
 
-/* A rendezvous held by this process (ABI 17): bad arguments named; with
+/* A rendezvous held by this process (ABI 17, 18): bad arguments named; with
  * no member it forms nothing and waits. (Members: test/ray's elastic tests.) */
 static void test_rendezvous(void) {
   chorus_rendezvous* r = NULL;
@@ -712,6 +712,13 @@ static void test_rendezvous(void) {
   CHECK(chorus_rendezvous_run_for(r, -1, &formed, &late) == CHORUS_ERR_INVALID_ARGUMENT);
   CHECK(strstr(chorus_last_error(), "0 to 3600 seconds") != NULL);
   CHECK(chorus_rendezvous_late(r, 0) == NULL);
+  /* ABI 18: a member in no world cannot finish a step: end it now (0). */
+  CHECK(chorus_rendezvous_retire(r, NULL) == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_rendezvous_retire(NULL, "worker-2") == CHORUS_ERR_INVALID_ARGUMENT);
+  CHECK(chorus_rendezvous_expect(r, "worker-2") == 0);
+  CHECK(chorus_rendezvous_retire(r, "worker-2") == 0);
+  CHECK(chorus_rendezvous_left_count(r) == 0 && chorus_rendezvous_left(r, 0) == NULL);
+  CHECK(chorus_rendezvous_left_count(NULL) == 0);
   chorus_rendezvous_stop(r);
   chorus_rendezvous_stop(NULL);
 }

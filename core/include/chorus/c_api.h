@@ -41,8 +41,9 @@ extern "C" {
  *   15: chorus_is_running; chorus_is_initialized as Horovod's
  *   16: chorus_on_complete
  *   17: chorus_rendezvous_* (an elastic rendezvous held by the caller's own driver)
+ *   18: chorus_rendezvous_retire, chorus_rendezvous_left_count, chorus_rendezvous_left (graceful removal)
  */
-#define CHORUS_ABI_VERSION 17
+#define CHORUS_ABI_VERSION 18
 
 /* In C++ the enums below get `int` as their fixed underlying type, so any
  * integer a C caller passes (an enum argument is an int on every supported
@@ -145,7 +146,14 @@ CHORUS_API int chorus_elastic_host_updates(int64_t* generation, int* kinds);
  * reads and answers for up to `seconds`; *worlds_formed: worlds so far; *late_count: members to
  * stop (they did not ask again in time), each chorus_rendezvous_late(r, i) (NULL out of range;
  * valid until the next run_for); CHORUS_ERR_ABORTED, with the reason in chorus_last_error(),
- * when no world can form. One thread drives a rendezvous. (ABI version 17) */
+ * when no world can form. One thread drives a rendezvous. (ABI version 17)
+ * chorus_rendezvous_retire: the member leaves gracefully (its host was
+ * removed): 1 when it is in the running world (it finishes its step; tell
+ * the world with chorus_rendezvous_hosts_changed(r, 2)), 0 when it is in no
+ * world (end it now), a negative code on bad arguments. After each run_for,
+ * chorus_rendezvous_left_count retired members asked for the next world
+ * (each chorus_rendezvous_left(r, i), NULL out of range): end them now; no
+ * world counts them. (ABI version 18) */
 typedef struct chorus_rendezvous chorus_rendezvous;
 CHORUS_API int chorus_rendezvous_start(const char* address, const char* job_id, const char* secret, int min_np,
                                        int max_np, double elastic_timeout_seconds, double join_grace_seconds,
@@ -156,6 +164,9 @@ CHORUS_API int chorus_rendezvous_gone(chorus_rendezvous* r, const char* member);
 CHORUS_API int chorus_rendezvous_hosts_changed(chorus_rendezvous* r, int kinds);
 CHORUS_API int chorus_rendezvous_run_for(chorus_rendezvous* r, double seconds, int64_t* worlds_formed, int* late_count);
 CHORUS_API const char* chorus_rendezvous_late(const chorus_rendezvous* r, int index);
+CHORUS_API int chorus_rendezvous_retire(chorus_rendezvous* r, const char* member);
+CHORUS_API int chorus_rendezvous_left_count(const chorus_rendezvous* r);
+CHORUS_API const char* chorus_rendezvous_left(const chorus_rendezvous* r, int index);
 CHORUS_API void chorus_rendezvous_stop(chorus_rendezvous* r);
 CHORUS_API int chorus_mpi_enabled(void);
 CHORUS_API int chorus_tcp_enabled(void);

@@ -37,6 +37,7 @@ struct RendezvousSettings {
 /// What happened during one run_for().
 struct RendezvousEvents {
   std::vector<std::string> late;  ///< members to stop: they did not ask again in time
+  std::vector<std::string> left;  ///< retired members that finished their step and asked again: end them
   std::string failure;            ///< no world can form (the members were told why); "" none
   int64_t worlds_formed = 0;      ///< so far
 };
@@ -61,6 +62,13 @@ class CHORUS_API Rendezvous {
   /// world's members are told; they agree at their next commit(). Other
   /// values of `kinds`: InvalidArgumentError.
   void hosts_changed(int kinds);
+  /// Member `id` is to leave gracefully (its host was removed, not failed).
+  /// True when it is in the running world: it finishes its step there, and
+  /// once it asks for the next world (after the commit() where every rank
+  /// agreed: call hosts_changed(kHostsRemoved) after retiring) run_for()
+  /// names it in `left`, unanswered: end its process then; no world counts
+  /// it, nothing is rolled back. False when it is in no world: end it now.
+  bool retire(const std::string& id);
   /// Accepts, reads and answers for up to `seconds` (0 to 3600, else
   /// InvalidArgumentError), then decides; a failure is in the events.
   RendezvousEvents run_for(double seconds);

@@ -51,13 +51,15 @@ void Rendezvous::hosts_changed(int kinds) {
   impl_->held->hosts_changed(kinds);
 }
 
+bool Rendezvous::retire(const std::string& id) { return impl_->held->retire(id); }
+
 RendezvousEvents Rendezvous::run_for(double seconds) {
   if (!(seconds >= 0 && seconds <= 3600)) {  // NaN too: poll's timeout is an int of milliseconds
     throw InvalidArgumentError(Status::invalid_argument("elastic rendezvous: run_for takes 0 to 3600 seconds, not " +
                                                         std::to_string(seconds)));
   }
   detail::ElasticRendezvous::Events e = impl_->held->run_for(seconds);
-  return {std::move(e.late), std::move(e.failure), e.worlds_formed};
+  return {std::move(e.late), std::move(e.left), std::move(e.failure), e.worlds_formed};
 }
 
 }  // namespace chorus::elastic

@@ -1,6 +1,6 @@
 // The C ABI's elastic rendezvous (chorus_rendezvous_*) over
 // chorus/elastic_rendezvous.h: the handle owns the Rendezvous and the
-// late members of the last run_for, whose strings the caller reads.
+// late and left members of the last run_for, whose strings the caller reads.
 #include <limits>
 #include <string>
 #include <vector>
@@ -14,6 +14,7 @@ struct chorus_rendezvous {
   explicit chorus_rendezvous(chorus::elastic::RendezvousSettings s) : held(std::move(s)) {}
   chorus::elastic::Rendezvous held;
   std::vector<std::string> late;
+  std::vector<std::string> left;
 };
 
 using chorus::detail::guarded;
@@ -98,6 +99,7 @@ int chorus_rendezvous_run_for(chorus_rendezvous* r, double seconds, int64_t* wor
             "chorus_rendezvous_run_for: worlds_formed and late_count must not be NULL");
     chorus::elastic::RendezvousEvents e = r->held.run_for(seconds);
     r->late = std::move(e.late);
+    r->left = std::move(e.left);
     *worlds_formed = e.worlds_formed;
     *late_count = static_cast<int>(r->late.size());
     if (!e.failure.empty()) return chorus::detail::fail(CHORUS_ERR_ABORTED, e.failure);
@@ -108,6 +110,23 @@ int chorus_rendezvous_run_for(chorus_rendezvous* r, double seconds, int64_t* wor
 const char* chorus_rendezvous_late(const chorus_rendezvous* r, int index) {
   if (r == nullptr || index < 0 || index >= static_cast<int>(r->late.size())) return nullptr;
   return r->late[static_cast<size_t>(index)].c_str();
+}
+
+int chorus_rendezvous_retire(chorus_rendezvous* r, const char* member) {
+  return guarded([&]() -> int {
+    require_handle(r, "chorus_rendezvous_retire");
+    require_member(member, "chorus_rendezvous_retire");
+    return r->held.retire(member) ? 1 : 0;
+  });
+}
+
+int chorus_rendezvous_left_count(const chorus_rendezvous* r) {
+  return r == nullptr ? 0 : static_cast<int>(r->left.size());
+}
+
+const char* chorus_rendezvous_left(const chorus_rendezvous* r, int index) {
+  if (r == nullptr || index < 0 || index >= static_cast<int>(r->left.size())) return nullptr;
+  return r->left[static_cast<size_t>(index)].c_str();
 }
 
 void chorus_rendezvous_stop(chorus_rendezvous* r) { delete r; }
