@@ -32,8 +32,8 @@ FUNCTION_ONLY = ["launcher/src", "frameworks", "examples", "benchmarks"]  # the 
 # Sub-folders (comm/tcp, device/cuda) belong to their top folder's layer.
 LAYERS = [
     ["common"],
-    ["kernels", "negotiation", "timeline"],
-    ["fusion", "tuning"],
+    ["kernels", "negotiation", "net", "timeline"],
+    ["fusion", "rendezvous", "tuning"],
     ["comm"],
     ["dataplane"],
     ["engine"],

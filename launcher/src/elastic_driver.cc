@@ -15,7 +15,6 @@
 #include <set>
 
 #include "child_process.h"
-#include "comm/tcp/elastic_rendezvous.h"
 #include "common/env_params.h"
 #include "common/knob_registry.h"
 #include "elastic_plan.h"
@@ -23,6 +22,7 @@
 #include "host_discovery.h"
 #include "host_failure_budget.h"
 #include "host_machines.h"
+#include "rendezvous/elastic_rendezvous.h"
 
 namespace chorus::launcher {
 

@@ -4,7 +4,7 @@
 // discovery script, starts workers on the slots the plan asks for
 // (elastic_plan.h) and stops those it no longer does, relays their output,
 // notes their ends (a failing host is blacklisted: host_blacklist.h), and
-// drives the job's rendezvous (core/src/comm/tcp/elastic_rendezvous.h),
+// drives the job's rendezvous (core/src/rendezvous/elastic_rendezvous.h),
 // where the workers meet in a new world after every change. docs/elastic.md.
 
 #include "launch_options.h"

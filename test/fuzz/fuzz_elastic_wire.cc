@@ -1,4 +1,4 @@
-// Fuzz target: the elastic wire (comm/tcp/elastic_wire.h), what an elastic
+// Fuzz target: the elastic wire (rendezvous/elastic_wire.h), what an elastic
 // member reads from its rendezvous and the rendezvous from a member, and
 // the values of an etcd job's keys. The first byte picks the decoder.
 // Whatever one accepts must be what its consumers rely on (ranks inside the
@@ -8,7 +8,7 @@
 #include <climits>
 #include <cstdint>
 
-#include "comm/tcp/elastic_wire.h"
+#include "rendezvous/elastic_wire.h"
 #include "fuzz_check.h"
 
 using namespace chorus::detail;

@@ -1,4 +1,4 @@
-// Fuzz target: what the etcd client reads from the network (comm/tcp/
+// Fuzz target: what the etcd client reads from the network (rendezvous/
 // etcd_client.h, etcd_json.h): the HTTP/1.1 response, the JSON of its body,
 // a range's key-values in base64. The first byte picks where the bytes go
 // in. Properties: a response the reader calls whole is never called bad
@@ -7,8 +7,8 @@
 // through json_quote; base64 that decodes re-encodes to the same bytes.
 #include <cstdint>
 
-#include "comm/tcp/etcd_client.h"
-#include "comm/tcp/etcd_json.h"
+#include "rendezvous/etcd_client.h"
+#include "rendezvous/etcd_json.h"
 #include "fuzz_check.h"
 
 using namespace chorus::detail;

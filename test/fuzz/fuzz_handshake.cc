@@ -1,11 +1,11 @@
-// Fuzz target: decode_hello (comm/tcp/tcp_handshake.h), the first bytes a
+// Fuzz target: decode_hello (net/tcp_handshake.h), the first bytes a
 // stranger's connection sends to any listener of a TCP job, before it has
 // proven anything. Whatever it accepts is exactly what encode_hello writes
 // for the claim it read (nothing before, nothing after); what it says needs
 // more is a prefix of such a hello; and no purpose outside the three.
 #include <cstdint>
 
-#include "comm/tcp/tcp_handshake.h"
+#include "net/tcp_handshake.h"
 #include "fuzz_check.h"
 
 using namespace chorus::detail;

@@ -1,4 +1,4 @@
-// Fuzz target: the rendezvous of a job of fixed size (comm/tcp/
+// Fuzz target: the rendezvous of a job of fixed size (rendezvous/
 // tcp_rendezvous_wire.h): a rank's hello as rank 0 reads it, and rank 0's
 // answer as a rank reads it (the first byte picks; for the answer the
 // second byte is the job's size, 1-16). Whatever is accepted has its
@@ -6,7 +6,7 @@
 // its encoder; an error keeps rank 0's text.
 #include <cstdint>
 
-#include "comm/tcp/tcp_rendezvous_wire.h"
+#include "rendezvous/tcp_rendezvous_wire.h"
 #include "fuzz_check.h"
 
 using namespace chorus;

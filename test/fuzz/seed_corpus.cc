@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "comm/tcp/elastic_wire.h"
-#include "comm/tcp/etcd_json.h"
 #include "comm/tcp/tcp_gone_notice.h"
-#include "comm/tcp/tcp_handshake.h"
-#include "comm/tcp/tcp_rendezvous_wire.h"
 #include "negotiation/messages.h"
+#include "net/tcp_handshake.h"
+#include "rendezvous/elastic_wire.h"
+#include "rendezvous/etcd_json.h"
+#include "rendezvous/tcp_rendezvous_wire.h"
 
 using namespace chorus;
 using namespace chorus::detail;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A stranger at a Chorus job's TCP port, for test/tcp/tcp_strangers.sh.
 
-It speaks the handshake of core/src/comm/tcp/tcp_handshake.h (written again
+It speaks the handshake of core/src/net/tcp_handshake.h (written again
 here from its description, standard library only) and says what the job did
 with it, one line per stranger: "refused", "closed after S s", or "ACCEPTED"
 (a hole). Modes:

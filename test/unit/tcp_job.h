@@ -17,7 +17,7 @@
 #include "chorus/runtime.h"
 #include "comm/tcp/tcp_backend.h"
 #include "comm/tcp/tcp_mesh.h"
-#include "comm/tcp/tcp_rendezvous.h"
+#include "rendezvous/tcp_rendezvous.h"
 #include "api/runtime_access.h"
 #include "thread_ranks.h"
 

@@ -1,7 +1,7 @@
-// Elastic jobs' rendezvous: the messages (comm/tcp/elastic_wire.h), when a
-// world forms and with whom (comm/tcp/elastic_world_formation.h), and the
-// server with real members over loopback (comm/tcp/elastic_rendezvous.h,
-// comm/tcp/elastic_member.h): worlds formed, a member lost and the rest
+// Elastic jobs' rendezvous: the messages (rendezvous/elastic_wire.h), when a
+// world forms and with whom (rendezvous/elastic_world_formation.h), and the
+// server with real members over loopback (rendezvous/elastic_rendezvous.h,
+// rendezvous/elastic_member.h): worlds formed, a member lost and the rest
 // renumbered, a newcomer announced to the running world, too few members.
 #include <catch2/catch.hpp>
 
@@ -13,10 +13,10 @@
 #include <thread>
 #include <vector>
 
-#include "comm/tcp/elastic_member.h"
-#include "comm/tcp/elastic_rendezvous.h"
-#include "comm/tcp/elastic_wire.h"
-#include "comm/tcp/elastic_world_formation.h"
+#include "rendezvous/elastic_member.h"
+#include "rendezvous/elastic_rendezvous.h"
+#include "rendezvous/elastic_wire.h"
+#include "rendezvous/elastic_world_formation.h"
 
 using namespace chorus;
 using namespace chorus::detail;

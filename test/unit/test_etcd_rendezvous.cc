@@ -1,18 +1,18 @@
 // The pure parts of the elastic rendezvous through etcd: the JSON reader
-// and base64 (comm/tcp/etcd_json.h), etcd's request bodies, answers and
-// HTTP responses (comm/tcp/etcd_client.h), the keys' values (comm/tcp/
+// and base64 (rendezvous/etcd_json.h), etcd's request bodies, answers and
+// HTTP responses (rendezvous/etcd_client.h), the keys' values (rendezvous/
 // elastic_wire.h) and a new leader's adoption of the current world
-// (comm/tcp/elastic_world_formation.h). The rendezvous itself against a
+// (rendezvous/elastic_world_formation.h). The rendezvous itself against a
 // real etcd: test/elastic/elastic_etcd.sh.
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
-#include "comm/tcp/elastic_wire.h"
-#include "comm/tcp/elastic_world_formation.h"
-#include "comm/tcp/etcd_client.h"
-#include "comm/tcp/etcd_json.h"
+#include "rendezvous/elastic_wire.h"
+#include "rendezvous/elastic_world_formation.h"
+#include "rendezvous/etcd_client.h"
+#include "rendezvous/etcd_json.h"
 
 using namespace chorus;
 using namespace chorus::detail;

@@ -1,8 +1,8 @@
-// The proof that opens every TCP connection (comm/tcp/tcp_handshake.h) and
-// its acceptor (comm/tcp/tcp_acceptor.h): the messages as pure functions, a
+// The proof that opens every TCP connection (net/tcp_handshake.h) and
+// its acceptor (net/tcp_acceptor.h): the messages as pure functions, a
 // replayed proof, strangers at a real listener (garbage, silence, a wrong
 // secret, hundreds at once), a stranger claiming rank 1 before it, and
-// where the secret comes from (comm/tcp/tcp_secret.h).
+// where the secret comes from (rendezvous/tcp_secret.h).
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -16,11 +16,11 @@
 #include <thread>
 #include <vector>
 
-#include "comm/tcp/tcp_acceptor.h"
-#include "comm/tcp/tcp_handshake.h"
-#include "comm/tcp/tcp_rendezvous.h"
-#include "comm/tcp/tcp_secret.h"
 #include "env_guard.h"
+#include "net/tcp_acceptor.h"
+#include "net/tcp_handshake.h"
+#include "rendezvous/tcp_rendezvous.h"
+#include "rendezvous/tcp_secret.h"
 #include "tcp_job.h"
 #include "thread_ranks.h"
 

@@ -10,8 +10,8 @@
 
 #include "comm/tcp/tcp_mesh.h"
 #include "comm/tcp/tcp_peer_link.h"
-#include "comm/tcp/tcp_rendezvous.h"
 #include "dataplane/algorithms/ring_allreduce.h"
+#include "rendezvous/tcp_rendezvous.h"
 #include "tcp_job.h"
 #include "thread_ranks.h"
 

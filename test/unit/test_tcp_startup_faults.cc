@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "comm/shm/host_shared_memory.h"
-#include "comm/tcp/tcp_peer_address.h"
-#include "comm/tcp/tcp_socket.h"
+#include "net/tcp_socket.h"
+#include "rendezvous/tcp_peer_address.h"
 
 using namespace chorus;
 using namespace chorus::detail;

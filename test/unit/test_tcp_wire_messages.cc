@@ -1,5 +1,5 @@
 // The TCP transport's small messages as pure functions: a rank's hello and
-// rank 0's answer at the rendezvous of a job of fixed size (comm/tcp/
+// rank 0's answer at the rendezvous of a job of fixed size (rendezvous/
 // tcp_rendezvous_wire.h) and a failing rank's gone notice (comm/tcp/
 // tcp_gone_notice.h); the regressions the fuzzers found (test/fuzz/).
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "comm/tcp/tcp_gone_notice.h"
-#include "comm/tcp/tcp_rendezvous_wire.h"
+#include "rendezvous/tcp_rendezvous_wire.h"
 
 using namespace chorus;
 using namespace chorus::detail;

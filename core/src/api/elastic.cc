@@ -1,6 +1,6 @@
 // chorus/elastic.h: the state protocol and run() over the process-wide
 // runtime; the membership itself is the TCP transport's
-// (comm/tcp/elastic_member.h).
+// (rendezvous/elastic_member.h).
 #include "chorus/elastic.h"
 
 #include <memory>
@@ -8,7 +8,7 @@
 
 #include "api/runtime_access.h"
 #include "chorus/chorus.h"
-#include "comm/tcp/elastic_member.h"
+#include "rendezvous/elastic_member.h"
 
 namespace chorus::elastic {
 

@@ -1,11 +1,11 @@
 // chorus/elastic_rendezvous.h over the TCP transport's rendezvous
-// (comm/tcp/elastic_rendezvous.h), the one chorusrun holds.
+// (rendezvous/elastic_rendezvous.h), the one chorusrun holds.
 #include "chorus/elastic_rendezvous.h"
 
 #include <utility>
 
 #include "chorus/error.h"
-#include "comm/tcp/elastic_rendezvous.h"
+#include "rendezvous/elastic_rendezvous.h"
 
 namespace chorus::elastic {
 

@@ -1,9 +1,9 @@
 #include "comm/backend_choice.h"
 
 #include "chorus/error.h"
-#include "comm/tcp/elastic_member.h"
 #include "comm/tcp/tcp_backend.h"
-#include "comm/tcp/tcp_job_env.h"
+#include "rendezvous/elastic_member.h"
+#include "rendezvous/tcp_job_env.h"
 
 namespace chorus::detail {
 

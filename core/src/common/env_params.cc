@@ -34,7 +34,7 @@ Status number_from_environment(const char* name, double fallback, double* out) {
 
 namespace {
 // The job's shape for the TCP rendezvous: read and checked, naming the
-// variable, by comm/tcp/tcp_job_env.cc and tcp_rendezvous.cc (which also
+// variable, by rendezvous/tcp_job_env.cc and tcp_rendezvous.cc (which also
 // take torchrun's and Slurm's names), not knobs: chorusrun sets them.
 bool is_job_variable(const std::string& name) {
   for (const char* v : {"RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "MASTER_ADDR", "MASTER_PORT", "JOB_ID", "HOST_ID"}) {

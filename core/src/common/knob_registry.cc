@@ -183,7 +183,7 @@ Knob with_flag(Knob k, const char* flag, int64_t scale = 1, const char* unit = n
 }
 
 // The TCP transport's proof of membership (docs/security.md). No field of
-// RuntimeOptions: comm/tcp/tcp_secret.cc reads them where they are used, so
+// RuntimeOptions: rendezvous/tcp_secret.cc reads them where they are used, so
 // the secret is never copied with the options; these rows check and document.
 Knob checked_row(const char* name, const char* def, KnobKind kind, const char* unit, int64_t hi,
                  const char* description) {
@@ -260,7 +260,7 @@ std::vector<Knob> elastic_knobs() {
 }
 
 // An elastic job without chorusrun, its rendezvous in etcd (docs/elastic.md,
-// comm/tcp/etcd_rendezvous.h): torchrun's --rdzv-* and --nnodes as variables.
+// rendezvous/etcd_rendezvous.h): torchrun's --rdzv-* and --nnodes as variables.
 // chorusrun has its own flags for the numbers (--min-np, ...), so none here.
 std::vector<Knob> rendezvous_knobs() {
   std::vector<Knob> rows = {

@@ -10,14 +10,14 @@
 #include "comm/settings_check.h"
 #include "comm/shm/shared_memory_start.h"
 #include "comm/shm/shm_control_channel.h"
-#include "comm/tcp/elastic_member.h"
 #include "comm/tcp/tcp_collectives.h"
 #include "comm/tcp/tcp_control_channel.h"
 #include "comm/tcp/tcp_peer_link.h"
-#include "comm/tcp/tcp_rendezvous.h"
-#include "comm/tcp/tcp_secret.h"
 #include "common/env_params.h"
 #include "common/logging.h"
+#include "rendezvous/elastic_member.h"
+#include "rendezvous/tcp_rendezvous.h"
+#include "rendezvous/tcp_secret.h"
 
 namespace chorus::detail {
 
@@ -161,7 +161,7 @@ class TcpBackend final : public Backend {
                                    elastic_ ? kElasticHeartbeatTimeoutSeconds : kHeartbeatTimeoutSeconds, seconds);
   }
 
-  // The job's secret (comm/tcp/tcp_secret.h); strangers refused are logged
+  // The job's secret (rendezvous/tcp_secret.h); strangers refused are logged
   // as warnings, once per address.
   Status start_auth(const TcpJobSpec& spec) {
     std::string warning;

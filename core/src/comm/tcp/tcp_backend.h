@@ -1,6 +1,6 @@
 #pragma once
 // The Backend without MPI: the ranks meet through rank 0's address
-// (comm/tcp/tcp_rendezvous.h), hold one TCP connection to every other rank
+// (rendezvous/tcp_rendezvous.h), hold one TCP connection to every other rank
 // (comm/tcp/tcp_mesh.h) for control, collectives and the ring, and share a
 // POSIX shared-memory segment when all of them run on one host (grouped by
 // the host ids of the rendezvous).
@@ -9,12 +9,12 @@
 
 #include "chorus/options.h"
 #include "comm/backend.h"
-#include "comm/tcp/tcp_rendezvous.h"
+#include "rendezvous/tcp_rendezvous.h"
 
 namespace chorus::detail {
 
 /// The whole job's TCP backend; start() reads the job from the environment
-/// (comm/tcp/tcp_job_env.h) and runs the rendezvous.
+/// (rendezvous/tcp_job_env.h) and runs the rendezvous.
 std::unique_ptr<Backend> make_tcp_backend(const RuntimeOptions& options);
 
 /// Where a job of `size` ranks meets: for tests that run ranks as threads.

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "chorus/status.h"
-#include "comm/tcp/tcp_socket.h"
+#include "net/tcp_socket.h"
 
 namespace chorus::detail {
 
