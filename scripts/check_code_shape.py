@@ -42,6 +42,10 @@ LAYERS = [
     ["c_api"],
 ]
 LAYER_OF = {folder: level for level, folders in enumerate(LAYERS) for folder in folders}
+# chorusrun links chorus_common and chorus_rendezvous (launcher/CMakeLists.txt),
+# not the whole core: launcher/src may include those folders of core/src only.
+LAUNCHER_SRC = "launcher/src"
+LAUNCHER_MAY_INCLUDE = ["common", "rendezvous"]
 MAX_FUNCTION_LINES = 80
 SOURCE_SUFFIXES = (".h", ".cc", ".cpp", ".hpp", ".cu", ".cuh")
 # What may stand right before a function body's `{`.
@@ -267,10 +271,23 @@ def check_core(src_root, shown_root):
     return list(dict.fromkeys(problems))  # a folder with no layer is said once
 
 
+def launcher_problems(repo):
+    """Includes of launcher/src that reach core/src beyond LAUNCHER_MAY_INCLUDE."""
+    src_root = os.path.join(repo, CORE_SRC)
+    problems = []
+    for path in source_files(os.path.join(repo, LAUNCHER_SRC)):
+        for included in sorted(set(include_folders(path, src_root))):
+            if included not in LAUNCHER_MAY_INCLUDE:
+                problems.append(f"{os.path.relpath(path, repo)}: includes {CORE_SRC}/{included}/, but chorusrun "
+                                f"links only {', '.join(f + '/' for f in LAUNCHER_MAY_INCLUDE)} of the core")
+    return problems
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     repo = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, ".."))
     problems = check_core(os.path.join(repo, CORE_SRC), CORE_SRC)
+    problems.extend(launcher_problems(repo))
     for other in FUNCTION_ONLY:
         for path in source_files(os.path.join(repo, other)):
             problems.extend(long_functions(path, os.path.relpath(path, repo)))
@@ -280,8 +297,8 @@ def main():
         for p in problems:
             print("  " + p)
         return 1
-    print(f"check_code_shape: in shape ({CORE_SRC} layers: {layer_text()}; "
-          f"functions <= {MAX_FUNCTION_LINES} lines in {where})")
+    print(f"check_code_shape: in shape ({CORE_SRC} layers: {layer_text()}; {LAUNCHER_SRC} includes of them: "
+          f"{', '.join(LAUNCHER_MAY_INCLUDE)}; functions <= {MAX_FUNCTION_LINES} lines in {where})")
     return 0
 
 

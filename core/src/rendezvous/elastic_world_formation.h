@@ -1,7 +1,7 @@
 #pragma once
 // When an elastic job's rendezvous forms a new world, and with whom: the
 // policy alone (no sockets, time passed in), so every case is a unit test
-// (test/unit/test_elastic_world_formation.cc). Members are processes named
+// (test/rendezvous/test_elastic_rendezvous.cc). Members are processes named
 // by the launcher; each is starting (started, never asked for a world yet),
 // waiting (asked for a new world) or active (in the current world).
 //

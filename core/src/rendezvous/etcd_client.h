@@ -11,7 +11,7 @@
 // One connection, kept open between requests and opened again when it
 // fails; every request is bounded by a deadline. Not thread-safe: one
 // client per thread. The request bodies and the HTTP response reader are
-// pure functions, unit-tested (test/unit/test_etcd_rendezvous.cc).
+// pure functions, unit-tested (test/rendezvous/test_etcd_rendezvous.cc).
 
 #include <cstdint>
 #include <string>

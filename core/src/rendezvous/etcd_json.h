@@ -2,7 +2,7 @@
 // The little JSON and base64 that etcd's HTTP gateway needs (rendezvous/
 // etcd_client.h): etcd v3 speaks gRPC, and its gateway takes and returns
 // the same messages as JSON, keys and values in base64. Pure functions,
-// unit-tested (test/unit/test_etcd_rendezvous.cc).
+// unit-tested (test/rendezvous/test_etcd_rendezvous.cc).
 //
 // The JSON reader is purpose-built, not a general library: it reads one
 // document of objects, arrays, strings, numbers, true/false/null into a
