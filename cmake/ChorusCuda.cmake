@@ -1,6 +1,6 @@
 # CHORUS_WITH_CUDA: AUTO (default) builds the GPU toolkit (core/src/device/cuda,
-# target chorus_gpu) when a CUDA 13 toolkit and NCCL are found, ON fails
-# here when either is missing, OFF builds none of it.
+# the object library chorus_gpu, part of libchorus) when a CUDA 13 toolkit and
+# NCCL are found, ON fails here when either is missing, OFF builds none of it.
 # Sets CHORUS_HAVE_CUDA (ON/OFF) for the rest of the build.
 set(CHORUS_WITH_CUDA AUTO CACHE STRING "Build the CUDA/NCCL GPU toolkit: AUTO, ON or OFF")
 set_property(CACHE CHORUS_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
