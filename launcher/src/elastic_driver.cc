@@ -247,7 +247,8 @@ void ElasticDriver::retire_worker(Worker& w, double now) {
   }
   w.retiring = true;
   std::cerr << "chorusrun: worker " << w.child.rank << " on " << w.slot.host
-            << " leaves after its step (its host left discovery): the others go on at their next commit()\n";
+            << " leaves after its step (discovery no longer lists its slot): the others go on at their next "
+               "commit()\n";
 }
 
 // The plan for the hosts usable now; the difference is started and retired.
@@ -351,7 +352,7 @@ bool ElasticDriver::drive_rendezvous(double now) {
     for (auto& w : workers_) {
       if (w->member_id != id || w->stopping) continue;
       std::cerr << "chorusrun: worker " << w->child.rank << " on " << w->slot.host
-                << " left after its last committed step (its host left discovery)\n";
+                << " left after its last committed step (discovery no longer lists its slot)\n";
       stop_worker(*w, SIGTERM, now);
     }
   }
