@@ -84,7 +84,10 @@ total_of() {
 
 # One DDP job: np processes with torch.distributed's env:// variables.
 run_ddp() {
-  local np=$1 log=$2 port=$((20000 + RANDOM % 20000)) pids=() r rc=0
+  local np=$1 log=$2 port pids=() r rc=0
+  # A port free now (a random one may be another program's: rank 0 then
+  # fails to listen and the others wait for it until --job-timeout).
+  port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   for ((r = 0; r < np; r++)); do
     RANK=$r LOCAL_RANK=$r WORLD_SIZE=$np MASTER_ADDR=127.0.0.1 MASTER_PORT=$port GLOO_SOCKET_IFNAME=lo \
       timeout -k 10 "$job_timeout" "$python" "$ddp_script" "${bench_args[@]}" >"$log.rank$r" 2>&1 &

@@ -1,26 +1,19 @@
 """The Python tests run in every rank of one job (chorusrun, mpirun or
 torchrun start N copies of pytest); every rank collects the same tests in
-the same order, so their collectives meet. Chorus is initialized once per
-session; tests that need a fresh runtime shut it down and init again."""
+the same order, so their collectives meet (test/common/pytest_session.py).
+Chorus is initialized once per session; tests that need a fresh runtime
+shut it down and init again."""
 import os
 import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if os.environ.get("CHORUS_TEST_INSTALLED") != "1":  # 1: test the chorus that pip installed, not the checkout's
-    sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from pytest_session import runtime_fixture  # noqa: E402
 
 import chorus  # noqa: E402
 
-
-@pytest.fixture(scope="session", autouse=True)
-def runtime():
-    chorus.init()
-    yield
-    if chorus.is_initialized():
-        chorus.barrier()
-        chorus.shutdown()
+runtime = runtime_fixture(chorus)
 
 
 @pytest.fixture
