@@ -23,7 +23,10 @@ packages=(
   python3                        # scripts/check_code_shape.py (ctest code_shape), standard library only
   clang-14 libclang-rt-14-dev    # clang++ with libFuzzer: the decoders' fuzz tests (test/fuzz); the main build stays g++
   clang-format                   # scripts/check_format.sh: the changed lines against .clang-format (run_tests.sh)
-  etcd-server                    # etcd: the elastic rendezvous without chorusrun, against a real server (test/elastic/elastic_etcd.sh)
+  libcurl4-openssl-dev           # libcurl: the etcd client's HTTP/1.1 and TLS (core/src/rendezvous/etcd_client.cc)
+  nlohmann-json3-dev             # nlohmann/json (header only): the etcd client's JSON (core/src/rendezvous/etcd_json.cc)
+  etcd-server                    # etcd: the elastic rendezvous without chorusrun, against a real server (test/elastic/elastic_etcd*.sh)
+  openssl                        # the openssl tool: elastic_etcd_tls.sh makes its CA and certificates with it
   openjdk-17-jre-headless        # java for Spark: chorus.spark's tests run a local Spark (test/spark)
 )
 

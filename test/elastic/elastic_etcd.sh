@@ -4,19 +4,23 @@
 # free ports with a data directory of its own, and the workers
 # (elastic_counter) by hand with CHORUS_RDZV_* and CHORUS_SECRET.
 #  a1. kill -9 a worker that does not lead: the 2 others finish, every FINAL
-#      line OK (no committed step lost or doubled), the models equal.
+#      line OK (no committed step lost or doubled), the models equal, their
+#      first step in the new world within 3 s of the kill (they revoke the
+#      lost worker's lease rather than wait for its 5 s to end).
 #  a2. the same, killing the leader (the holder of /chorus/<id>/leader):
-#      another member takes over from the keys.
+#      another member takes over from the keys, as quickly.
 #  b.  etcd stopped and started again (same data directory) mid-training,
 #      no member changing: the job goes on and finishes in its one world.
 #  c.  2 workers with CHORUS_ELASTIC_MIN_NP=3, CHORUS_ELASTIC_TIMEOUT=3: both
 #      fail, naming CHORUS_ELASTIC_MIN_NP.
-#  d.  an endpoint where no etcd listens, an unknown backend: errors naming
-#      the variable.
+#  d.  an endpoint where no etcd listens (one, then two: both named), a bad
+#      entry in a list of endpoints, an unknown backend: errors naming the
+#      variable.
 #  e.  a worker started while 2 train: told through the hosts key, all
 #      three go on in a world of 3 from the same commit.
 #  f.  etcd's authentication on: workers with the user and password meet;
 #      a wrong password fails naming CHORUS_RDZV_USER and CHORUS_RDZV_PASSWORD.
+# TLS, client certificates and a cluster of three: elastic_etcd_tls.sh.
 # Exit 77 (ctest: skipped) when etcd is not installed.
 # usage: elastic_etcd.sh ELASTIC_COUNTER
 set -uo pipefail
@@ -35,10 +39,11 @@ cleanup() {
 trap cleanup EXIT
 ok=1
 fail() { echo "FAIL: $*"; ok=0; }
+source "$(dirname "${BASH_SOURCE[0]}")/etcd_test_lib.sh"
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 client_port="$(free_port)" peer_port="$(free_port)"
 endpoint="127.0.0.1:$client_port"
+etcd_url="http://$endpoint"
 
 start_etcd() {
   etcd --name chorus-test --data-dir "$work/etcd" \
@@ -51,17 +56,6 @@ start_etcd() {
     sleep 0.1
   done
   tail -20 "$work/etcd.log"; fail "etcd did not start"; exit 1
-}
-
-# etcd_get KEY: the value of KEY ("" when absent), through the JSON gateway.
-etcd_get() {
-  python3 - "$endpoint" "$1" << 'EOF'
-import base64, json, sys, urllib.request
-body = json.dumps({"key": base64.b64encode(sys.argv[2].encode()).decode()}).encode()
-answer = json.load(urllib.request.urlopen("http://%s/v3/kv/range" % sys.argv[1], body, timeout=5))
-for kv in answer.get("kvs", []):
-    print(base64.b64decode(kv.get("value", "")).decode())
-EOF
 }
 
 # etcd_post PATH JSON: one request to the gateway, as root once authentication is on.
@@ -80,68 +74,11 @@ urllib.request.urlopen(urllib.request.Request(base + sys.argv[2], sys.argv[3].en
 EOF
 }
 
-# start_workers JOB N STEPS [VAR=VALUE...]: N workers of job JOB in the
-# background, their outputs JOB.<i>.out from i = $first_output (default 1).
-start_workers() {
-  local job="$1" n="$2" steps="$3"; shift 3
-  local from="${first_output:-1}"
-  workers=()
-  for i in $(seq "$from" $((from + n - 1))); do
-    env CHORUS_RDZV_BACKEND=etcd CHORUS_RDZV_ENDPOINT="$endpoint" CHORUS_RDZV_ID="$job" \
-      CHORUS_SECRET="etcd-test-secret" "$@" "$counter" --steps "$steps" --step-seconds 0.05 \
-      > "$work/$job.$i.out" 2>&1 &
-    workers+=($!)
-    pids+=($!)
-  done
-}
-
-# wait_size JOB SIZE STEP: until a worker of JOB printed step STEP (or later) in a world of SIZE (30 s at most).
-wait_size() {
-  for _ in $(seq 300); do
-    cat "$work/$1".*.out 2> /dev/null | awk -v n="$3" -v s="size=$2" '$1 == "STEP" && $2 >= n && $4 == s {f = 1} END {exit !f}' &&
-      return 0
-    sleep 0.1
-  done
-  return 1
-}
-
-# check_final JOB SIZE PIDS...: those workers exit 0, each with an OK FINAL line in a world of SIZE, all equal.
-check_final() {
-  local job="$1" size="$2"; shift 2
-  local bad=0
-  for p in "$@"; do wait "$p" 2> /dev/null || bad=1; done
-  local finals; finals="$(cat "$work/$job".*.out | grep -c "^FINAL rank=[0-9]* size=$size .* OK")"
-  if ((bad)) || [[ "$finals" -ne $# ]] || cat "$work/$job".*.out | grep -q WRONG; then
-    tail -n 15 "$work/$job".*.out; fail "$job: $finals OK FINAL lines in a world of $size (want $#)"
-    return 1
-  fi
-  local sums; sums="$(cat "$work/$job".*.out | grep -o 'steps=[0-9]* checksum=[0-9.]*' | sort -u | wc -l)"
-  [[ "$sums" -eq 1 ]] || { fail "$job: the workers ended with different models"; return 1; }
-  return 0
-}
-
-# kill_case JOB WHICH: WHICH is "leader" or "other"; prints the time from the
-# kill to the survivors' first step in their new world.
+# kill_case JOB WHICH: 3 workers, one killed at step 20 (kill_worker).
 kill_case() {
-  local job="$1" which="$2"
-  start_workers "$job" 3 160
-  wait_size "$job" 3 20 || { fail "$job: no step 20 in a world of 3"; return; }
-  local leader_pid; leader_pid="$(etcd_get "/chorus/$job/leader" | cut -d: -f2)"
-  local victim="" survivors=()
-  for p in "${workers[@]}"; do
-    if [[ -z "$victim" && ( ("$which" == leader && "$p" == "$leader_pid") || ("$which" == other && "$p" != "$leader_pid") ) ]]; then
-      victim="$p"
-    else
-      survivors+=("$p")
-    fi
-  done
-  [[ -n "$victim" ]] || { fail "$job: no $which among the workers (leader pid '$leader_pid')"; return; }
-  local killed_at; killed_at="$(date +%s.%N)"
-  kill -9 "$victim"
-  wait "$victim" 2> /dev/null
-  check_final "$job" 2 "${survivors[@]}" || return
-  local first; first="$(cat "$work/$job".*.out | awk '$1 == "STEP" && $4 == "size=2" {print substr($5, 3)}' | sort -n | head -1)"
-  echo "$job: passed (killed the $which, pid $victim; kill -> first step of the survivors: $(awk -v a="$first" -v b="$killed_at" 'BEGIN {printf "%.2f", a - b}') s)"
+  start_workers "$1" 3 160
+  wait_size "$1" 3 20 || { fail "$1: no step 20 in a world of 3"; return; }
+  kill_worker "$1" "$2"
 }
 
 start_etcd
@@ -185,10 +122,18 @@ dead="127.0.0.1:$(free_port)"
 (CHORUS_RDZV_BACKEND=etcd CHORUS_RDZV_ENDPOINT="$dead" CHORUS_RDZV_ID=nobody timeout 60 "$counter" --steps 1 \
   > "$work/dead.out" 2>&1; exit $?) 2> /dev/null && fail "dead: exit 0"
 grep -q "could not reach etcd at $dead (CHORUS_RDZV_ENDPOINT)" "$work/dead.out" || { cat "$work/dead.out"; fail "dead: no clear error"; }
+dead2="127.0.0.1:$(free_port)"
+(CHORUS_RDZV_BACKEND=etcd CHORUS_RDZV_ENDPOINT="$dead, http://$dead2" CHORUS_RDZV_ID=nobody timeout 60 "$counter" \
+  --steps 1 > "$work/dead2.out" 2>&1; exit $?) 2> /dev/null && fail "dead2: exit 0"
+grep -q "could not reach etcd at any of $dead, $dead2 (CHORUS_RDZV_ENDPOINT): $dead: .*; $dead2: " "$work/dead2.out" ||
+  { cat "$work/dead2.out"; fail "dead2: the error does not name both endpoints"; }
+(CHORUS_RDZV_BACKEND=etcd CHORUS_RDZV_ENDPOINT="$endpoint,localhost:99999" CHORUS_RDZV_ID=bad timeout 60 "$counter" \
+  --steps 1 > "$work/entry.out" 2>&1; exit $?) 2> /dev/null && fail "entry: exit 0"
+grep -q "CHORUS_RDZV_ENDPOINT=.*'localhost:99999' (entry 2): the port is not 1..65535" "$work/entry.out" || { cat "$work/entry.out"; fail "entry: no clear error"; }
 (CHORUS_RDZV_BACKEND=zookeeper CHORUS_RDZV_ENDPOINT="$endpoint" CHORUS_RDZV_ID=x timeout 60 "$counter" --steps 1 \
   > "$work/backend.out" 2>&1; exit $?) 2> /dev/null && fail "backend: exit 0"
 grep -q "CHORUS_RDZV_BACKEND='zookeeper'" "$work/backend.out" || { cat "$work/backend.out"; fail "backend: no clear error"; }
-((ok)) && echo "errors: passed ($(grep -o 'could not reach.*' "$work/dead.out" | head -1); $(grep -o "CHORUS_RDZV_BACKEND='zookeeper'.*" "$work/backend.out" | head -1))"
+((ok)) && echo "errors: passed ($(grep -o 'could not reach.*' "$work/dead.out" | head -1); $(grep -o 'could not reach.*' "$work/dead2.out" | head -1); $(grep -o "CHORUS_RDZV_ENDPOINT=.*" "$work/entry.out" | head -1); $(grep -o "CHORUS_RDZV_BACKEND='zookeeper'.*" "$work/backend.out" | head -1))"
 
 # e. a worker added mid-training
 start_workers added 2 200

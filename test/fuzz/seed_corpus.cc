@@ -2,7 +2,7 @@
 // lists, response lists and cache-bit vectors covering every collective,
 // cached slots at word edges, errors, joined specs and resends; the elastic
 // wire's, the handshake's, the rendezvous's and the gone notice's messages;
-// etcd's HTTP answers. A selector byte (and for some a size) comes first
+// etcd's answers. A selector byte (and for some a size) comes first
 // where the target reads it (see each fuzz_*.cc). Usage: seed_corpus
 // OUT_DIR (writes one folder per target under OUT_DIR).
 #include <sys/stat.h>
@@ -169,16 +169,17 @@ std::vector<std::string> gone_notices() {
 }
 
 std::vector<std::string> etcd_responses() {
-  const std::string range =
-      "{\"header\":{\"revision\":\"12\"},\"kvs\":[{\"key\":\"" + base64_encode("/chorus/job/world") +
-      "\",\"value\":\"" + base64_encode("members\ta") + "\",\"create_revision\":\"3\"," +
-      "\"mod_revision\":\"9\"}],\"count\":\"1\",\"more\":false,\"x\":[null,true,-1.5e3,\"\\u00e9\\ud83d\\ude00\"]}";
-  return {
-      with(0, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(range.size()) +
-                  "\r\n\r\n" + range),
-      with(0, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n2;x=y\r\n1}\r\n0\r\nT: v\r\n\r\n"),
-      with(0, "HTTP/1.0 204 No Content\r\nConnection: close\r\n\r\n"), with(1, range),
-      with(2, base64_encode(std::string("\0\xff\x10 etcd", 8)))};
+  const std::string range = "{\"header\":{\"revision\":\"12\"},\"kvs\":[{\"key\":\"" +
+                            base64_encode("/chorus/job/world") + "\",\"value\":\"" + base64_encode("members\ta") +
+                            "\",\"create_revision\":\"3\"," +
+                            "\"mod_revision\":\"9\",\"lease\":\"7587\"}],\"count\":\"1\",\"more\":false," +
+                            "\"x\":[null,true,-1.5e3,\"\\u00e9\\ud83d\\ude00\"]}";
+  return {with(0, range),
+          with(0, "{\"result\":{\"header\":{\"revision\":\"4\"},\"ID\":\"7587\",\"TTL\":\"5\"}}\n"),
+          with(0, "{\"header\":{\"revision\":\"5\"},\"succeeded\":true,\"token\":\"abc.17\"}"),
+          with(0, "{\"error\":\"etcdserver: invalid auth token\",\"code\":16,\"message\":\"x\"}"),
+          with(1, "https://10.0.0.1:2379, http://[::1]:12379,etcd.example"),
+          with(2, base64_encode(std::string("\0\xff\x10 etcd", 8)))};
 }
 
 }  // namespace

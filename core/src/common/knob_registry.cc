@@ -268,9 +268,10 @@ std::vector<Knob> rendezvous_knobs() {
                   "elastic jobs without chorusrun: `etcd` makes `init()` join a world through etcd (torchrun's "
                   "`--rdzv-backend`); needs `CHORUS_RDZV_ENDPOINT` and `CHORUS_RDZV_ID` "
                   "([elastic.md](elastic.md#without-chorusrun-etcd))"),
-      checked_row("RDZV_ENDPOINT", "(none)", KnobKind::kText, "host:port", 0,
-                  "elastic jobs through etcd: etcd's client address, `host`, `host:port` (port 2379 when left out) or "
-                  "`http://host:port`; plain HTTP (torchrun's `--rdzv-endpoint`)"),
+      checked_row("RDZV_ENDPOINT", "(none)", KnobKind::kText, "host:port[,...]", 0,
+                  "elastic jobs through etcd: etcd's client address, `host`, `host:port` (port 2379 when left out), "
+                  "`http://host:port` or `https://host:port` (TLS), or several, comma-separated (the members of an "
+                  "etcd cluster: the next is tried when one fails) (torchrun's `--rdzv-endpoint`)"),
       checked_row("RDZV_ID", "(none)", KnobKind::kText, "any text without / or blanks", 0,
                   "elastic jobs through etcd: the job's name; its keys are `/chorus/<id>/...` (torchrun's "
                   "`--rdzv-id`)"),
@@ -279,6 +280,14 @@ std::vector<Knob> rendezvous_knobs() {
                   "etcd's authentication is on"),
       checked_row("RDZV_PASSWORD", "(none)", KnobKind::kText, "any text", 0,
                   "elastic jobs through etcd: that user's password; no chorusrun flag (a command line is public)"),
+      checked_row("RDZV_CA_FILE", "(none)", KnobKind::kText, "a file path", 0,
+                  "elastic jobs through etcd, `https://` endpoints: the CA certificate (PEM) that signed etcd's "
+                  "server certificate (etcd's `--trusted-ca-file` side); unset: the system's CAs"),
+      checked_row("RDZV_CERT_FILE", "(none)", KnobKind::kText, "a file path", 0,
+                  "elastic jobs through etcd, `https://` endpoints: this worker's client certificate (PEM), for etcd's "
+                  "`--client-cert-auth`; needs `CHORUS_RDZV_KEY_FILE`; an expired one is refused before connecting"),
+      checked_row("RDZV_KEY_FILE", "(none)", KnobKind::kText, "a file path", 0,
+                  "elastic jobs through etcd: the private key (PEM, not encrypted) of `CHORUS_RDZV_CERT_FILE`"),
       checked_row("ELASTIC_MIN_NP", "1", KnobKind::kWhole, "workers", 1 << 20,
                   "elastic jobs through etcd: fewer workers than this for `CHORUS_ELASTIC_TIMEOUT`: no world forms "
                   "and every waiting worker fails, naming both (chorusrun: `--min-np`)"),

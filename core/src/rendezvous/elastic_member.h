@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "chorus/status.h"
 #include "net/tcp_handshake.h"
@@ -37,6 +38,11 @@ class RendezvousClient {
   /// The process ends: leave the job at once rather than when the
   /// rendezvous notices (etcd: the lease is revoked).
   virtual void leave() {}
+  /// This process's connections to these ranks of the world it last
+  /// joined failed (their processes ended, or stopped answering): the
+  /// rendezvous may count them gone at once rather than when it notices
+  /// (etcd: their leases are revoked). chorusrun sees its workers end.
+  virtual void lost_peers(const std::vector<int>& ranks) { (void)ranks; }
 };
 
 class ElasticMember {
@@ -50,6 +56,7 @@ class ElasticMember {
   }
   ElasticHostsNotice latest_notice() { return client_->latest_notice(); }
   void leave() { client_->leave(); }
+  void lost_peers(const std::vector<int>& ranks) { client_->lost_peers(ranks); }
   const std::string& member_id() const { return member_id_; }
 
  private:

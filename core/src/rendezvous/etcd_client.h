@@ -1,17 +1,20 @@
 #pragma once
-// A minimal etcd v3 client for the elastic rendezvous without a launcher
-// (rendezvous/etcd_rendezvous.h, docs/elastic.md): HTTP/1.1 with JSON bodies
-// to etcd's gRPC gateway (/v3/kv/*, /v3/lease/*, /v3/auth/authenticate),
-// over this transport's own sockets (net/tcp_socket.h), so Chorus
-// needs no gRPC, HTTP or JSON library. Keys and values travel in base64
-// (rendezvous/etcd_json.h). With a user (CHORUS_RDZV_USER) it authenticates
-// and sends the token in the Authorization header, again when etcd says
-// the token expired. Plain HTTP only: no TLS.
+// A small etcd v3 client for the elastic rendezvous without a launcher
+// (rendezvous/etcd_rendezvous.h, docs/elastic.md): HTTP/1.1 requests with
+// JSON bodies to etcd's gRPC gateway (/v3/kv/*, /v3/lease/*,
+// /v3/auth/authenticate) through libcurl (Debian's libcurl4-openssl-dev:
+// keep-alive connections, TLS, client certificates), the bodies and the
+// answers in rendezvous/etcd_json.h. With a user (CHORUS_RDZV_USER) it
+// authenticates and sends the token in the Authorization header, again
+// when etcd says the token is not valid (it expired, or another member of
+// the cluster gave it).
 //
-// One connection, kept open between requests and opened again when it
-// fails; every request is bounded by a deadline. Not thread-safe: one
-// client per thread. The request bodies and the HTTP response reader are
-// pure functions, unit-tested (test/rendezvous/test_etcd_rendezvous.cc).
+// Several endpoints (the members of an etcd cluster): requests go to one
+// until it fails to answer (no connection, TLS refused, no answer in time,
+// an HTTP 5xx: a member without a leader), then to the next; an error
+// names every endpoint tried and why each failed. Every request is bounded
+// by a deadline, shared among the endpoints still to try. Not thread-safe:
+// one client per thread.
 
 #include <cstdint>
 #include <string>
@@ -23,56 +26,30 @@
 
 namespace chorus::detail {
 
-struct EtcdEndpoint {
-  std::string host;
-  int port = 2379;
-  std::string text() const;  // host:port ([host]:port for IPv6)
+/// TLS to https:// endpoints: the CA that signed etcd's certificate ("":
+/// the system's), and this client's certificate and key for etcd's
+/// --client-cert-auth ("": none).
+struct EtcdTls {
+  std::string ca_file, cert_file, key_file;
 };
 
-/// "host", "host:port", "[ipv6]:port", "http://host:port"; errors name CHORUS_RDZV_ENDPOINT.
-Status parse_etcd_endpoint(const std::string& text, EtcdEndpoint* out);
-
-struct EtcdKeyValue {
-  std::string key, value;
-  int64_t create_revision = 0, mod_revision = 0;
+struct EtcdConnection {
+  std::vector<EtcdEndpoint> endpoints;
+  EtcdTls tls;
+  std::string user, password;
 };
 
-/// One operation of a transaction: a put (under `lease`, 0: none) or a delete.
-struct EtcdOp {
-  bool remove = false;
-  std::string key, value;
-  int64_t lease = 0;
-};
-/// A transaction's condition: `key` is absent (its create_revision is 0),
-/// or its value is `value`.
-struct EtcdCompare {
-  std::string key;
-  bool absent = false;
-  std::string value;
-};
-
-/// The body of /v3/kv/txn: `ops` when `compare` holds, nothing otherwise.
-std::string etcd_txn_body(const EtcdCompare& compare, const std::vector<EtcdOp>& ops);
-/// The first key after every key that starts with `prefix` (a range's end).
-std::string etcd_prefix_end(const std::string& prefix);
-/// The key-values of a /v3/kv/range answer (none: an empty list).
-Status etcd_key_values(const JsonValue& answer, std::vector<EtcdKeyValue>* out);
-
-struct HttpResponse {
-  int status = 0;
-  std::string body;
-  bool close = false;        // the server closes the connection after it
-  bool until_close = false;  // no length given: the body ends when the connection does
-};
-enum class HttpParse { kNeedMore, kBad, kDone };
-/// The response in `bytes` (all received so far): kNeedMore until it is
-/// whole; kBad (with `*why`) when it is not HTTP/1.x. Content-Length and
-/// chunked bodies (trailers skipped).
-HttpParse parse_http_response(const std::string& bytes, HttpResponse* out, std::string* why);
+/// The files of `tls` (CHORUS_RDZV_CA_FILE, _CERT_FILE, _KEY_FILE): each
+/// readable PEM, the certificate valid now and matching the key, and given
+/// only with an https:// endpoint. Errors name the variable and the file.
+Status check_etcd_tls(const EtcdTls& tls, const std::vector<EtcdEndpoint>& endpoints);
 
 class EtcdClient {
  public:
-  EtcdClient(EtcdEndpoint endpoint, std::string user, std::string password);
+  explicit EtcdClient(EtcdConnection connection);
+  ~EtcdClient();
+  EtcdClient(const EtcdClient&) = delete;
+  EtcdClient& operator=(const EtcdClient&) = delete;
 
   Status put(const std::string& key, const std::string& value, int64_t lease, Deadline deadline,
              int64_t* revision = nullptr);
@@ -85,23 +62,32 @@ class EtcdClient {
   /// `*ttl` 0: the lease is gone (it expired, or was revoked).
   Status keep_alive(int64_t lease, Deadline deadline, int64_t* ttl);
   Status revoke(int64_t lease, Deadline deadline);
-  /// This end's address of the connection to etcd (connecting first if needed).
+  /// This end's address of the last connection to etcd (asking etcd its
+  /// version first when there was none).
   Status local_address(Deadline deadline, std::string* out);
 
-  const EtcdEndpoint& endpoint() const { return endpoint_; }
+  /// The endpoints, as errors name them.
+  std::string endpoints_text() const { return etcd_endpoints_text(connection_.endpoints); }
 
  private:
-  Status call(const std::string& path, const std::string& body, Deadline deadline, JsonValue* out);
-  Status exchange(const std::string& request, Deadline deadline, HttpResponse* out);
-  Status exchange_once(const std::string& request, Deadline deadline, HttpResponse* out, bool* sent_nothing);
+  struct Reply {
+    long status = 0;
+    std::string body;
+  };
+  Status call(const std::string& path, const std::string& body, Deadline deadline, EtcdAnswer* out);
+  Status post_anywhere(const std::string& path, const std::string* body, Deadline deadline, Reply* out);
+  Status post(const EtcdEndpoint& endpoint, const std::string& path, const std::string* body, Deadline deadline,
+              Reply* out);
+  std::string failure_hint(int code, const EtcdEndpoint& endpoint) const;
   Status authenticate(Deadline deadline);
   Status range(const std::string& body, Deadline deadline, std::vector<EtcdKeyValue>* out);
-  Status unreachable(const std::string& why) const;
 
-  const EtcdEndpoint endpoint_;
-  const std::string user_, password_;
-  Socket connection_;
-  std::string token_;  // from /v3/auth/authenticate; "" without a user
+  const EtcdConnection connection_;
+  void* curl_ = nullptr;   // libcurl's easy handle (CURL*), kept so its connections are reused
+  size_t current_ = 0;     // the endpoint that answered last
+  bool asked_ = false;     // a request went out: CURLINFO_LOCAL_IP has its connection's address
+  std::string token_;      // from /v3/auth/authenticate; "" without a user
+  char error_[256] = {0};  // libcurl's message of the last failure (CURLOPT_ERRORBUFFER)
 };
 
 }  // namespace chorus::detail

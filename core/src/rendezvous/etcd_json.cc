@@ -1,247 +1,266 @@
-// The JSON reader and writer and base64 of rendezvous/etcd_json.h: a
-// recursive-descent reader over the text, OpenSSL's base64.
+// rendezvous/etcd_json.h: the endpoints, the requests' bodies and the
+// answers' reading, JSON through nlohmann/json, base64 through OpenSSL.
 #include "rendezvous/etcd_json.h"
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <utility>
 
 namespace chorus::detail {
 
 namespace {
 
-constexpr int kMaxDepth = 64;
+using Json = nlohmann::json;
 
-class JsonReader {
- public:
-  explicit JsonReader(const std::string& text) : t_(text) {}
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
-  Status document(JsonValue* out) {
-    if (!value(out, 0)) return error();
-    skip_space();
-    if (i_ != t_.size()) return fail("text after the document");
-    return Status::ok();
-  }
+std::string trim(const std::string& s) {
+  const size_t first = s.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
+}
 
- private:
-  bool value(JsonValue* out, int depth);
-  bool object(JsonValue* out, int depth);
-  bool array(JsonValue* out, int depth);
-  bool string(std::string* out);
-  bool escape(std::string* out);
-  bool hex4(uint32_t* out);
-  bool word(JsonValue* out, JsonValue::Kind kind, const char* spelling);
-  bool number(JsonValue* out);
-
-  void skip_space() {
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) ++i_;
-  }
-  bool take(char c) {
-    skip_space();
-    if (i_ < t_.size() && t_[i_] == c) return ++i_, true;
+// Digits only, an optional '-' first when `sign`: no blanks, '+' or 0x.
+bool whole_number(const std::string& text, bool sign, int64_t* out) {
+  const size_t from = sign && !text.empty() && text[0] == '-' ? 1 : 0;
+  if (text.size() == from || !std::all_of(text.begin() + static_cast<std::ptrdiff_t>(from), text.end(),
+                                          [](char c) { return c >= '0' && c <= '9'; })) {
     return false;
   }
-  Status fail(const std::string& what) {
-    return Status::invalid_argument("not JSON: " + what + " at byte " + std::to_string(i_));
-  }
-  Status error() { return fail(why_.empty() ? "unexpected text" : why_); }
-  bool wrong(const char* why) {
-    if (why_.empty()) why_ = why;
-    return false;
-  }
-
-  const std::string& t_;
-  size_t i_ = 0;
-  std::string why_;
-};
-
-bool JsonReader::value(JsonValue* out, int depth) {
-  if (depth > kMaxDepth) return wrong("nested too deep");
-  skip_space();
-  if (i_ >= t_.size()) return wrong("the text ended");
-  const char c = t_[i_];
-  if (c == '{') return object(out, depth);
-  if (c == '[') return array(out, depth);
-  if (c == '"') {
-    out->kind = JsonValue::Kind::kString;
-    return string(&out->text);
-  }
-  if (c == 't') return word(out, JsonValue::Kind::kBool, "true");
-  if (c == 'f') return word(out, JsonValue::Kind::kBool, "false");
-  if (c == 'n') return word(out, JsonValue::Kind::kNull, "null");
-  return number(out);
-}
-
-bool JsonReader::object(JsonValue* out, int depth) {
-  out->kind = JsonValue::Kind::kObject;
-  ++i_;  // '{'
-  if (take('}')) return true;
-  do {
-    skip_space();
-    std::pair<std::string, JsonValue> field;
-    if (i_ >= t_.size() || t_[i_] != '"' || !string(&field.first)) return wrong("expected a field name");
-    if (!take(':')) return wrong("expected ':'");
-    if (!value(&field.second, depth + 1)) return false;
-    out->fields.push_back(std::move(field));
-  } while (take(','));
-  return take('}') || wrong("expected ',' or '}'");
-}
-
-bool JsonReader::array(JsonValue* out, int depth) {
-  out->kind = JsonValue::Kind::kArray;
-  ++i_;  // '['
-  if (take(']')) return true;
-  do {
-    JsonValue item;
-    if (!value(&item, depth + 1)) return false;
-    out->items.push_back(std::move(item));
-  } while (take(','));
-  return take(']') || wrong("expected ',' or ']'");
-}
-
-bool JsonReader::string(std::string* out) {
-  ++i_;  // '"'
-  while (i_ < t_.size()) {
-    const char c = t_[i_++];
-    if (c == '"') return true;
-    if (static_cast<unsigned char>(c) < 0x20) return wrong("a control character in a string");
-    if (c != '\\') {
-      out->push_back(c);
-    } else if (!escape(out)) {
-      return false;
-    }
-  }
-  return wrong("a string never ended");
-}
-
-void append_utf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
-bool JsonReader::escape(std::string* out) {
-  if (i_ >= t_.size()) return wrong("a string never ended");
-  const char c = t_[i_++];
-  switch (c) {
-    case '"': out->push_back('"'); return true;
-    case '\\': out->push_back('\\'); return true;
-    case '/': out->push_back('/'); return true;
-    case 'b': out->push_back('\b'); return true;
-    case 'f': out->push_back('\f'); return true;
-    case 'n': out->push_back('\n'); return true;
-    case 'r': out->push_back('\r'); return true;
-    case 't': out->push_back('\t'); return true;
-    case 'u': break;
-    default: return wrong("a bad escape in a string");
-  }
-  uint32_t cp = 0;
-  if (!hex4(&cp)) return false;
-  if (cp >= 0xD800 && cp < 0xDC00) {  // a high surrogate: its low half follows
-    uint32_t low = 0;
-    if (t_.compare(i_, 2, "\\u") != 0) return wrong("a lone surrogate in a string");
-    i_ += 2;
-    if (!hex4(&low) || low < 0xDC00 || low > 0xDFFF) return wrong("a lone surrogate in a string");
-    cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-  } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-    return wrong("a lone surrogate in a string");
-  }
-  append_utf8(cp, out);
-  return true;
-}
-
-bool JsonReader::hex4(uint32_t* out) {
-  if (i_ + 4 > t_.size()) return wrong("a short \\u escape");
-  uint32_t v = 0;
-  for (int k = 0; k < 4; ++k) {
-    const char c = t_[i_++];
-    const int d = c >= '0' && c <= '9'   ? c - '0'
-                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                         : -1;
-    if (d < 0) return wrong("a bad \\u escape");
-    v = v * 16 + static_cast<uint32_t>(d);
-  }
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return false;
   *out = v;
   return true;
 }
 
-bool JsonReader::word(JsonValue* out, JsonValue::Kind kind, const char* spelling) {
-  const std::string w(spelling);
-  if (t_.compare(i_, w.size(), w) != 0) return wrong("unexpected text");
-  i_ += w.size();
-  out->kind = kind;
-  out->text = w;
-  return true;
+// One entry of CHORUS_RDZV_ENDPOINT; `bad` makes the error that names it.
+template <typename Bad>
+Status parse_endpoint(std::string rest, const Bad& bad, EtcdEndpoint* out) {
+  EtcdEndpoint e;
+  if (lower(rest).rfind("https://", 0) == 0) {
+    e.tls = true;
+    rest = rest.substr(8);
+  } else if (lower(rest).rfind("http://", 0) == 0) {
+    rest = rest.substr(7);
+  } else if (rest.find("://") != std::string::npos) {
+    return bad("the scheme is neither http:// nor https://");
+  }
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  std::string port;
+  if (!rest.empty() && rest[0] == '[') {  // [ipv6]:port
+    const size_t close = rest.find(']');
+    if (close == std::string::npos) return bad("an IPv6 address without its ']'");
+    e.host = rest.substr(1, close - 1);
+    if (close + 1 < rest.size() && rest[close + 1] != ':') return bad("expected host:port");
+    if (close + 1 < rest.size()) port = rest.substr(close + 2);
+  } else {
+    const size_t colon = rest.find(':');
+    e.host = rest.substr(0, colon);
+    if (colon != std::string::npos) port = rest.substr(colon + 1);
+    if (colon != std::string::npos && rest.find(':', colon + 1) != std::string::npos) {
+      return bad("write an IPv6 address as [address]:port");
+    }
+  }
+  if (e.host.empty() || e.host.find_first_of("/ \t[]") != std::string::npos) return bad("expected host:port");
+  int64_t p = 2379;
+  if (!port.empty() && (!whole_number(port, false, &p) || p < 1 || p > 65535)) return bad("the port is not 1..65535");
+  e.port = static_cast<int>(p);
+  *out = std::move(e);
+  return Status::ok();
 }
 
-bool JsonReader::number(JsonValue* out) {
-  const size_t from = i_;
-  while (i_ < t_.size() && std::string("+-0123456789.eE").find(t_[i_]) != std::string::npos) ++i_;
-  if (i_ == from) return wrong("unexpected text");
-  out->kind = JsonValue::Kind::kNumber;
-  out->text = t_.substr(from, i_ - from);
-  return true;
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Json put_request(const std::string& key, const std::string& value, int64_t lease) {
+  Json put = {{"key", base64_encode(key)}, {"value", base64_encode(value)}};
+  if (lease != 0) put["lease"] = std::to_string(lease);
+  return put;
+}
+
+// An int64 field (etcd writes them as strings; a JSON number is taken
+// too); absent or null: `*out` stays as it is.
+Status int_field(const Json& object, const char* name, const std::string& where, int64_t* out) {
+  const auto it = object.find(name);
+  if (it == object.end() || it->is_null()) return Status::ok();
+  if (it->is_number_unsigned() && it->get<uint64_t>() <= uint64_t{std::numeric_limits<int64_t>::max()}) {
+    *out = static_cast<int64_t>(it->get<uint64_t>());
+    return Status::ok();
+  }
+  if (it->is_number_integer() && !it->is_number_unsigned()) {
+    *out = it->get<int64_t>();
+    return Status::ok();
+  }
+  if (it->is_string() && whole_number(it->get_ref<const std::string&>(), true, out)) return Status::ok();
+  return Status::unknown_error("etcd's answer: " + where + name + " is not a whole number");
+}
+
+// A string field ("" when absent or null).
+Status string_field(const Json& object, const char* name, const std::string& where, std::string* out) {
+  const auto it = object.find(name);
+  if (it == object.end() || it->is_null()) return Status::ok();
+  if (!it->is_string()) return Status::unknown_error("etcd's answer: " + where + name + " is not a string");
+  *out = it->get<std::string>();
+  return Status::ok();
+}
+
+Status bytes_field(const Json& object, const char* name, const std::string& where, std::string* out) {
+  std::string text;
+  Status s = string_field(object, name, where, &text);
+  if (s.is_ok() && !base64_decode(text, out))
+    s = Status::unknown_error("etcd's answer: " + where + name + " is not base64");
+  return s;
+}
+
+Status read_key_value(const Json& kv, const std::string& where, EtcdKeyValue* out) {
+  if (!kv.is_object()) return Status::unknown_error("etcd's answer: " + where + " is not an object");
+  const std::string at = where + ".";
+  Status s = bytes_field(kv, "key", at, &out->key);
+  if (s.is_ok()) s = bytes_field(kv, "value", at, &out->value);
+  if (s.is_ok()) s = int_field(kv, "create_revision", at, &out->create_revision);
+  if (s.is_ok()) s = int_field(kv, "mod_revision", at, &out->mod_revision);
+  if (s.is_ok()) s = int_field(kv, "lease", at, &out->lease);
+  return s;
+}
+
+// The fields every answer may have: header.revision, a grant's or
+// keepalive's ID and TTL, an error's text, a token, a transaction's verdict.
+Status read_fields(const Json& j, const std::string& where, EtcdAnswer* out) {
+  Status s = Status::ok();
+  const auto header = j.find("header");
+  if (header != j.end() && header->is_object()) s = int_field(*header, "revision", where + "header.", &out->revision);
+  if (s.is_ok()) s = int_field(j, "ID", where, &out->lease);
+  if (s.is_ok()) s = int_field(j, "TTL", where, &out->ttl);
+  if (s.is_ok()) s = string_field(j, "token", where, &out->token);
+  if (s.is_ok()) s = string_field(j, "error", where, &out->error);
+  if (s.is_ok() && out->error.empty()) s = string_field(j, "message", where, &out->error);
+  const auto succeeded = j.find("succeeded");
+  if (s.is_ok() && succeeded != j.end() && !succeeded->is_null()) {
+    if (!succeeded->is_boolean())
+      return Status::unknown_error("etcd's answer: " + where + "succeeded is not true/false");
+    out->succeeded = succeeded->get<bool>();
+  }
+  return s;
 }
 
 }  // namespace
 
-const JsonValue* JsonValue::get(const std::string& name) const {
-  if (kind != Kind::kObject) return nullptr;
-  for (const auto& [n, v] : fields) {
-    if (n == name) return &v;
-  }
-  return nullptr;
+std::string EtcdEndpoint::text() const {
+  return std::string(tls ? "https://" : "") + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+         std::to_string(port);
 }
 
-int64_t JsonValue::as_int(const JsonValue* v, int64_t fallback) {
-  if (v == nullptr || (v->kind != Kind::kNumber && v->kind != Kind::kString) || v->text.empty()) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long long n = std::strtoll(v->text.c_str(), &end, 10);
-  return errno != 0 || *end != '\0' ? fallback : n;
-}
+std::string EtcdEndpoint::url() const { return tls ? text() : "http://" + text(); }
 
-std::string JsonValue::as_string(const JsonValue* v) {
-  return v != nullptr && v->kind == Kind::kString ? v->text : std::string();
-}
-
-Status parse_json(const std::string& text, JsonValue* out) {
-  *out = JsonValue();
-  return JsonReader(text).document(out);
-}
-
-std::string json_quote(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
-      out += escaped;
-    } else {
-      out += c;
+Status parse_etcd_endpoints(const std::string& text, std::vector<EtcdEndpoint>* out) {
+  std::vector<EtcdEndpoint> endpoints;
+  size_t from = 0;
+  for (int n = 1;; ++n) {
+    const size_t comma = text.find(',', from);
+    const std::string entry = trim(text.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+    const auto bad = [&](const std::string& why) {
+      const std::string which = comma == std::string::npos && n == 1 ? "" : " (entry " + std::to_string(n) + ")";
+      return Status::invalid_argument("CHORUS_RDZV_ENDPOINT='" + text + "': '" + entry + "'" + which + ": " + why);
+    };
+    if (entry.empty()) return bad("an empty endpoint");
+    EtcdEndpoint e;
+    Status s = parse_endpoint(entry, bad, &e);
+    if (!s.is_ok()) return s;
+    for (const EtcdEndpoint& other : endpoints) {
+      if (other.host == e.host && other.port == e.port) return bad("given twice");
     }
+    endpoints.push_back(std::move(e));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
   }
-  return out + "\"";
+  *out = std::move(endpoints);
+  return Status::ok();
+}
+
+std::string etcd_endpoints_text(const std::vector<EtcdEndpoint>& endpoints) {
+  std::string out;
+  for (const EtcdEndpoint& e : endpoints) out += (out.empty() ? "" : ", ") + e.text();
+  return out;
+}
+
+std::string etcd_prefix_end(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xFF) end.pop_back();
+  if (end.empty()) return std::string(1, '\0');  // every key
+  end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+  return end;
+}
+
+std::string etcd_put_body(const std::string& key, const std::string& value, int64_t lease) {
+  return dump(put_request(key, value, lease));
+}
+
+std::string etcd_range_body(const std::string& key, const std::string& range_end) {
+  Json range = {{"key", base64_encode(key)}};
+  if (!range_end.empty()) range["range_end"] = base64_encode(range_end);
+  return dump(range);
+}
+
+std::string etcd_delete_body(const std::string& key) { return dump({{"key", base64_encode(key)}}); }
+
+std::string etcd_txn_body(const EtcdCompare& compare, const std::vector<EtcdOp>& ops) {
+  Json condition = {{"key", base64_encode(compare.key)}};
+  if (compare.absent) {
+    condition["target"] = "CREATE";
+    condition["create_revision"] = "0";
+  } else {
+    condition["target"] = "VALUE";
+    condition["value"] = base64_encode(compare.value);
+  }
+  Json success = Json::array();
+  for (const EtcdOp& op : ops) {
+    success.push_back(op.remove ? Json{{"request_delete_range", {{"key", base64_encode(op.key)}}}}
+                                : Json{{"request_put", put_request(op.key, op.value, op.lease)}});
+  }
+  return dump({{"compare", Json::array({condition})}, {"success", success}});
+}
+
+std::string etcd_grant_body(int64_t ttl_seconds) { return dump({{"TTL", std::to_string(ttl_seconds)}}); }
+
+std::string etcd_lease_body(int64_t lease) { return dump({{"ID", std::to_string(lease)}}); }
+
+std::string etcd_authenticate_body(const std::string& user, const std::string& password) {
+  return dump({{"name", user}, {"password", password}});
+}
+
+Status read_etcd_answer(const std::string& body, EtcdAnswer* out) {
+  *out = EtcdAnswer();
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::exception& e) {
+    return Status::unknown_error(std::string("etcd's answer is not JSON (") + e.what() + "): '" + body.substr(0, 80) +
+                                 "'");
+  }
+  if (!j.is_object()) return Status::unknown_error("etcd's answer is not a JSON object: '" + body.substr(0, 80) + "'");
+  Status s = read_fields(j, "", out);
+  const auto result = j.find("result");  // a keepalive's, streamed
+  if (s.is_ok() && result != j.end() && result->is_object()) s = read_fields(*result, "result.", out);
+  const auto kvs = j.find("kvs");  // etcd leaves an empty list out
+  if (!s.is_ok() || kvs == j.end() || kvs->is_null()) return s;
+  if (!kvs->is_array()) return Status::unknown_error("etcd's answer: kvs is not a list");
+  for (size_t i = 0; i < kvs->size() && s.is_ok(); ++i) {
+    EtcdKeyValue kv;
+    s = read_key_value((*kvs)[i], "kvs[" + std::to_string(i) + "]", &kv);
+    out->kvs.push_back(std::move(kv));
+  }
+  if (!s.is_ok()) out->kvs.clear();
+  return s;
 }
 
 std::string base64_encode(const std::string& bytes) {
@@ -259,6 +278,8 @@ bool base64_decode(const std::string& text, std::string* bytes) {
   for (const char c : text) {  // EVP_DecodeBlock would skip blanks at the ends
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '/' && c != '=') return false;
   }
+  const size_t padding = text.find('=');  // only at the end, at most two
+  if (padding != std::string::npos && (padding < text.size() - 2 || text.back() != '=')) return false;
   std::string out(text.size() / 4 * 3, '\0');
   const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(&out[0]),
                                 reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
@@ -266,6 +287,7 @@ bool base64_decode(const std::string& text, std::string* bytes) {
   size_t pad = 0;  // EVP_DecodeBlock counts the padding's zero bytes
   if (text[text.size() - 1] == '=') ++pad;
   if (text[text.size() - 2] == '=') ++pad;
+  if (static_cast<size_t>(n) < pad) return false;
   out.resize(static_cast<size_t>(n) - pad);
   *bytes = std::move(out);
   return true;

@@ -44,8 +44,8 @@ double seconds_now() { return std::chrono::duration<double>(Clock::now().time_si
 EtcdRendezvous::EtcdRendezvous(EtcdRendezvousSettings settings, std::string member_id)
     : settings_(std::move(settings)),
       member_id_(std::move(member_id)),
-      joiner_(settings_.endpoint, settings_.user, settings_.password),
-      keeper_(settings_.endpoint, settings_.user, settings_.password) {}
+      joiner_(settings_.connection),
+      keeper_(settings_.connection) {}
 
 EtcdRendezvous::~EtcdRendezvous() { leave(); }
 
@@ -53,8 +53,12 @@ EtcdRendezvous::~EtcdRendezvous() { leave(); }
 Status EtcdRendezvous::start(Deadline deadline) {
   if (thread_.joinable()) return Status::ok();
   int64_t lease = 0;
-  Status s = joiner_.grant(kLeaseSeconds, deadline, &lease);
-  if (!s.is_ok()) return s;
+  for (;;) {  // etcd may be starting: again while nothing answers (a refusal fails at once)
+    Status s = joiner_.grant(kLeaseSeconds, bound(deadline), &lease);
+    if (s.is_ok()) break;
+    if (s.code() != StatusCode::kTimeout || Clock::now() >= deadline) return s;
+    std::this_thread::sleep_for(kWorldPoll);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     lease_ = lease;
@@ -114,7 +118,7 @@ Status EtcdRendezvous::await(Deadline deadline, int64_t asked_at, ElasticWorld* 
     if (joiner_.get(key("failure"), bound(deadline), &kvs).is_ok() && !kvs.empty() && kvs[0].mod_revision > asked_at) {
       ElasticMessage m;
       const bool known = decode_message(kvs[0].value, &m).is_ok() && m.kind == ElasticMessage::Kind::kError;
-      return Status::aborted("elastic job '" + settings_.job + "' (etcd at " + settings_.endpoint.text() +
+      return Status::aborted("elastic job '" + settings_.job + "' (etcd at " + joiner_.endpoints_text() +
                              "): " + (known ? m.error : kvs[0].value));
     }
     if (Clock::now() >= deadline) return Status::timeout("");
@@ -142,7 +146,7 @@ Status EtcdRendezvous::join(double timeout_seconds, TcpWorld* world, int* rank) 
   if (s.is_ok()) s = await(deadline, asked_at, &formed, &ids);
   if (s.code() == StatusCode::kTimeout && s.message().empty()) {
     return Status::timeout("elastic member " + member_id_ + ": no world formed within " + std::to_string(wait) +
-                           " s (etcd at " + settings_.endpoint.text() + ", job '" + settings_.job + "')");
+                           " s (etcd at " + joiner_.endpoints_text() + ", job '" + settings_.job + "')");
   }
   if (!s.is_ok()) return s;
   {
@@ -151,6 +155,8 @@ Status EtcdRendezvous::join(double timeout_seconds, TcpWorld* world, int* rank) 
     baseline_ = formed.hosts_generation;
     notice_ = {};
     in_world_ = true;
+    world_ids_ = ids;
+    lost_.clear();
   }
   *rank = static_cast<int>(std::find(ids.begin(), ids.end(), member_id_) - ids.begin());
   w.peers = std::move(formed.peers);
@@ -178,13 +184,31 @@ void EtcdRendezvous::leave() {
   keeper_.revoke(lease_, Clock::now() + std::chrono::seconds(1));  // the keys go at once
 }
 
+void EtcdRendezvous::lost_peers(const std::vector<int>& ranks) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int r : ranks) {
+      if (r < 0 || r >= static_cast<int>(world_ids_.size()) || world_ids_[static_cast<size_t>(r)] == member_id_)
+        continue;
+      lost_.push_back(world_ids_[static_cast<size_t>(r)]);
+    }
+  }
+  wake_.notify_all();
+}
+
 // The thread: the lease every second, the leader's rounds (or a try to
-// lead), the hosts notice twice a second.
+// lead), the hosts notice twice a second; lost members at once, then a
+// try to lead (the leader may be among them).
 void EtcdRendezvous::run() {
   Deadline next_keep = Clock::now(), next_lead = next_keep, next_notice = next_keep;
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
+    const bool lost = !lost_.empty();
     lock.unlock();
+    if (lost) {
+      forget_lost();
+      next_lead = Clock::now();
+    }
     if (Clock::now() >= next_keep) {
       keep_alive();
       next_keep = Clock::now() + kKeepAliveEvery;
@@ -198,7 +222,8 @@ void EtcdRendezvous::run() {
       next_notice = Clock::now() + kNoticeEvery;
     }
     lock.lock();
-    wake_.wait_until(lock, std::min({next_keep, next_lead, next_notice}), [this] { return stopping_; });
+    wake_.wait_until(lock, std::min({next_keep, next_lead, next_notice}),
+                     [this] { return stopping_ || !lost_.empty(); });
   }
 }
 
@@ -243,6 +268,27 @@ void EtcdRendezvous::lead() {
     leader_ = std::move(leader);
   }
   if (!leader_->step(seconds_now(), bound())) leader_.reset();  // lost, or a write failed: start again
+}
+
+// The leases of the members this one lost, revoked: their keys go with
+// them now (not when the lease ends), the leader key too when one of them
+// led. A member wrongly taken for lost (alive behind a cut) finds its lease
+// gone, takes a new one and asks again as a newcomer.
+void EtcdRendezvous::forget_lost() {
+  std::vector<std::string> lost;
+  int64_t own = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lost.swap(lost_);
+    own = lease_;
+  }
+  std::sort(lost.begin(), lost.end());
+  lost.erase(std::unique(lost.begin(), lost.end()), lost.end());
+  for (const std::string& id : lost) {
+    std::vector<EtcdKeyValue> kvs;
+    if (!keeper_.get(key("members/" + id), bound(), &kvs).is_ok() || kvs.empty()) continue;  // gone already
+    if (kvs[0].lease != 0 && kvs[0].lease != own) keeper_.revoke(kvs[0].lease, bound());
+  }
 }
 
 void EtcdRendezvous::read_notice() {
@@ -296,6 +342,28 @@ std::string fresh_member_id() {
   return name + ":" + std::to_string(getpid()) + ":" + tail;
 }
 
+// CHORUS_RDZV_ENDPOINT, the TLS files, the user: where and how to reach etcd.
+Status etcd_connection_from_environment(EtcdConnection* c) {
+  const std::optional<std::string> endpoints = read_env("RDZV_ENDPOINT");
+  if (!endpoints) {
+    return Status::invalid_argument(
+        "CHORUS_RDZV_BACKEND=etcd needs CHORUS_RDZV_ENDPOINT (etcd's host:port, or several, comma-separated)");
+  }
+  Status s = parse_etcd_endpoints(*endpoints, &c->endpoints);
+  if (!s.is_ok()) return s;
+  c->tls.ca_file = read_env("RDZV_CA_FILE").value_or("");
+  c->tls.cert_file = read_env("RDZV_CERT_FILE").value_or("");
+  c->tls.key_file = read_env("RDZV_KEY_FILE").value_or("");
+  s = check_etcd_tls(c->tls, c->endpoints);
+  if (!s.is_ok()) return s;
+  c->user = read_env("RDZV_USER").value_or("");
+  c->password = read_env("RDZV_PASSWORD").value_or("");
+  if (c->user.empty() && !c->password.empty()) {
+    return Status::invalid_argument("CHORUS_RDZV_PASSWORD is set but CHORUS_RDZV_USER (the etcd user) is not");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status etcd_client_from_environment(std::string* member_id, std::unique_ptr<RendezvousClient>* out) {
@@ -306,10 +374,7 @@ Status etcd_client_from_environment(std::string* member_id, std::unique_ptr<Rend
                                     "its jobs' rendezvous itself: leave the variable unset there)");
   }
   EtcdRendezvousSettings settings;
-  const std::optional<std::string> endpoint = read_env("RDZV_ENDPOINT");
-  if (!endpoint)
-    return Status::invalid_argument("CHORUS_RDZV_BACKEND=etcd needs CHORUS_RDZV_ENDPOINT (etcd's host:port)");
-  Status s = parse_etcd_endpoint(*endpoint, &settings.endpoint);
+  Status s = etcd_connection_from_environment(&settings.connection);
   if (!s.is_ok()) return s;
   settings.job = read_env("RDZV_ID").value_or("");
   if (settings.job.empty() || settings.job.find_first_of("/ \t\n") != std::string::npos) {
@@ -318,16 +383,14 @@ Status etcd_client_from_environment(std::string* member_id, std::unique_ptr<Rend
         "blanks; its keys are /chorus/<id>/...), got '" +
         settings.job + "'");
   }
-  settings.user = read_env("RDZV_USER").value_or("");
-  settings.password = read_env("RDZV_PASSWORD").value_or("");
-  if (settings.user.empty() && !settings.password.empty()) {
-    return Status::invalid_argument("CHORUS_RDZV_PASSWORD is set but CHORUS_RDZV_USER (the etcd user) is not");
-  }
   s = formation_from_environment(&settings.formation);
   if (!s.is_ok()) return s;
   // The secret is checked where it is used (the mesh); without one, say so
   // here, once per process: no rank 0 warns for a job met through etcd.
-  if (!read_env("SECRET") && !read_env("SECRET_FILE") && !is_loopback_host(settings.endpoint.host)) {
+  const std::vector<EtcdEndpoint>& endpoints = settings.connection.endpoints;
+  const bool all_loopback =
+      std::all_of(endpoints.begin(), endpoints.end(), [](const EtcdEndpoint& e) { return is_loopback_host(e.host); });
+  if (!read_env("SECRET") && !read_env("SECRET_FILE") && !all_loopback) {
     Logger logger;
     CHORUS_LOG(logger, kWarning) << "elastic job '" << settings.job << "' has no secret: any process that reads its "
                                  << "keys in etcd and reaches a worker's port can join its worlds; set "

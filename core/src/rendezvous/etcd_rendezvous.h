@@ -19,6 +19,10 @@
 // never waits on etcd. Nothing in a training step needs etcd: while it is
 // away the thread retries, and only joins wait for it. The job's secret is
 // not in etcd: the mesh's connections prove it as in every TCP job.
+//
+// A member whose mesh lost ranks (lost_peers) has the thread revoke their
+// leases at once: their keys (the leader's too) go now, not when the lease
+// ends, and the next world forms without them (docs/elastic.md).
 
 #include <condition_variable>
 #include <memory>
@@ -34,9 +38,8 @@
 namespace chorus::detail {
 
 struct EtcdRendezvousSettings {
-  EtcdEndpoint endpoint;
-  std::string job;  // CHORUS_RDZV_ID
-  std::string user, password;
+  EtcdConnection connection;  // endpoints, TLS, user
+  std::string job;            // CHORUS_RDZV_ID
   FormationSettings formation;
 };
 
@@ -50,6 +53,7 @@ class EtcdRendezvous final : public RendezvousClient {
   Status join(double timeout_seconds, TcpWorld* world, int* rank) override;
   ElasticHostsNotice latest_notice() override;
   void leave() override;
+  void lost_peers(const std::vector<int>& ranks) override;
 
  private:
   Status start(Deadline deadline);
@@ -60,6 +64,7 @@ class EtcdRendezvous final : public RendezvousClient {
   void keep_alive();
   void lead();
   void read_notice();
+  void forget_lost();
   std::string key(const std::string& tail) const { return "/chorus/" + settings_.job + "/" + tail; }
 
   const EtcdRendezvousSettings settings_;
@@ -75,6 +80,8 @@ class EtcdRendezvous final : public RendezvousClient {
   std::string value_;    // the member key's value ("" before the first join)
   int64_t version_ = 0;  // the last world this member was in
   bool in_world_ = false;
+  std::vector<std::string> world_ids_;  // that world's members, by rank
+  std::vector<std::string> lost_;       // members of it this one lost: their leases to revoke
   int64_t baseline_ = 0;  // the hosts' generation that world formed at
   ElasticHostsNotice notice_;
   std::unique_ptr<EtcdLeader> leader_;  // the thread's, while this member leads

@@ -75,6 +75,7 @@ class TcpBackend final : public Backend {
   }
 
   void stop() override {
+    tell_rendezvous_of_losses();
     shared_memory_.reset();
     link_.reset();
     collectives_.reset();
@@ -151,6 +152,14 @@ class TcpBackend final : public Backend {
     const Deadline deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                  std::chrono::duration<double>(options_.rendezvous_timeout_seconds));
     return connect_mesh(rank_, world_, auth_, deadline, &world_.links);
+  }
+
+  // A member of an elastic job whose mesh broke tells its rendezvous which
+  // ranks it lost, so the next world need not wait until the rendezvous
+  // sees them gone itself (through etcd: their leases' end).
+  void tell_rendezvous_of_losses() {
+    if (!elastic_ || !mesh_ || mesh_->failure().is_ok() || mesh_->lost().empty()) return;
+    if (ElasticMember* member = elastic_member()) member->lost_peers(mesh_->lost());
   }
 
   // The world's mesh watches its peers' liveness: the background thread

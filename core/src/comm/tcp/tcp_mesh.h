@@ -62,6 +62,9 @@ class TcpMesh {
   int64_t bytes_kept_aside() const { return bytes_kept_aside_; }
   /// OK, or the error that broke the mesh (it names the rank).
   const Status& failure() const { return failure_; }
+  /// The ranks whose loss broke the mesh (their connections failed, or a
+  /// rank still connected told of them); empty while it holds.
+  const std::vector<int>& lost() const { return lost_; }
   /// Sends a close frame to every rank and waits until every rank's came
   /// and everything queued went out, or `bound` passed. Connections that
   /// end after that are no error.
