@@ -56,7 +56,8 @@ Status EtcdRendezvous::start(Deadline deadline) {
   for (;;) {  // etcd may be starting: again while nothing answers (a refusal fails at once)
     Status s = joiner_.grant(kLeaseSeconds, bound(deadline), &lease);
     if (s.is_ok()) break;
-    if (s.code() != StatusCode::kTimeout || Clock::now() >= deadline) return s;
+    // The last try's reason, not "no time left": no try starts too late.
+    if (s.code() != StatusCode::kTimeout || Clock::now() + 2 * kWorldPoll >= deadline) return s;
     std::this_thread::sleep_for(kWorldPoll);
   }
   {
