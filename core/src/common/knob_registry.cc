@@ -299,7 +299,9 @@ std::vector<Knob> rendezvous_knobs() {
                   "`CHORUS_ELASTIC_MIN_NP`; chorusrun: the default of `--elastic-timeout`, as horovodrun's)"),
   };
   for (Knob& k : rows) k.launcher_flag = false;
-  rows[6].lo = 0;  // ELASTIC_MAX_NP: 0 is no limit
+  for (Knob& k : rows) {
+    if (std::string(k.name) == "ELASTIC_MAX_NP") k.lo = 0;  // 0 is no limit
+  }
   return rows;
 }
 
