@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/env_params.h"
+#include "common/number_text.h"
 #include "rendezvous/elastic_launcher_client.h"
 #include "rendezvous/etcd_rendezvous.h"
 #include "rendezvous/tcp_secret.h"
@@ -27,8 +28,8 @@ namespace {
 
 Status launcher_member_from_environment(const std::string& addr, std::unique_ptr<ElasticMember>* out) {
   const size_t colon = addr.rfind(':');
-  const int port = colon == std::string::npos ? 0 : std::atoi(addr.c_str() + colon + 1);
-  if (colon == std::string::npos || colon == 0 || port <= 0 || port > 65535) {
+  int64_t port = 0;
+  if (colon == std::string::npos || colon == 0 || !whole_number(addr.substr(colon + 1), 1, 65535, &port)) {
     return Status::invalid_argument("CHORUS_ELASTIC_ADDR='" + addr + "' is not host:port");
   }
   const std::optional<std::string> member = read_env("ELASTIC_MEMBER");
@@ -45,8 +46,8 @@ Status launcher_member_from_environment(const std::string& addr, std::unique_ptr
   std::string warning;
   Status s = tcp_auth_from_environment(spec, &auth, &warning);
   if (!s.is_ok()) return s;
-  *out = std::make_unique<ElasticMember>(addr.substr(0, colon), port, *member, read_env("JOB_ID").value_or(""),
-                                         std::move(auth));
+  *out = std::make_unique<ElasticMember>(addr.substr(0, colon), static_cast<int>(port), *member,
+                                         read_env("JOB_ID").value_or(""), std::move(auth));
   return Status::ok();
 }
 

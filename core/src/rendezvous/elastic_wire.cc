@@ -3,6 +3,7 @@
 #include <climits>
 #include <sstream>
 
+#include "common/number_text.h"
 #include "rendezvous/tcp_rendezvous_wire.h"
 
 namespace chorus::detail {

@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "common/number_text.h"
+
 namespace chorus::detail {
 
 namespace {
@@ -27,21 +29,6 @@ std::string trim(const std::string& s) {
   const size_t first = s.find_first_not_of(" \t");
   if (first == std::string::npos) return "";
   return s.substr(first, s.find_last_not_of(" \t") - first + 1);
-}
-
-// Digits only, an optional '-' first when `sign`: no blanks, '+' or 0x.
-bool whole_number(const std::string& text, bool sign, int64_t* out) {
-  const size_t from = sign && !text.empty() && text[0] == '-' ? 1 : 0;
-  if (text.size() == from || !std::all_of(text.begin() + static_cast<std::ptrdiff_t>(from), text.end(),
-                                          [](char c) { return c >= '0' && c <= '9'; })) {
-    return false;
-  }
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  *out = v;
-  return true;
 }
 
 // One entry of CHORUS_RDZV_ENDPOINT; `bad` makes the error that names it.
@@ -74,7 +61,7 @@ Status parse_endpoint(std::string rest, const Bad& bad, EtcdEndpoint* out) {
   }
   if (e.host.empty() || e.host.find_first_of("/ \t[]") != std::string::npos) return bad("expected host:port");
   int64_t p = 2379;
-  if (!port.empty() && (!whole_number(port, false, &p) || p < 1 || p > 65535)) return bad("the port is not 1..65535");
+  if (!port.empty() && (!whole_number(port, 1, 65535, &p))) return bad("the port is not 1..65535");
   e.port = static_cast<int>(p);
   *out = std::move(e);
   return Status::ok();
@@ -101,7 +88,8 @@ Status int_field(const Json& object, const char* name, const std::string& where,
     *out = it->get<int64_t>();
     return Status::ok();
   }
-  if (it->is_string() && whole_number(it->get_ref<const std::string&>(), true, out)) return Status::ok();
+  if (it->is_string() && whole_number(it->get_ref<const std::string&>(), INT64_MIN, INT64_MAX, out))
+    return Status::ok();
   return Status::unknown_error("etcd's answer: " + where + name + " is not a whole number");
 }
 

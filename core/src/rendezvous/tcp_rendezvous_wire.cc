@@ -1,9 +1,9 @@
 #include "rendezvous/tcp_rendezvous_wire.h"
 
-#include <cerrno>
 #include <climits>
-#include <cstdlib>
 #include <sstream>
+
+#include "common/number_text.h"
 
 namespace chorus::detail {
 
@@ -12,26 +12,6 @@ namespace {
 constexpr const char* kHelloMagic = "chorus-tcp-1";
 
 }  // namespace
-
-bool whole_number(const std::string& text, int64_t lowest, int64_t highest, int64_t* out) {
-  if (text.empty() || !(text[0] == '-' || (text[0] >= '0' && text[0] <= '9'))) return false;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno != 0 || end != text.c_str() + text.size() || v < lowest || v > highest) return false;
-  *out = v;
-  return true;
-}
-
-bool whole_unsigned(const std::string& text, uint64_t* out) {
-  if (text.empty() || text[0] < '0' || text[0] > '9') return false;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (errno != 0 || end != text.c_str() + text.size()) return false;
-  *out = v;
-  return true;
-}
 
 std::string encode_rendezvous_hello(const RendezvousHello& hello) {
   return std::string(kHelloMagic) + "\n" + std::to_string(hello.rank) + "\n" + std::to_string(hello.size) + "\n" +

@@ -40,9 +40,4 @@ std::string encode_rendezvous_error(const std::string& why);
 /// else (garbage, too few or too many ranks) as an unknown error.
 Status decode_rendezvous_world(const std::string& text, int size, uint64_t* key, std::vector<TcpPeerInfo>* peers);
 
-/// Whole decimal numbers in [lowest, highest] (no sign on unsigned, no
-/// spaces, nothing after): shared by the rendezvous decoders.
-bool whole_number(const std::string& text, int64_t lowest, int64_t highest, int64_t* out);
-bool whole_unsigned(const std::string& text, uint64_t* out);
-
 }  // namespace chorus::detail
