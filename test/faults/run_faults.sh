@@ -50,6 +50,15 @@ stamp() {
   while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done
 }
 
+# A job near its time limit: what each of its processes (mpirun, ranks) was
+# doing, to $out.ps, before timeout kills them all (names who hung).
+snapshot_before_limit() {
+  sleep "$1"
+  local pids
+  pids=$(pgrep -d, -f '^([^ ]*/)?(chorus_fault_job|mpiexec|mpirun|orted)( |$)') || return
+  ps -o pid,ppid,stat,wchan:24,etime,args -p "$pids" > "$out.ps" 2>&1
+}
+
 # run_job NAME LIMIT NP [ENV=VALUE...] -- JOB ARGS: runs the job (calling
 # $while_running, if set, once it started); sets rc, elapsed and out (the
 # stamped output file).
@@ -60,15 +69,21 @@ run_job() {
   while [[ $1 != -- ]]; do env_flags+=(-x "$1"); shift; done
   shift
   out=$work/$case_name.log
+  rm -f "$out.ps"
   local start=$EPOCHREALTIME
   {
     timeout -k 3 "$limit" "$mpiexec" -np "$np" "${mpirun_flags[@]}" "${env_flags[@]}" "$job_bin" "$@" 2>&1 | stamp > "$out"
     echo "${PIPESTATUS[0]}" > "$out.rc"
   } &
   local job=$!
+  snapshot_before_limit "$((limit - 4))" &
+  local snapshot=$!
   [[ -z ${while_running:-} ]] || "$while_running"
   wait "$job"
   ended_at=$EPOCHREALTIME
+  kill "$snapshot" 2>/dev/null
+  wait "$snapshot" 2>/dev/null
+  [[ ! -s $out.ps ]] || { echo "[$case_name] still running $((limit - 4)) s in:"; cat "$out.ps"; }
   rc=$(cat "$out.rc" 2>/dev/null || echo none)
   elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
   local pid

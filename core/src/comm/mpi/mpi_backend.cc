@@ -22,6 +22,9 @@ namespace chorus::detail {
 
 namespace {
 
+// How long MPI_Abort may take before end_job's process ends itself.
+constexpr std::chrono::seconds kAbortBackstop{1};
+
 bool mpi_thread_multiple() {
   int provided = 0;
   MPI_Query_thread(&provided);
@@ -103,9 +106,17 @@ class MpiBackend final : public Backend {
   // thread other than ours (the collective watchdog, while this thread is
   // inside MPI) MPI may be called only under MPI_THREAD_MULTIPLE; below that
   // the process exits with the code, and mpirun ends the others.
+  // MPI_Abort can itself hang (Open MPI's abort races, ompi#3225; seen once
+  // in CI: the notice printed, the job still there 25 s later), so a
+  // backstop ends this process with the code if it is still alive 1 s on:
+  // mpirun then sees a rank exit with it and ends the job all the same.
   void end_job(int exit_code) override {
     std::this_thread::sleep_for(std::chrono::milliseconds(100) * std::min(world_rank_, 20));
     if (std::this_thread::get_id() != mpi_thread_ && !thread_multiple_) std::_Exit(exit_code);
+    std::thread([exit_code] {
+      std::this_thread::sleep_for(kAbortBackstop);
+      std::_Exit(exit_code);
+    }).detach();
     MPI_Abort(MPI_COMM_WORLD, exit_code);
   }
 
