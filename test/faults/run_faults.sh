@@ -198,11 +198,12 @@ expect_no_line "no word from the coordinator"
 finish_case
 
 # The coordinator (rank 0) stopped: the workers warn naming it at N = 1 s,
-# and end the job at S = 3 s (nobody else can).
+# and end the job at S = 3 s (nobody else can): after the bounded close
+# (5 s), rank 1 does, 1 s later (rank r waits r seconds: one rank aborts).
 run_job stopped_coordinator 30 3 CHORUS_STALL_CHECK_TIME_SECONDS=1 CHORUS_STALL_SHUTDOWN_TIME_SECONDS=3 -- 100 1024 20 stop 0 5
 expect_rc 75
 expect_within "the first warning" "$(seconds_between 'sends itself signal' 'WARN] stall:')" 1.9
-expect_within "the end of the job" "$(seconds_to_end 'sends itself signal')" 11
+expect_within "the end of the job" "$(seconds_to_end 'sends itself signal')" 12
 expect_line "[chorus 2 WARN] stall: no word from the coordinator, rank 0, for 1 s while rank 2 waits for tensors 'grad.a', 'grad.b'"
 finish_case
 

@@ -22,8 +22,8 @@ namespace chorus::detail {
 
 namespace {
 
-// How long MPI_Abort may take before end_job's process ends itself.
-constexpr std::chrono::seconds kAbortBackstop{1};
+// end_job: rank r waits r times this before it ends the job.
+constexpr std::chrono::seconds kAbortStagger{1};
 
 bool mpi_thread_multiple() {
   int provided = 0;
@@ -100,23 +100,19 @@ class MpiBackend final : public Backend {
     if (owns_parent_ && parent_ != MPI_COMM_NULL) MPI_Comm_free(&parent_);
   }
 
-  // Ranks that abort at the same moment garble Open MPI's notice of it:
-  // the lowest-numbered one goes first, and mpirun ends the others.
-  // Lower ranks abort first, so mpirun's report names the earliest. From a
+  // Ranks that end the job at nearly the same moment can break mpirun
+  // (Open MPI 4.1): in CI, with ranks 100 ms apart, it hung after the abort
+  // notice with every rank gone, and its PMIx server has crashed in
+  // PMIx_server_finalize when a rank exited while it tore the job down. So
+  // one rank ends the job: the lowest that gets here, as rank r waits r
+  // seconds first, and mpirun has ended the others long before their turn
+  // (a worker's turn comes only when rank 0 itself is the silent one). From a
   // thread other than ours (the collective watchdog, while this thread is
   // inside MPI) MPI may be called only under MPI_THREAD_MULTIPLE; below that
   // the process exits with the code, and mpirun ends the others.
-  // MPI_Abort can itself hang (Open MPI's abort races, ompi#3225; seen once
-  // in CI: the notice printed, the job still there 25 s later), so a
-  // backstop ends this process with the code if it is still alive 1 s on:
-  // mpirun then sees a rank exit with it and ends the job all the same.
   void end_job(int exit_code) override {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100) * std::min(world_rank_, 20));
+    std::this_thread::sleep_for(kAbortStagger * std::min(world_rank_, 20));
     if (std::this_thread::get_id() != mpi_thread_ && !thread_multiple_) std::_Exit(exit_code);
-    std::thread([exit_code] {
-      std::this_thread::sleep_for(kAbortBackstop);
-      std::_Exit(exit_code);
-    }).detach();
     MPI_Abort(MPI_COMM_WORLD, exit_code);
   }
 
