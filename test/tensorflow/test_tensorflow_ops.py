@@ -114,9 +114,30 @@ def test_alltoall_splits_and_received(mode):
 def test_alltoall_equal_splits():
     n = hvd.size()
     x = tf.fill([2 * n, 1], hvd.rank())
-    got, received = hvd.alltoall(x)
-    assert received.numpy().tolist() == [2] * n
+    got = hvd.alltoall(x)  # no splits given: the received rows alone, as Horovod's
+    assert isinstance(got, tf.Tensor)
     np.testing.assert_array_equal(got.numpy()[:, 0], np.repeat(np.arange(n), 2))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_uint16_moves_bit_exact(mode):
+    """uint16 (Horovod's allgather, broadcast, alltoall take it) travels as
+    its bits: values past int16's range come back unchanged."""
+    n, r = hvd.size(), hvd.rank()
+    x = tf.constant([[65535 - r, 40000 + r]], tf.uint16)
+    rows = tf.constant([[65535 - r, 40000 + r]] * n, tf.uint16)  # one row to each rank
+
+    def moved(t, each):
+        return hvd.allgather(t), hvd.broadcast(t, 0), hvd.alltoall(each)
+
+    gathered, broadcast, exchanged = run(mode, moved, x, rows)
+    expected = np.array([[65535 - k, 40000 + k] for k in range(n)], np.uint16)
+    assert gathered.dtype == broadcast.dtype == exchanged.dtype == tf.uint16
+    np.testing.assert_array_equal(gathered.numpy(), expected)
+    np.testing.assert_array_equal(broadcast.numpy(), [[65535, 40000]])
+    np.testing.assert_array_equal(exchanged.numpy(), expected)
+    with pytest.raises(TypeError, match="allreduce does not take uint16"):
+        hvd.allreduce(x)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -196,7 +217,7 @@ def test_alltoall_and_reducescatter_gradients(mode):
     def grads(t):
         with tf.GradientTape(persistent=True) as tape:
             tape.watch(t)
-            received, _ = hvd.alltoall(t)
+            received = hvd.alltoall(t)
             a = tf.reduce_sum(received * float(r + 1))
             s = tf.reduce_sum(hvd.reducescatter(t, op=hvd.Sum) * float(r + 1))
         return tape.gradient(a, t), tape.gradient(s, t)
@@ -226,6 +247,66 @@ def test_distributed_gradient_tape_averages(mode):
     mean = (n + 1) / 2
     np.testing.assert_allclose(gw.numpy(), np.full((2, 2), mean))
     np.testing.assert_allclose(gb.numpy(), np.full(2, 2 * mean))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("scale_local", [True, False])
+def test_local_sources_keep_their_own_gradients(mode, scale_local):
+    """register_local_source (and PartialDistributedGradientTape's
+    local_layers): a local variable's gradient is this rank's own, divided
+    by the size when scale_local_gradients; the others are averaged."""
+    import keras
+    n, r = hvd.size(), hvd.rank()
+    shared = tf.Variable([1.0, 1.0])
+    local = keras.layers.Dense(1, use_bias=False, kernel_initializer="ones")
+    local.build((None, 2))
+
+    def step(scale):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(shared * scale) + tf.reduce_sum(local(tf.fill([1, 2], scale)))
+        partial = hvd.PartialDistributedGradientTape(tape, local_layers=local, scale_local_gradients=scale_local)
+        return partial.gradient(loss, [shared, local.kernel])
+
+    g_shared, g_local = run(mode, step, tf.constant(float(r + 1)))
+    np.testing.assert_allclose(g_shared.numpy(), np.full(2, (n + 1) / 2))
+    np.testing.assert_allclose(g_local.numpy(), np.full((2, 1), (r + 1) / (n if scale_local else 1)))
+
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(shared * float(r + 1)) + tf.reduce_sum(local(tf.fill([1, 2], float(r + 1))))
+    tape = hvd.DistributedGradientTape(tape, op=hvd.Sum)
+    tape.register_local_source(local.kernel)
+    local_pairs, global_pairs = tape.get_local_and_global_gradients(loss, [shared, local.kernel])
+    assert [v is local.kernel for v, _ in local_pairs] == [True]
+    np.testing.assert_allclose(local_pairs[0][1].numpy(), np.full((2, 1), (r + 1) / n))
+    np.testing.assert_allclose(global_pairs[0][1].numpy(), np.full(2, n * (n + 1) / 2))
+    with pytest.raises(ValueError, match="Keras layers"):
+        hvd.PartialDistributedGradientTape(tf.GradientTape(), local_layers=[shared])
+
+
+def test_broadcast_in_place_and_global_variables():
+    """broadcast_ assigns root's values and returns them; the TF1-graph
+    broadcast_global_variables refuses eager execution (as Horovod), and in
+    a graph broadcasts every global variable."""
+    r, n = hvd.rank(), hvd.size()
+    root = n - 1
+    v = tf.Variable(tf.fill([2, 2], float(r)))
+    flag = tf.Variable([r % 2 == 0, True])
+    got_v, got_flag = hvd.broadcast_([v, flag], root, name="tf.inplace")
+    np.testing.assert_array_equal(v.numpy(), np.full((2, 2), root))
+    np.testing.assert_array_equal(got_v.numpy(), np.full((2, 2), root))
+    np.testing.assert_array_equal(flag.numpy(), [root % 2 == 0, True])
+    assert got_flag.dtype == tf.bool
+    assert hvd._executing_eagerly() and hvd.util._executing_eagerly()
+    with pytest.raises(RuntimeError, match="broadcast_variables"):
+        hvd.broadcast_global_variables(0)
+    with tf.Graph().as_default():
+        g = tf.compat.v1.get_variable("g", initializer=tf.fill([3], float(r)))
+        assert not hvd._executing_eagerly()
+        op = hvd.broadcast_global_variables(0)
+        with tf.compat.v1.Session() as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            sess.run(op)
+            np.testing.assert_array_equal(sess.run(g), np.zeros(3))
 
 
 def test_distributed_gradient_tape_sparse_gradients():
@@ -307,7 +388,9 @@ def test_mismatches_of_the_other_collectives_fail_on_every_rank():
 def test_a_refused_type_is_a_type_error():
     with pytest.raises(TypeError, match="bool"):
         hvd.allreduce(tf.constant([True]))
-    with pytest.raises(TypeError, match="uint16"):  # Horovod takes it; Chorus carries no uint16
-        hvd.allgather(tf.constant([1], tf.uint16))
+    with pytest.raises(TypeError, match="reducescatter does not take uint16"):  # as Horovod: moved, not reduced
+        hvd.reducescatter(tf.constant([1], tf.uint16))
+    with pytest.raises(TypeError, match="uint32"):
+        hvd.allgather(tf.constant([1], tf.uint32))
     with pytest.raises(TypeError, match="tf.Tensor"):
         hvd.allgather(object())

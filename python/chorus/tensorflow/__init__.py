@@ -10,12 +10,13 @@ from ..basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, 
 from ..errors import ChorusError, HorovodInternalError
 from ..ops import Adasum, Average, Max, Min, Product, Sum
 from ..process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
-from . import elastic  # hvd.elastic: TensorFlowKerasState, TensorFlowState, run
+from . import elastic, util  # hvd.elastic: TensorFlowKerasState, TensorFlowState, run; hvd.util
 from .compression import Compression
-from .functions import allgather_object, broadcast_object, broadcast_variables
-from .gradient_tape import DistributedGradientTape
-from .mpi_ops import (allgather, allreduce, alltoall, barrier, broadcast, grouped_allgather, grouped_allreduce,
-                      grouped_reducescatter, join, reducescatter)
+from .functions import allgather_object, broadcast_global_variables, broadcast_object, broadcast_variables
+from .gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
+from .util import _executing_eagerly  # horovod.tensorflow has it here too
+from .mpi_ops import (allgather, allreduce, alltoall, barrier, broadcast, broadcast_, grouped_allgather,
+                      grouped_allreduce, grouped_reducescatter, join, reducescatter)
 
 
 def size_op(process_set_id=0, name=None):

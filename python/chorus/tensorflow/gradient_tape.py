@@ -5,7 +5,7 @@ import tensorflow as tf
 from .. import ops as O
 from ..process_sets import global_process_set
 from .compression import Compression
-from .mpi_ops import allreduce, grouped_allreduce
+from .mpi_ops import _set_size, allreduce, grouped_allreduce
 
 
 def _groups_of(grads, variables, num_groups, groups):
@@ -48,26 +48,85 @@ def _reduce(grads, variables, compression, sparse_as_dense, op, predivide, num_g
     return out
 
 
+def _source_key(source):
+    """A hashable key for a variable (tf.Variable is not hashable in TF 2)."""
+    return source.ref() if hasattr(source, "ref") else id(source)
+
+
 class _DistributedGradientTape(tf.GradientTape):
+    def register_local_source(self, source):
+        """Marks `source` (a variable) as local to this rank, as Horovod's: its
+        gradient is never reduced over the ranks (model-parallel layers),
+        only divided by the set's size when scale_local_gradients (the
+        default), to match the averaged gradients' scale."""
+        self._chorus_local.add(_source_key(source))
+
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients=tf.UnconnectedGradients.NONE):
         grads = super().gradient(target, sources, output_gradients, unconnected_gradients)
         flat_sources = tf.nest.flatten(sources)
         flat = tf.nest.flatten(grads, expand_composites=False)
-        reduced = _reduce(flat, flat_sources, **self._chorus_settings)
+        local = [_source_key(s) in self._chorus_local for s in flat_sources]
+        reduced = _reduce([None if loc else g for g, loc in zip(flat, local)], flat_sources, **self._chorus_settings)
+        for i, g in enumerate(flat):
+            if local[i]:
+                reduced[i] = self._scaled_local(g)
         return tf.nest.pack_sequence_as(grads, reduced)
+
+    def _scaled_local(self, grad):
+        if grad is None or not self._chorus_scale_local:
+            return grad
+        n = float(_set_size(self._chorus_settings["process_set"]))
+        if isinstance(grad, tf.IndexedSlices):
+            return tf.IndexedSlices(grad.values / n, grad.indices, grad.dense_shape)
+        return grad / n
+
+    def get_local_and_global_gradients(self, target, sources, output_gradients=None):
+        """gradient(), split as Horovod's: ([(local source, gradient)], [(other source, gradient)])."""
+        flat_sources = tf.nest.flatten(sources)
+        grads = tf.nest.flatten(self.gradient(target, sources, output_gradients), expand_composites=False)
+        pairs = list(zip(flat_sources, grads))
+        return ([p for p in pairs if _source_key(p[0]) in self._chorus_local],
+                [p for p in pairs if _source_key(p[0]) not in self._chorus_local])
 
 
 def DistributedGradientTape(gradtape, device_dense="", device_sparse="", compression=Compression.none,
                             sparse_as_dense=False, op=O.Average, gradient_predivide_factor=1.0, num_groups=0,
-                            groups=None, process_set=global_process_set):
+                            groups=None, process_set=global_process_set, scale_local_gradients=True):
     """`gradtape` whose gradient() returns the gradients reduced over the
     ranks of `process_set` with `op` (Average: Horovod's default), after
     `compression` on the wire; IndexedSlices are allgathered, or reduced
-    dense with sparse_as_dense. An instance of the tape's own class."""
+    dense with sparse_as_dense. Sources registered with
+    register_local_source() keep their own gradient (divided by the set's
+    size when scale_local_gradients). An instance of the tape's own class."""
     cls = type(gradtape.__class__.__name__, (_DistributedGradientTape, gradtape.__class__), {})
     tape = cls.__new__(cls)
     tape.__dict__.update(gradtape.__dict__)
     tape._chorus_settings = dict(compression=compression, sparse_as_dense=sparse_as_dense, op=O.resolve(op, None),
                                  predivide=float(gradient_predivide_factor), num_groups=num_groups, groups=groups,
                                  process_set=process_set)
+    tape._chorus_local = set()
+    tape._chorus_scale_local = bool(scale_local_gradients)
+    return tape
+
+
+def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="", compression=Compression.none,
+                                   sparse_as_dense=False, op=O.Average, gradient_predivide_factor=1.0, num_groups=0,
+                                   groups=None, process_set=global_process_set, local_layers=None,
+                                   scale_local_gradients=True):
+    """DistributedGradientTape whose `local_layers` (a Keras layer or a list
+    of them) keep their own gradients: each of their trainable weights is
+    registered with register_local_source()."""
+    if local_layers is None:
+        local_layers = []
+    elif not isinstance(local_layers, (list, tuple)):
+        local_layers = [local_layers]
+    for layer in local_layers:
+        if not hasattr(layer, "trainable_weights"):
+            raise ValueError(f"chorus.PartialDistributedGradientTape: local_layers must be Keras layers, not "
+                             f"{type(layer).__name__}")
+    tape = DistributedGradientTape(gradtape, device_dense, device_sparse, compression, sparse_as_dense, op,
+                                   gradient_predivide_factor, num_groups, groups, process_set, scale_local_gradients)
+    for layer in local_layers:
+        for var in layer.trainable_weights:
+            tape.register_local_source(var)
     return tape

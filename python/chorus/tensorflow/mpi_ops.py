@@ -28,6 +28,8 @@ from .compression import Compression
 
 _REDUCE_TYPES = (tf.uint8, tf.int8, tf.int16, tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64)
 _ANY_TYPES = _REDUCE_TYPES + (tf.bool,)
+# Moved, never computed on: uint16 travels as the int16 of the same bits.
+_MOVED_TYPES = _ANY_TYPES + (tf.uint16,)
 
 
 _last_op = weakref.WeakKeyDictionary()  # graph -> the last Chorus op created in it
@@ -83,6 +85,17 @@ def _check_types(what, tensors, allowed):
         if t.dtype not in allowed:
             names = ", ".join(d.name for d in allowed)
             raise TypeError(f"chorus: {what} does not take {t.dtype.name} tensors ({names})")
+
+
+def _carried(tensor):
+    """What Chorus carries for `tensor`: uint16's bits as int16 (allgather,
+    broadcast and alltoall only move bytes), anything else as it is."""
+    return tf.bitcast(tensor, tf.int16) if tensor.dtype == tf.uint16 else tensor
+
+
+def _as_given(out, tensor):
+    """`out` back in `tensor`'s dtype (undoes _carried)."""
+    return tf.bitcast(out, tf.uint16) if tensor.dtype == tf.uint16 else out
 
 
 def _set(process_set):
@@ -179,45 +192,70 @@ def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_pro
     """Every rank's rows of `tensor`, concatenated along the first dimension
     in rank order (the first dimension may differ per rank)."""
     tensor = _tensor(tensor, "allgather")
-    _check_types("allgather", [tensor], _ANY_TYPES)
+    _check_types("allgather", [tensor], _MOVED_TYPES)
     names = [_name_of("allgather", name, tensor, ignore_name_scope)]
-    out = _in_order(lambda: _ops.chorus_allgather([tensor], names=names, process_set=_set(process_set)))[0]
-    return _gathered_shape(out, tensor)
+    out = _in_order(lambda: _ops.chorus_allgather([_carried(tensor)], names=names, process_set=_set(process_set)))[0]
+    return _gathered_shape(_as_given(out, tensor), tensor)
 
 
 def grouped_allgather(tensors, name=None, ignore_name_scope=False, process_set=global_process_set):
     dense = [_tensor(t, "grouped_allgather") for t in tensors]
     if not dense:
         return []
-    _check_types("grouped_allgather", dense, _ANY_TYPES)
+    _check_types("grouped_allgather", dense, _MOVED_TYPES)
     names = [_name_of("grouped_allgather", None if name is None else f"{name}.{i}", t, ignore_name_scope)
              for i, t in enumerate(dense)]
-    out = _in_order(lambda: _ops.chorus_allgather(dense, names=names, process_set=_set(process_set)))
-    return [_gathered_shape(o, t) for o, t in zip(out, dense)]
+    out = _in_order(lambda: _ops.chorus_allgather([_carried(t) for t in dense], names=names,
+                                                  process_set=_set(process_set)))
+    return [_gathered_shape(_as_given(o, t), t) for o, t in zip(out, dense)]
 
 
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set=global_process_set):
     """root_rank's `tensor` on every rank of `process_set` (root_rank is a global rank)."""
     tensor = _tensor(tensor, "broadcast")
-    _check_types("broadcast", [tensor], _ANY_TYPES)
+    _check_types("broadcast", [tensor], _MOVED_TYPES)
     names = [_name_of("broadcast", name, tensor, ignore_name_scope)]
-    return _in_order(lambda: _ops.chorus_broadcast(tensor, names=names, root_rank=int(root_rank),
-                                                   process_set=_set(process_set)))
+    out = _in_order(lambda: _ops.chorus_broadcast(_carried(tensor), names=names, root_rank=int(root_rank),
+                                                  process_set=_set(process_set)))
+    return _as_given(out, tensor)
+
+
+def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
+    """Horovod's in-place broadcast: root_rank's value of each variable
+    assigned to it on every rank of `process_set`; returns the variables'
+    new values (eagerly, or as tensors that assign when run in a graph)."""
+    variables = list(variables)
+    for i, var in enumerate(variables):
+        if not hasattr(var, "assign"):
+            raise TypeError(f"chorus.broadcast_: item {i} is a {type(var).__name__}, not a variable")
+    out = []
+    for i, var in enumerate(variables):
+        value = tf.convert_to_tensor(var.value if not isinstance(var, tf.Variable) and hasattr(var, "value") else var)
+        given = None if name is None else (name if len(variables) == 1 else f"{name}.{i}")
+        received = broadcast(value, root_rank, name=given, process_set=process_set)
+        assigned = var.assign(received)
+        if tf.executing_eagerly():
+            out.append(tf.convert_to_tensor(received))
+        else:
+            with tf.control_dependencies([assigned]):
+                out.append(tf.identity(received))
+    return out
 
 
 def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_set=global_process_set):
     """Sends splits[j] rows of `tensor` to rank j (equal parts when splits is
-    None); returns (received rows in rank order, rows received from each)."""
+    None). Returns the received rows in rank order and, when `splits` was
+    given, also the rows received from each rank, as Horovod's:
+    `received` without splits, `(received, received_splits)` with them."""
     tensor = _tensor(tensor, "alltoall")
-    _check_types("alltoall", [tensor], _ANY_TYPES)
-    if splits is None:
-        splits = tf.zeros([0], dtype=tf.int64)
-    else:
-        splits = tf.cast(tf.convert_to_tensor(splits), tf.int64)
+    _check_types("alltoall", [tensor], _MOVED_TYPES)
+    given = splits is not None
+    splits = tf.cast(tf.convert_to_tensor(splits), tf.int64) if given else tf.zeros([0], dtype=tf.int64)
     names = [_name_of("alltoall", name, tensor, ignore_name_scope)]
-    received, received_splits = _in_order(lambda: _ops.chorus_alltoall(tensor, splits, names=names,
+    received, received_splits = _in_order(lambda: _ops.chorus_alltoall(_carried(tensor), splits, names=names,
                                                                         process_set=_set(process_set)))
-    return _gathered_shape(received, tensor), received_splits
+    received = _gathered_shape(_as_given(received, tensor), tensor)
+    return (received, received_splits) if given else received
 
 
 def reducescatter(tensor, op=None, name=None, ignore_name_scope=False, process_set=global_process_set,

@@ -20,7 +20,10 @@ class SyncBatchNormalization(keras.layers.BatchNormalization):
     `process_set` in training; inference uses the moving averages, which
     then agree on every rank."""
 
-    def __init__(self, *args, process_set=global_process_set, **kwargs):
+    def __init__(self, *args, process_set=global_process_set, fused=False, **kwargs):
+        # Horovod's takes fused=False (tf.keras 2's BatchNormalization had it); Keras 3 has no fused kernel.
+        if fused is not False:
+            raise ValueError(f"chorus SyncBatchNormalization: fused={fused!r} is not supported (fused=False only)")
         if kwargs.get("synchronized"):
             raise ValueError("chorus SyncBatchNormalization: synchronized=True is tf.distribute's; this layer "
                              "synchronizes through Chorus already")
