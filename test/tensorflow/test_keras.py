@@ -11,31 +11,18 @@ if int(keras.__version__.split(".")[0]) < 3:
 import chorus.keras as hvd
 import chorus.tensorflow.keras as hvd_tf_path
 
-ROWS = 8  # per rank
+import keras_fit  # noqa: E402  (test/common, on the path: conftest; shared by every backend's Keras tests)
+from keras_fit import ROWS  # noqa: E402
+
+_model, _fit = keras_fit.model, keras_fit.fit
 
 
 def _data():
-    rng = np.random.default_rng(3)
-    n = hvd.size()
-    x = rng.normal(size=(ROWS * n, 3)).astype(np.float32)
-    y = (x @ np.array([[1.0], [-1.0], [2.0]], np.float32)).astype(np.float32)
-    return x, y
+    return keras_fit.data(hvd.size())
 
 
-def _model(seed=0):
-    keras.utils.set_random_seed(seed)
-    return keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.Dense(1)])
-
-
-def _fit(model, optimizer, x, y, batch, epochs, callbacks=()):
-    model.compile(optimizer=optimizer, loss="mse")
-    history = model.fit(x, y, batch_size=batch, epochs=epochs, shuffle=False, verbose=0, callbacks=list(callbacks))
-    return [w.copy() for w in model.get_weights()], history
-
-
-def _shard(x):
-    r = hvd.rank()
-    return x[ROWS * r:ROWS * (r + 1)]
+def _shard(a):
+    return keras_fit.shard(a, hvd.rank())
 
 
 def test_fit_matches_one_process_on_all_the_data():

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 import chorus.tensorflow as hvd
+import keras_fit  # test/common, on the path: conftest
 
 if int(keras.__version__.split(".")[0]) < 3:
     pytest.skip("SyncBatchNormalization needs Keras 3", allow_module_level=True)
@@ -56,24 +57,7 @@ def _normalize_graph(layer, x):
 
 
 def test_keras_state_commit_restore_and_sync():
-    keras.utils.set_random_seed(hvd.rank())
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
-    opt = keras.optimizers.Adam(0.1)
-    state = hvd.elastic.TensorFlowKerasState(model, opt, epoch=0)
-    committed = [w.copy() for w in model.get_weights()]
-    state.epoch = 2
-    state.commit()
-    model.set_weights([w + 1 for w in committed])
-    state.epoch = 3
-    state.restore()
-    for got, want in zip(model.get_weights(), committed):
-        np.testing.assert_array_equal(got, want)
-    assert state.epoch == 2
-    state.sync()  # rank 0's weights and optimizer variables everywhere
-    root = hvd.broadcast_object([w.copy() for w in model.get_weights()], root_rank=0)
-    for got, want in zip(model.get_weights(), root):
-        np.testing.assert_array_equal(got, want)
-    assert len(opt.variables) > 0  # built for the sync, so every rank's variables line up
+    keras_fit.check_keras_state(hvd, hvd.elastic.TensorFlowKerasState)
 
 
 def test_tensorflow_state_of_plain_variables():

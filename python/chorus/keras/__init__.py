@@ -1,7 +1,7 @@
 """horovod.keras's API for Keras 3 (also as chorus.tensorflow.keras, under
 Horovod's path horovod.tensorflow.keras): DistributedOptimizer so that
 model.fit trains data-parallel unchanged, broadcast_variables, and the
-callbacks. Backends: tensorflow (KERAS_BACKEND); docs/tensorflow.md."""
+callbacks. Backends: tensorflow, jax, torch (KERAS_BACKEND); docs/tensorflow.md."""
 import keras as _keras
 
 if int(_keras.__version__.split(".")[0]) < 3:

@@ -12,10 +12,56 @@ current inside model.fit, with run.
             hvd.elastic.UpdateEpochStateCallback(state)])
 """
 import keras
+import numpy as np
 
-from ..elastic import HorovodInternalError, HostsUpdatedInterrupt  # noqa: F401
-from ..tensorflow.elastic import TensorFlowKerasState as KerasState
-from ..tensorflow.elastic import run, run_fn  # noqa: F401
+from ..basics import rank
+from ..elastic import HorovodInternalError, HostsUpdatedInterrupt, ObjectState, _check_names  # noqa: F401
+from ..objects import broadcast_object
+from .callbacks import broadcast_variables
+
+
+class _BackendKerasState(ObjectState):
+    """KerasState on the JAX and torch backends: the model's and optimizer's
+    variables kept as NumPy copies at each commit, restored after a lost
+    rank, synced from rank 0 after a reset (keras.ops, no TensorFlow)."""
+
+    def __init__(self, model, optimizer=None, backend=None, **kwargs):
+        _check_names(self, kwargs)
+        self.model = model
+        self.optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
+        super().__init__(lambda obj: broadcast_object(obj, 0, "elastic.KerasState"), rank, **kwargs)
+        self._saved_values = self._values()
+
+    def _tracked(self):
+        opt = self.optimizer
+        if opt is not None and not opt.built:
+            opt.build(self.model.trainable_variables)  # a newcomer's variables line up with the survivors'
+        return list(self.model.variables) + (list(opt.variables) if opt is not None else [])
+
+    def _values(self):
+        return [np.array(keras.ops.convert_to_numpy(v), copy=True) for v in self._tracked()]
+
+    def save(self):
+        self._saved_values = self._values()
+        super().save()
+
+    def restore(self):
+        for v, value in zip(self._tracked(), self._saved_values):
+            v.assign(value)
+        super().restore()
+
+    def sync(self):
+        broadcast_variables(self._tracked(), root_rank=0)
+        self._saved_values = self._values()
+        super().sync()
+
+
+if keras.backend.backend() == "tensorflow":  # its ops' errors from a lost rank are translated there
+    from ..tensorflow.elastic import TensorFlowKerasState as KerasState
+    from ..tensorflow.elastic import run, run_fn  # noqa: F401
+else:
+    from ..elastic import run, run_fn  # noqa: F401
+    KerasState = _BackendKerasState
 
 __all__ = ["KerasState", "CommitStateCallback", "UpdateBatchStateCallback", "UpdateEpochStateCallback", "run",
            "run_fn", "HostsUpdatedInterrupt", "HorovodInternalError"]

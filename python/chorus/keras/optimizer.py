@@ -16,8 +16,33 @@ def _reducer():
         return _reduce
     if backend == "jax":
         return _reduce_jax
-    raise NotImplementedError(f"chorus.keras: the Keras backend '{backend}' is not supported yet "
-                              "(supported: tensorflow, jax; KERAS_BACKEND picks the backend)")
+    if backend == "torch":
+        return _reduce_torch
+    raise NotImplementedError(f"chorus.keras: the Keras backend '{backend}' is not supported "
+                              "(supported: tensorflow, jax, torch; KERAS_BACKEND picks the backend)")
+
+
+def _scales(op, predivide):
+    if predivide != 1.0 and op != O.Average:
+        raise ValueError("chorus.keras.DistributedOptimizer: gradient_predivide_factor needs op=Average")
+    return (1.0 / predivide, predivide) if predivide != 1.0 else (1.0, 1.0)
+
+
+def _reduce_torch(grads, variables, compression, sparse_as_dense, op, predivide, num_groups, groups, process_set):
+    """The torch backend: Keras runs the train step eagerly, so the
+    gradients (torch tensors) go through chorus.torch in one grouped call
+    (num_groups and groups do not split it)."""
+    from ..torch import Compression as TorchCompression
+    from ..torch import grouped_allreduce
+    prescale, postscale = _scales(op, predivide)
+    present = [i for i, g in enumerate(grads) if g is not None]
+    reduced = grouped_allreduce([grads[i] for i in present], op=op, prescale_factor=prescale,
+                                postscale_factor=postscale, process_set=process_set,
+                                compression=getattr(TorchCompression, _compression_name(compression)))
+    out = list(grads)
+    for i, r in zip(present, reduced):
+        out[i] = r
+    return out
 
 
 def _reduce_jax(grads, variables, compression, sparse_as_dense, op, predivide, num_groups, groups, process_set):
@@ -26,9 +51,7 @@ def _reduce_jax(grads, variables, compression, sparse_as_dense, op, predivide, n
     (num_groups and groups do not split it)."""
     from ..jax import compression as jax_compression
     from ..jax.mpi_ops import grouped_allreduce
-    if predivide != 1.0 and op != O.Average:
-        raise ValueError("chorus.keras.DistributedOptimizer: gradient_predivide_factor needs op=Average")
-    prescale, postscale = (1.0 / predivide, predivide) if predivide != 1.0 else (1.0, 1.0)
+    prescale, postscale = _scales(op, predivide)
     # The same compression under the JAX backend's name for it.
     wire = getattr(jax_compression.Compression, _compression_name(compression))
     present = [i for i, g in enumerate(grads) if g is not None]
