@@ -68,7 +68,8 @@ def set_id(process_set):
         return 0
     if not isinstance(process_set, ProcessSet):
         raise TypeError(f"chorus: process_set must be a chorus ProcessSet, not {type(process_set).__name__}")
-    if process_set.process_set_id is None:
+    if process_set.process_set_id is None or (process_set.process_set_id != 0 and
+                                              process_set.process_set_id not in _registered):
         raise ValueError(f"chorus: {process_set} is not registered (add_process_set)")
     return process_set.process_set_id
 

@@ -92,3 +92,19 @@ def check_keras_state(hvd, make_state):
     for got, want in zip(net.get_weights(), root):
         np.testing.assert_array_equal(got, want)
     assert len(opt.variables) > 0
+
+
+def check_value_collectives(hvd):
+    """horovod.keras's allreduce, allgather, broadcast and reducescatter of
+    plain values: backend tensors back, with the formula's values."""
+    n, r = hvd.size(), hvd.rank()
+    mine = np.full((n, 2), float(r + 1), np.float32)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(hvd.allreduce(mine, name="keras.v.ar")), (n + 1) / 2)
+    summed = hvd.allreduce(mine, name="keras.v.fp16", op=hvd.Sum, compression=hvd.Compression.fp16)
+    assert keras.ops.convert_to_numpy(summed).dtype == np.float32
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(summed), n * (n + 1) / 2)
+    gathered = keras.ops.convert_to_numpy(hvd.allgather(mine[:1], name="keras.v.ag"))
+    np.testing.assert_allclose(gathered[:, 0], np.arange(1, n + 1))
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(hvd.broadcast(mine, n - 1, name="keras.v.bc")), n)
+    block = keras.ops.convert_to_numpy(hvd.reducescatter(mine, name="keras.v.rs", op=hvd.Sum))
+    np.testing.assert_allclose(block, np.full((1, 2), n * (n + 1) / 2))

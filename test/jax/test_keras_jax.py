@@ -32,3 +32,7 @@ def test_backward_passes_per_step_on_the_jax_backend():
 
 def test_callbacks_on_the_jax_backend():
     keras_fit.check_callbacks(hvd)
+
+
+def test_value_collectives_on_the_jax_backend():
+    keras_fit.check_value_collectives(hvd)

@@ -49,3 +49,7 @@ def test_the_optimizer_reduces_torch_tensors():
 def test_keras_state_commit_restore_and_sync_on_the_torch_backend():
     """KerasState without TensorFlow (keras.ops)."""
     keras_fit.check_keras_state(hvd, hvd.elastic.KerasState)
+
+
+def test_value_collectives_on_the_torch_backend():
+    keras_fit.check_value_collectives(hvd)

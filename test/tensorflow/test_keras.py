@@ -86,3 +86,7 @@ def test_refusals():
     with pytest.raises(TypeError, match="keras.optimizers.Optimizer"):
         hvd.DistributedOptimizer(object())
     assert hvd_tf_path.DistributedOptimizer is hvd.DistributedOptimizer
+
+
+def test_value_collectives():
+    keras_fit.check_value_collectives(hvd_tf_path)  # under Horovod's path: horovod.tensorflow.keras

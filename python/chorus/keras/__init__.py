@@ -16,8 +16,26 @@ from ..process_sets import ProcessSet, add_process_set, global_process_set, remo
 from . import callbacks, elastic
 from .callbacks import broadcast_variables
 from .optimizer import DistributedOptimizer
+from .values import allgather, allreduce, broadcast, reducescatter
 
-__all__ = ["DistributedOptimizer", "broadcast_variables", "callbacks", "elastic", "init", "shutdown",
-           "is_initialized", "size", "rank", "local_size", "local_rank", "cross_size", "cross_rank", "broadcast_object", "allgather_object",
+
+
+def _backend_compression():
+    """Horovod's hvd.Compression, as the Keras backend's front end has it."""
+    backend = _keras.backend.backend()
+    if backend == "jax":
+        from ..jax.compression import Compression as backend_compression
+    elif backend == "torch":
+        from ..torch.compression import Compression as backend_compression
+    else:  # tensorflow; another backend's optimizer is refused by name (optimizer.py)
+        from ..tensorflow.compression import Compression as backend_compression
+    return backend_compression
+
+
+Compression = _backend_compression()
+
+__all__ = ["DistributedOptimizer", "Compression", "broadcast_variables", "allreduce", "allgather", "broadcast",
+           "reducescatter", "callbacks", "elastic", "init", "shutdown", "is_initialized", "size", "rank",
+           "local_size", "local_rank", "cross_size", "cross_rank", "broadcast_object", "allgather_object",
            "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet", "add_process_set",
            "remove_process_set", "global_process_set"]

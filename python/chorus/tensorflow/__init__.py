@@ -14,6 +14,7 @@ from . import elastic, util  # hvd.elastic: TensorFlowKerasState, TensorFlowStat
 from .compression import Compression
 from .functions import allgather_object, broadcast_global_variables, broadcast_object, broadcast_variables
 from .gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
+from .legacy_optimizer import DistributedOptimizer
 from .util import _executing_eagerly  # horovod.tensorflow has it here too
 from .mpi_ops import (allgather, allreduce, alltoall, barrier, broadcast, broadcast_, grouped_allgather,
                       grouped_allreduce, grouped_reducescatter, join, reducescatter)
@@ -24,6 +25,17 @@ def size_op(process_set_id=0, name=None):
     import tensorflow as tf
     from ..process_sets import _registered
     return tf.constant(size() if process_set_id == 0 else _registered[process_set_id].size(), tf.int32, name=name)
+
+
+def process_set_included_op(process_set_id=0, name=None):
+    """1 (int32) when this rank is a member of the set, else 0 (Horovod's
+    process_set_included_op); an id no set has is a ValueError."""
+    import tensorflow as tf
+    from ..process_sets import _registered
+    if process_set_id != 0 and process_set_id not in _registered:
+        raise ValueError(f"chorus: no process set has id {process_set_id}")
+    included = process_set_id == 0 or _registered[process_set_id].included()
+    return tf.constant(1 if included else 0, tf.int32, name=name)
 
 
 def rank_op(name=None):

@@ -32,6 +32,8 @@ def _groups_of(grads, variables, num_groups, groups):
 
 
 def _reduce(grads, variables, compression, sparse_as_dense, op, predivide, num_groups, groups, process_set):
+    if process_set is not None and process_set.included() is False:
+        return list(grads)  # not a member: this rank's own gradients, as Horovod's
     if predivide != 1.0 and op != O.Average:
         raise ValueError("chorus.DistributedGradientTape: gradient_predivide_factor needs op=Average")
     prescale, postscale = (1.0 / predivide, predivide) if predivide != 1.0 else (1.0, 1.0)

@@ -99,7 +99,15 @@ def _as_given(out, tensor):
 
 
 def _set(process_set):
-    return set_id(process_set)
+    """The set's id, for this rank's collective: a set this rank is not in
+    is refused here, on this rank alone (its members never wait for it),
+    as Horovod's InvalidArgumentError; an unregistered one is a ValueError."""
+    sid = set_id(process_set)
+    if sid != 0 and not process_set.included():
+        from ..basics import rank
+        raise tf.errors.InvalidArgumentError(None, None, f"chorus: rank {rank()} is not a member of {process_set}, "
+                                                         "so it cannot take part in its collectives")
+    return sid
 
 
 def _set_size(process_set):
