@@ -21,7 +21,13 @@ def init(comm=None, process_sets=None):
     check(lib.chorus_init())
     from . import process_sets as ps
     ps._after_init()
-    for s in process_sets or ():
+    sets = [s if isinstance(s, ps.ProcessSet) else ps.ProcessSet(s) for s in process_sets or ()]
+    duplicate = ps.first_duplicate(sets)
+    if duplicate is not None:  # as Horovod's init: refused, and not initialized (every rank alike)
+        shutdown()
+        raise ValueError(f"chorus.init: process_sets entry number {duplicate[0]} is a duplicate: {duplicate[1]} "
+                         "(of the global set or an earlier entry); Chorus was not initialized")
+    for s in sets:
         ps.add_process_set(s)
 
 

@@ -81,10 +81,33 @@ def add_process_set(process_set):
         process_set = ProcessSet(process_set)
     if process_set.process_set_id is not None:
         raise ValueError(f"chorus.add_process_set: {process_set} is already registered")
+    twin = _registered_with(process_set.ranks)
+    if twin is not None:  # every rank holds the same registrations: all refuse alike
+        raise ValueError(f"chorus.add_process_set: attempted to add a duplicate process set: ranks "
+                         f"{process_set.ranks} are {twin} already (as Horovod, one set per group of ranks)")
     ranks = (ctypes.c_int * len(process_set.ranks))(*process_set.ranks)
     process_set.process_set_id = check(lib.chorus_add_process_set(ranks, len(process_set.ranks)))
     _registered[process_set.process_set_id] = process_set
     return process_set
+
+
+def _registered_with(ranks):
+    """The registered set (the global one too) with exactly `ranks`, or None."""
+    for s in [global_process_set] + list(_registered.values()):
+        if s.ranks == sorted(ranks):
+            return s
+    return None
+
+
+def first_duplicate(sets):
+    """(index, set) of the first of `sets` whose ranks an earlier one, or the
+    global set, has; None when they are all distinct."""
+    seen = [global_process_set.ranks]
+    for i, s in enumerate(sets):
+        if s.ranks in seen:
+            return i, s
+        seen.append(s.ranks)
+    return None
 
 
 def remove_process_set(process_set):

@@ -151,6 +151,15 @@ def test_process_sets(even_odd_sets):
     chorus.barrier(process_set=mine)
 
 
+def test_duplicate_process_sets_are_refused(even_odd_sets):
+    """As Horovod: one set per group of ranks; all ranks is the global set."""
+    even, _ = even_odd_sets
+    with pytest.raises(ValueError, match="duplicate process set"):
+        chorus.add_process_set(list(reversed(even.ranks)))
+    with pytest.raises(ValueError, match="duplicate process set"):
+        chorus.add_process_set(range(chorus.size()))
+
+
 def test_join_returns_the_last_rank_and_zeros_stand_in():
     r, n = chorus.rank(), chorus.size()
     if r == 0:

@@ -26,6 +26,24 @@ def test_shutdown_then_calls_raise_then_init_again():
     assert np.all(chorus.allreduce(np.ones(2, dtype=np.float32), op=chorus.Sum) == n)
 
 
+def test_init_with_duplicate_process_sets_is_refused_then_init_again():
+    """Horovod's test_process_sets_static: init(process_sets=...) with a
+    duplicate raises ValueError and leaves Chorus not initialized; a good
+    list then registers its sets."""
+    n = chorus.size()
+    if n < 2:
+        pytest.skip("needs 2 ranks or more")
+    chorus.shutdown()
+    with pytest.raises(ValueError, match="entry number 2 is a duplicate"):
+        chorus.init(process_sets=[chorus.ProcessSet([0]), chorus.ProcessSet(range(1, n)), chorus.ProcessSet([0])])
+    assert not chorus.is_initialized()
+    sets = [chorus.ProcessSet([0]), chorus.ProcessSet(reversed(range(1, n)))]
+    chorus.init(process_sets=sets)
+    assert [s.process_set_id for s in sets] == [1, 2] and sets[1].ranks == list(range(1, n))
+    for s in sets:
+        chorus.remove_process_set(s)
+
+
 def test_another_ranks_shutdown_leaves_this_one_initialized():
     """Horovod's test_horovod_is_initialized at several ranks: the last rank
     shuts down while the others still assert is_initialized()."""

@@ -27,6 +27,15 @@ def size_op(process_set_id=0, name=None):
     return tf.constant(size() if process_set_id == 0 else _registered[process_set_id].size(), tf.int32, name=name)
 
 
+def gpu_available(ext_base_name="tensorflow", verbose=False):
+    """Horovod's check that its TensorFlow ops can run on GPU tensors: False
+    here, as chorus.tensorflow's kernels are CPU kernels (TensorFlow copies
+    a GPU tensor to the host for them; docs/tensorflow.md)."""
+    if verbose:
+        print("chorus.tensorflow: the collectives are CPU kernels; GPU tensors go through host memory")
+    return False
+
+
 def process_set_included_op(process_set_id=0, name=None):
     """1 (int32) when this rank is a member of the set, else 0 (Horovod's
     process_set_included_op); an id no set has is a ValueError."""

@@ -6,7 +6,7 @@ import torch
 from .. import collectives as C
 from .. import naming
 from .. import ops as O
-from ..api import collective_functions
+from ..api import collective_functions, poll, synchronize  # noqa: F401 (horovod.torch.mpi_ops has them here too)
 from ..frontend import Refused
 from ..process_sets import global_process_set
 from .autograd import (AllgatherFn, AllreduceFn, AlltoallFn, BroadcastFn, GroupedAllreduceFn, ReducescatterFn, front,
