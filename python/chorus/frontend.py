@@ -18,8 +18,17 @@ class Refused(Exception):
 
 
 class Frontend:
-    def __init__(self, adapter):
+    def __init__(self, adapter, op_prefixed_names=False):
         self.a = adapter
+        self.op_prefixed_names = op_prefixed_names
+
+    def name_of(self, kind, name, process_set):
+        """The collective's name: numbered when not given (naming.py). A given
+        one, in a Horovod front end (chorus.torch), is prefixed with the
+        operation as Horovod's are ("allreduce.<name>": timelines, errors)."""
+        if self.op_prefixed_names and isinstance(name, str) and not name.startswith(kind + "."):
+            name = f"{kind}.{name}"
+        return naming.auto_name(kind, name, process_set)
 
     # --- helpers -------------------------------------------------------------
     def _refused(self, kind, name, why, set_id):
@@ -38,8 +47,8 @@ class Frontend:
     def allreduce_async(self, tensor, op=O.Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                         process_set=None, inplace=False):
         # The hot path of training (every gradient, every step): kept short.
-        if name is None:
-            name = naming.auto_name("allreduce", None, process_set)
+        if name is None or self.op_prefixed_names:
+            name = self.name_of("allreduce", name, process_set)
         set_id = 0 if process_set is None or process_set is P.global_process_set else P.set_id(process_set)
         try:
             src, buf = self.a.buffer(tensor, inplace)
@@ -60,7 +69,7 @@ class Frontend:
     def grouped_allreduce_async(self, tensors, op=O.Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                                 process_set=None, inplace=False):
         tensors = list(tensors)
-        base = naming.auto_name("grouped_allreduce", name, process_set)
+        base = self.name_of("grouped_allreduce", name, process_set)
         names = [f"{base}.{i}" for i in range(len(tensors))]
         set_id = P.set_id(process_set)
         if not tensors:
@@ -87,7 +96,7 @@ class Frontend:
 
     # --- broadcast -------------------------------------------------------------
     def broadcast_async(self, tensor, root_rank, name=None, process_set=None, inplace=False):
-        name = naming.auto_name("broadcast", name, process_set)
+        name = self.name_of("broadcast", name, process_set)
         set_id = P.set_id(process_set)
         got, refused = self._inputs(C.BROADCAST, name, [tensor], set_id, writable=inplace)
         if refused:
@@ -100,7 +109,7 @@ class Frontend:
 
     # --- shaped: allgather, reducescatter, alltoall ------------------------------
     def allgather_async(self, tensor, name=None, process_set=None):
-        name = naming.auto_name("allgather", name, process_set)
+        name = self.name_of("allgather", name, process_set)
         set_id = P.set_id(process_set)
         got, refused = self._inputs(C.ALLGATHER, name, [tensor], set_id)
         if refused:
@@ -116,7 +125,7 @@ class Frontend:
 
     def reducescatter_async(self, tensor, op=O.Average, name=None, process_set=None, prescale_factor=1.0,
                             postscale_factor=1.0):
-        name = naming.auto_name("reducescatter", name, process_set)
+        name = self.name_of("reducescatter", name, process_set)
         set_id = P.set_id(process_set)
         got, refused = self._inputs(C.REDUCESCATTER, name, [tensor], set_id)
         if refused:
@@ -140,7 +149,7 @@ class Frontend:
         tensors = list(tensors)
         if not tensors:
             raise ValueError(f"chorus.{what}: no tensors given")
-        base = naming.auto_name(what, name, process_set)
+        base = self.name_of(what, name, process_set)
         names = [f"{base}.{i}" for i in range(len(tensors))]
         set_id = P.set_id(process_set)
         got, refused = self._inputs(kind, names, tensors, set_id)
@@ -155,7 +164,7 @@ class Frontend:
 
     def alltoall_async(self, tensor, splits=None, name=None, process_set=None):
         """The handle's result is (output, received_splits as the adapter's int array)."""
-        name = naming.auto_name("alltoall", name, process_set)
+        name = self.name_of("alltoall", name, process_set)
         set_id = P.set_id(process_set)
         got, refused = self._inputs(C.ALLTOALL, name, [tensor], set_id)
         if refused:

@@ -77,5 +77,5 @@ TEST_CASE("NCCL CUDA allreduces through the runtime have NCCL_ALLREDUCE spans on
   CHECK(spans == 2);  // one per tensor, on its own row
   CHECK(trace.find("\"args\":{\"name\":\"tl.a\"}") != std::string::npos);
   CHECK(trace.find("\"args\":{\"name\":\"tl.b\"}") != std::string::npos);
-  CHECK(trace.find("NEGOTIATE allreduce") < trace.find("NCCL_ALLREDUCE"));
+  CHECK(trace.find("NEGOTIATE_ALLREDUCE") < trace.find("NCCL_ALLREDUCE"));
 }

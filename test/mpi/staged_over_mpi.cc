@@ -102,7 +102,7 @@ void check_timeline(const std::string& path, int rank) {
   CHECK(spans_named(trace, "HOST_ALLREDUCE") == 100);
   CHECK(spans_named(trace, "HOST_ALLGATHER") == 20);
   CHECK(spans_named(trace, "MEMCPY_OUT_HOST_BUFFER") == 120);
-  CHECK(spans_named(trace, "NEGOTIATE allreduce") == 120);  // the CPU tensor's too
+  CHECK(spans_named(trace, "NEGOTIATE_ALLREDUCE") == 120);  // the CPU tensor's too
 }
 
 }  // namespace

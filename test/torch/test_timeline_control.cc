@@ -107,7 +107,7 @@ TEST_CASE("A timeline started at step 3 and stopped after step 5 holds exactly t
     CHECK((trace.find("\"name\":\"step " + std::to_string(step) + "\"") != std::string::npos) == traced);
   }
   CHECK_THAT(trace, Catch::Contains("\"name\":\"traced.weight\"") && Catch::Contains("\"name\":\"traced.bias\""));
-  CHECK_THAT(trace, Catch::Contains("NEGOTIATE allreduce") && Catch::Contains("\"name\":\"ALLREDUCE"));
+  CHECK_THAT(trace, Catch::Contains("NEGOTIATE_ALLREDUCE") && Catch::Contains("\"name\":\"ALLREDUCE"));
 }
 
 TEST_CASE("Timeline control: a second start is refused, a stop without start does nothing", "[timeline]") {
@@ -127,7 +127,7 @@ TEST_CASE("Timeline control: a second start is refused, a stop without start doe
   const std::string trace = slurp(file_of_rank(path));
   std::remove(file_of_rank(path).c_str());
   CHECK(JsonChecker(trace).valid());
-  CHECK_THAT(trace, Catch::Contains("\"name\":\"CYCLE\",\"ph\":\"i\""));
+  CHECK_THAT(trace, Catch::Contains("\"name\":\"CYCLE_START\",\"ph\":\"i\""));
   CHECK_THAT(trace, Catch::Contains("\"name\":\"timeline.test.cycle\""));
 }
 

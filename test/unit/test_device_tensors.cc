@@ -742,7 +742,7 @@ TEST_CASE("Staged: a CUDA tensor's timeline row shows its queue, copies and host
   const std::string traces[] = {slurp(path), slurp(path + ".rank1")};
   std::remove(path.c_str());
   std::remove((path + ".rank1").c_str());
-  const std::vector<std::string> expected = {"NEGOTIATE allreduce", "QUEUE", "MEMCPY_IN_HOST_BUFFER", "HOST_ALLREDUCE",
+  const std::vector<std::string> expected = {"NEGOTIATE_ALLREDUCE", "QUEUE", "MEMCPY_IN_HOST_BUFFER", "HOST_ALLREDUCE",
                                              "MEMCPY_OUT_HOST_BUFFER"};
   for (int rank = 0; rank < 2; ++rank) {
     INFO("rank " << rank);

@@ -46,7 +46,7 @@ TEST_CASE("CHORUS_TIMELINE writes a trace per rank", "[timeline]") {
     REQUIRE(trace.size() > 4);
     REQUIRE(trace.substr(trace.size() - 4) == "{}]\n");
     REQUIRE_THAT(trace, Catch::Contains("\"name\":\"layer.\\\"quoted\\\".grad\""));  // a row per tensor, escaped
-    REQUIRE_THAT(trace, Catch::Contains("\"name\":\"NEGOTIATE allreduce\""));
+    REQUIRE_THAT(trace, Catch::Contains("\"name\":\"NEGOTIATE_ALLREDUCE\""));
     REQUIRE_THAT(trace, Catch::Contains("\"name\":\"data plane\""));
     REQUIRE_THAT(trace, Catch::Contains("\"name\":\"ALLREDUCE"));
   }
@@ -72,7 +72,7 @@ TEST_CASE("A timeline started at run time: once at a time, closed as JSON, reope
   REQUIRE_THAT(again.message(), Catch::Contains(first));
   const auto before_start = detail::Timeline::Clock::now() - std::chrono::seconds(5);
   t.record("row", "early", before_start, detail::Timeline::Clock::now());  // clamped to the file's start
-  t.instant("cycles", "CYCLE", detail::Timeline::Clock::now());
+  t.instant("cycles", "CYCLE_START", detail::Timeline::Clock::now());
   REQUIRE(t.close());
   REQUIRE_FALSE(t.enabled());
   REQUIRE_FALSE(t.marks_cycles());
@@ -85,7 +85,7 @@ TEST_CASE("A timeline started at run time: once at a time, closed as JSON, reope
   std::remove(second.c_str());
   REQUIRE(one.substr(one.size() - 4) == "{}]\n");
   REQUIRE_THAT(one, Catch::Contains("\"name\":\"early\",\"ph\":\"X\",\"pid\":0,\"tid\":1,\"ts\":0.000"));
-  REQUIRE_THAT(one, Catch::Contains("\"name\":\"CYCLE\",\"ph\":\"i\""));
+  REQUIRE_THAT(one, Catch::Contains("\"name\":\"CYCLE_START\",\"ph\":\"i\""));
   REQUIRE_THAT(one, !Catch::Contains("after stop"));
   REQUIRE_THAT(two, Catch::Contains("\"name\":\"row\"") && Catch::Contains("second file"));  // rows named again
   REQUIRE(two.substr(two.size() - 4) == "{}]\n");

@@ -44,7 +44,7 @@ void BackgroundLoop::run() {
   bool device_was_busy = false;
   while (!finished_) {
     if (run_round()) {
-      if (timeline_.marks_cycles()) timeline_.instant("cycles", "CYCLE", Timeline::Clock::now());
+      if (timeline_.marks_cycles()) timeline_.instant("cycles", "CYCLE_START", Timeline::Clock::now());
       waiter_.on_progress();
     } else if (!finished_) {
       timeline_.flush();  // idle: a good moment to write

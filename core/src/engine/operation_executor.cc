@@ -1,7 +1,10 @@
 #include "engine/operation_executor.h"
 
+#include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstring>
+#include <string>
 
 #include "dataplane/chunks.h"
 #include "engine/output_slot.h"
@@ -14,13 +17,22 @@ bool moves_data(ResponseType type) {
   return type == ResponseType::kAllreduce || type == ResponseType::kAllgather || type == ResponseType::kBroadcast ||
          type == ResponseType::kReducescatter || type == ResponseType::kAlltoall;
 }
+
+// Horovod's name for the negotiation span, which timeline readers know:
+// NEGOTIATE_ALLREDUCE, NEGOTIATE_ALLGATHER, ...
+std::string negotiate_span(CollectiveType type) {
+  std::string name = std::string("NEGOTIATE_") + collective_name(type);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return c == ' ' ? '_' : static_cast<char>(std::toupper(c)); });
+  return name;
+}
 }  // namespace
 
 void OperationExecutor::execute(const Response& response, std::vector<TensorEntry> entries) {
   if (timeline_.enabled()) {
     const auto now = Clock::now();
     for (const auto& e : entries) {
-      timeline_.record(e.name(), std::string("NEGOTIATE ") + collective_name(e.request.type), e.enqueued, now);
+      timeline_.record(e.name(), negotiate_span(e.request.type), e.enqueued, now);
     }
   }
   if (response.device_kind == DeviceKind::kCuda && moves_data(response.type)) {

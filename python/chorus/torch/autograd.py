@@ -12,7 +12,7 @@ from ..frontend import Frontend
 from ..process_sets import global_process_set
 from .tensors import TorchAdapter
 
-front = Frontend(TorchAdapter())
+front = Frontend(TorchAdapter(), op_prefixed_names=True)  # names as horovod.torch's
 
 
 def _differentiable(ctx, what):

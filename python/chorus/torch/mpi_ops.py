@@ -4,7 +4,6 @@ ones are differentiable (autograd.py) and take a compression where Horovod's do.
 import torch
 
 from .. import collectives as C
-from .. import naming
 from .. import ops as O
 from ..api import collective_functions, poll, synchronize  # noqa: F401 (horovod.torch.mpi_ops has them here too)
 from ..frontend import Refused
@@ -36,7 +35,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     """A new tensor: `tensor` reduced over the ranks of `process_set` (Average
     by default), differentiable; `compression` applies on the wire."""
     op = O.resolve(op, average)
-    name = naming.auto_name("allreduce", name, process_set)
+    name = front.name_of("allreduce", name, process_set)
     compressed, ctx = compression.compress(tensor)
     if wants_grad(compressed):
         out = AllreduceFn.apply(compressed, op, name, float(prescale_factor), float(postscale_factor),
@@ -49,7 +48,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None, prescale_factor=1.0,
                       postscale_factor=1.0, process_set=global_process_set):
     op = O.resolve(op, average)
-    name = naming.auto_name("grouped_allreduce", name, process_set)
+    name = front.name_of("grouped_allreduce", name, process_set)
     packed = [compression.compress(t) for t in tensors]
     inputs = [c for c, _ in packed]
     if wants_grad(*inputs):
@@ -62,7 +61,7 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
 
 def allgather(tensor, name=None, process_set=global_process_set):
     """Every rank's `tensor` concatenated along the first dimension (which may differ per rank)."""
-    name = naming.auto_name("allgather", name, process_set)
+    name = front.name_of("allgather", name, process_set)
     if wants_grad(tensor):
         return AllgatherFn.apply(tensor, name, set_or_global(process_set))
     return front.allgather_async(tensor, name, process_set).wait()
@@ -71,14 +70,14 @@ def allgather(tensor, name=None, process_set=global_process_set):
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
     tensors = list(tensors)
     if wants_grad(*tensors):
-        base = naming.auto_name("grouped_allgather", name, process_set)
+        base = front.name_of("grouped_allgather", name, process_set)
         return [allgather(t, f"{base}.{i}", process_set) for i, t in enumerate(tensors)]
     return front.grouped_allgather_async(tensors, name, process_set).wait()
 
 
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """A new tensor with root_rank's values (root_rank is a global rank)."""
-    name = naming.auto_name("broadcast", name, process_set)
+    name = front.name_of("broadcast", name, process_set)
     if wants_grad(tensor):
         return BroadcastFn.apply(tensor, int(root_rank), name, set_or_global(process_set))
     return front.broadcast_async(tensor, root_rank, name, process_set).wait()
@@ -87,7 +86,7 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Rank i sends splits[j] rows to rank j (equal parts when None). Returns the
     received rows; with `splits`, (output, received_splits) as Horovod."""
-    name = naming.auto_name("alltoall", name, process_set)
+    name = front.name_of("alltoall", name, process_set)
     try:
         split_list = None if splits is None or not wants_grad(tensor) else front.a.int_list(splits)
     except Refused:
@@ -103,7 +102,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=O.Average,
                   prescale_factor=1.0, postscale_factor=1.0):
     """This rank's block of rows of the reduced tensor (the first ranks one row more when uneven)."""
     op = O.resolve(op)
-    name = naming.auto_name("reducescatter", name, process_set)
+    name = front.name_of("reducescatter", name, process_set)
     compressed, ctx = compression.compress(tensor)
     if wants_grad(compressed):
         out = ReducescatterFn.apply(compressed, op, name, set_or_global(process_set), float(prescale_factor),
@@ -120,7 +119,7 @@ def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=O
     packed = [compression.compress(t) for t in tensors]
     inputs = [c for c, _ in packed]
     if wants_grad(*inputs):
-        base = naming.auto_name("grouped_reducescatter", name, process_set)
+        base = front.name_of("grouped_reducescatter", name, process_set)
         outs = [ReducescatterFn.apply(c, op, f"{base}.{i}", set_or_global(process_set), float(prescale_factor),
                                       float(postscale_factor)) for i, c in enumerate(inputs)]
     else:
@@ -158,19 +157,20 @@ def sparse_allreduce_async(tensor, name=None, op=O.Average, process_set=global_p
     """The sum (or average) of every rank's sparse `tensor`, as one allgather of
     its indices and one of its values (Horovod's); the result is an uncoalesced
     sparse tensor. Only Sum and Average; a dense tensor is refused."""
-    name = naming.auto_name("sparse_allreduce", name, process_set)
+    name = front.name_of("sparse_allreduce", name, process_set)
     op = O.resolve(op)
     why = None
     if op not in (O.Sum, O.Average):
         why = f"sparse allreduce: op {O.NAMES[op]} is not supported (Sum, Average)"
     elif not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
         why = f"sparse allreduce: expected a sparse COO tensor, got {type(tensor).__name__}"
-    if why is not None:  # refused through the negotiation: the other ranks' allgathers fail too
+    parts = {part: front.name_of("allgather", f"{name}.{part}", process_set) for part in ("indices", "values")}
+    if why is not None:  # refused through the negotiation (the same names): the other ranks' allgathers fail too
         set_id = set_or_global(process_set).process_set_id
         for part in ("indices", "values"):
-            C.refuse(C.ALLGATHER, f"{name}.{part}", why, set_id).wait()
+            C.refuse(C.ALLGATHER, parts[part], why, set_id).wait()
     t = tensor.coalesce()
-    indices = allgather_async(t.indices().t().contiguous(), name=f"{name}.indices", process_set=process_set)
-    values = allgather_async(t.values().contiguous(), name=f"{name}.values", process_set=process_set)
+    indices = allgather_async(t.indices().t().contiguous(), name=parts["indices"], process_set=process_set)
+    values = allgather_async(t.values().contiguous(), name=parts["values"], process_set=process_set)
     divisor = set_or_global(process_set).size() if op == O.Average else 1
     return _SparseHandle(indices, values, t.size(), divisor, name)

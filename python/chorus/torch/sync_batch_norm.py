@@ -90,7 +90,8 @@ class SyncBatchNorm(_BatchNorm):
 
     def _refuse(self, why):
         # The others are already in this module's allgather: fail theirs too, then ours.
-        C.refuse(C.ALLGATHER, self.collective_name + ".stats", why, self.process_set.process_set_id or 0).wait()
+        name = front.name_of("allgather", self.collective_name + ".stats", self.process_set)  # the others' name
+        C.refuse(C.ALLGATHER, name, why, self.process_set.process_set_id or 0).wait()
 
     def forward(self, x):
         if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.dim() > 5 or x.shape[1] != self.num_features:
