@@ -25,8 +25,11 @@ class Frontend:
     def name_of(self, kind, name, process_set):
         """The collective's name: numbered when not given (naming.py). A given
         one, in a Horovod front end (chorus.torch), is prefixed with the
-        operation as Horovod's are ("allreduce.<name>": timelines, errors)."""
-        if self.op_prefixed_names and isinstance(name, str) and not name.startswith(kind + "."):
+        operation as Horovod's are ("allreduce.<name>": timelines, errors);
+        a name that has it already, or its grouped form's (a member of a
+        grouped call: "grouped_allgather.x.0"), is kept, so every path of
+        one call (with or without autograd) ends at the same name."""
+        if self.op_prefixed_names and isinstance(name, str) and not name.startswith((kind + ".", f"grouped_{kind}.")):
             name = f"{kind}.{name}"
         return naming.auto_name(kind, name, process_set)
 

@@ -53,8 +53,10 @@ stamp() {
 # A job near its time limit: what each of its processes (mpirun, ranks) was
 # doing, to $out.ps, before timeout kills them all (names who hung).
 snapshot_before_limit() {
-  sleep "$1"
-  local pids
+  sleep "$1" &
+  local nap=$! pids
+  trap 'kill "$nap" 2>/dev/null; exit 0' TERM  # the job ended first: no sleep outlives this
+  wait "$nap"
   pids=$(pgrep -d, -f '^([^ ]*/)?(chorus_fault_job|mpiexec|mpirun|orted)( |$)') || return
   ps -o pid,ppid,stat,wchan:24,etime,args -p "$pids" > "$out.ps" 2>&1
 }

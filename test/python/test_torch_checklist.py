@@ -103,6 +103,24 @@ def test_grouped_averages_and_their_grads():
     assert torch.all(ys[0].grad == n)
 
 
+@pytest.mark.parametrize("name", [None, "mixed"])
+def test_grouped_calls_with_and_without_autograd_fail_together(name):
+    """One rank's tensors require grad (the autograd path sends the members
+    one by one), the others' do not (one group): the members' names agree
+    on both paths, so every rank fails at once naming the difference
+    instead of waiting for names that never come."""
+    if hvd.size() < 2:
+        pytest.skip("needs 2 ranks or more")
+    n, r = hvd.size(), hvd.rank()
+    grad = r == 0
+    xs = [torch.full((1, 2), float(r), requires_grad=grad), torch.full((2,), float(r), requires_grad=grad)]
+    with pytest.raises(hvd.InvalidArgumentError, match="group differs"):
+        hvd.grouped_allgather(xs, name=name)
+    ys = [torch.full((n, 2), 1.0, requires_grad=grad), torch.full((n,), 1.0, requires_grad=grad)]
+    with pytest.raises(hvd.InvalidArgumentError, match="group differs"):
+        hvd.grouped_reducescatter(ys, op=hvd.Sum, name=None if name is None else name + ".rs")
+
+
 def test_grouped_allgather_grad_keeps_own_rows():
     n, r = hvd.size(), hvd.rank()
     xs = [torch.ones(r + 1, 2, requires_grad=True), torch.ones(1, dtype=torch.float64, requires_grad=True)]

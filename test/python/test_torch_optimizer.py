@@ -220,6 +220,20 @@ def test_sync_batch_norm_matches_batch_norm_on_the_union():
     assert torch.allclose(sync(mine.detach()), ref(full)[part], atol=1e-10)
 
 
+@pytest.mark.parametrize("training", [True, False])
+def test_sync_batch_norm_bad_input_on_one_rank_fails_every_rank(training):
+    """Training, or in eval without running stats (it synchronizes then too):
+    the rank with the wrong channel count refuses the module's allgather,
+    so the others fail at once instead of waiting."""
+    if hvd.size() < 2:
+        pytest.skip("needs 2 ranks or more")
+    bad = hvd.rank() == hvd.size() - 1
+    sync = hvd.SyncBatchNorm(3, track_running_stats=training, name=f"bn.bad.{training}")
+    sync.train(training)
+    with pytest.raises(ValueError):
+        sync(torch.randn(4, 2 if bad else 3))
+
+
 def test_flat_gradients_after_the_first_step():
     model, opt = distributed_step(steps=3)
     assert_same(model, reference_step(steps=3))

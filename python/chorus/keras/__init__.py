@@ -27,8 +27,11 @@ def _backend_compression():
         from ..jax.compression import Compression as backend_compression
     elif backend == "torch":
         from ..torch.compression import Compression as backend_compression
-    else:  # tensorflow; another backend's optimizer is refused by name (optimizer.py)
+    elif backend == "tensorflow":
         from ..tensorflow.compression import Compression as backend_compression
+    else:  # DistributedOptimizer refuses this backend by name (optimizer.py); values need no framework
+        from ..compression import NoneCompressor
+        backend_compression = type("Compression", (), {"none": NoneCompressor})
     return backend_compression
 
 

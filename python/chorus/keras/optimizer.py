@@ -22,6 +22,12 @@ def _reducer():
                               "(supported: tensorflow, jax, torch; KERAS_BACKEND picks the backend)")
 
 
+def _not_a_member(process_set):
+    """A rank outside the set keeps its own gradients (Horovod's, and the
+    TensorFlow backend's: gradient_tape._reduce)."""
+    return process_set is not None and process_set.included() is False
+
+
 def _scales(op, predivide):
     if predivide != 1.0 and op != O.Average:
         raise ValueError("chorus.keras.DistributedOptimizer: gradient_predivide_factor needs op=Average")
@@ -34,6 +40,8 @@ def _reduce_torch(grads, variables, compression, sparse_as_dense, op, predivide,
     (num_groups and groups do not split it)."""
     from ..torch import Compression as TorchCompression
     from ..torch import grouped_allreduce
+    if _not_a_member(process_set):
+        return list(grads)
     prescale, postscale = _scales(op, predivide)
     present = [i for i, g in enumerate(grads) if g is not None]
     reduced = grouped_allreduce([grads[i] for i in present], op=op, prescale_factor=prescale,
@@ -51,6 +59,8 @@ def _reduce_jax(grads, variables, compression, sparse_as_dense, op, predivide, n
     (num_groups and groups do not split it)."""
     from ..jax import compression as jax_compression
     from ..jax.mpi_ops import grouped_allreduce
+    if _not_a_member(process_set):
+        return list(grads)
     prescale, postscale = _scales(op, predivide)
     # The same compression under the JAX backend's name for it.
     wire = getattr(jax_compression.Compression, _compression_name(compression))

@@ -1,5 +1,6 @@
 """Autograd through the collectives, with Horovod's backward formulas and the
-C++ adapter's names (frameworks/torch/src/autograd_ops.cc is the reference):
+C++ adapter's factors (frameworks/torch/src/autograd_ops.cc is the reference;
+names here carry horovod.torch's operation prefix, the adapter's do not):
 allreduce and alltoall give the gradient of the sum of every rank's loss;
 allgather and broadcast average it over the set (Horovod's); reducescatter
 multiplies it by the set size for Sum. The backward collective of a forward

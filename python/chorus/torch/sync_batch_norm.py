@@ -97,7 +97,7 @@ class SyncBatchNorm(_BatchNorm):
         if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.dim() > 5 or x.shape[1] != self.num_features:
             got = f"a {x.dim()}D input of {x.shape[1] if x.dim() > 1 else '?'} channels" \
                 if isinstance(x, torch.Tensor) else type(x).__name__
-            if self.training:
+            if self.training or not self.track_running_stats:  # the others are in its allgather then
                 self._refuse(f"SyncBatchNorm '{self.collective_name}' expects 2D to 5D input with "
                              f"{self.num_features} channels on dimension 1, got {got}")
             raise ValueError(f"SyncBatchNorm expects 2D to 5D input with {self.num_features} channels, got {got}")

@@ -104,14 +104,15 @@ class MpiBackend final : public Backend {
   // (Open MPI 4.1): in CI, with ranks 100 ms apart, it hung after the abort
   // notice with every rank gone, and its PMIx server has crashed in
   // PMIx_server_finalize when a rank exited while it tore the job down. So
-  // one rank ends the job: the lowest that gets here, as rank r waits r
+  // one rank ends the job: the lowest that gets here, as rank r (of this
+  // backend's communicator: a set's watchdog ends it from the set) waits r
   // seconds first, and mpirun has ended the others long before their turn
   // (a worker's turn comes only when rank 0 itself is the silent one). From a
   // thread other than ours (the collective watchdog, while this thread is
   // inside MPI) MPI may be called only under MPI_THREAD_MULTIPLE; below that
   // the process exits with the code, and mpirun ends the others.
   void end_job(int exit_code) override {
-    std::this_thread::sleep_for(kAbortStagger * std::min(world_rank_, 20));
+    std::this_thread::sleep_for(kAbortStagger * std::min(topo_.rank, 20));  // in this set: its lowest goes first
     if (std::this_thread::get_id() != mpi_thread_ && !thread_multiple_) std::_Exit(exit_code);
     MPI_Abort(MPI_COMM_WORLD, exit_code);
   }
